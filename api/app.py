@@ -1,0 +1,125 @@
+"""The admin service's app factory.
+
+``create_app(settings)`` wires routers, error handlers and middleware; the lifespan builds the
+database engine, the Redis client and the outbox relay, makes sure the local cluster exists,
+and tears everything down on shutdown.  Run it with
+``uvicorn --factory api.app:create_app`` or ``sluice api``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from redis.asyncio import Redis
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from api import clusters
+from api.audit.router import router as audit_router
+from api.auth import AccessControl, authorize
+from api.brokers.router import router as brokers_router
+from api.dataplane import DataPlane
+from api.errors import install_error_handlers
+from api.flow.router import router as flow_router
+from api.middleware import RequestContextMiddleware
+from api.namespaces.router import router as namespaces_router
+from api.outbox import OutboxRelay
+from api.policies.router import router as policies_router
+from api.policy_cache import PolicyCache
+from api.reports.router import router as reports_router
+from api.responses import JsonResponse
+from api.state import AppState
+from api.tenants.router import router as tenants_router
+from api.topics.router import router as topics_router
+from models.db import make_async_engine, make_session_factory
+from models.orm import Cluster
+from models.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+async def ensure_local_cluster(sessions: async_sessionmaker[AsyncSession], name: str, url: str):
+    """Insert the local cluster row on first start."""
+    async with sessions() as session, session.begin():
+        if await session.scalar(select(Cluster).where(Cluster.name == name)) is None:
+            session.add(Cluster(name=name, service_url=url))
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the admin service for ``settings`` (read from the environment by default)."""
+    settings = settings or Settings()
+    access_control = AccessControl.from_settings(settings)  # fails fast on bad security config
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = make_async_engine(settings.effective_database_url, pool_size=settings.db_pool_size)
+        sessions = make_session_factory(engine)
+        redis = Redis.from_url(settings.effective_redis_url)
+        relay = OutboxRelay(
+            sessions,
+            redis,
+            settings.events_stream,
+            maxlen=settings.events_stream_maxlen,
+            sweep_seconds=settings.outbox_sweep_seconds,
+        )
+        await ensure_local_cluster(
+            sessions, settings.cluster_name, f"http://localhost:{settings.http_port}"
+        )
+        data_plane = DataPlane(redis, int(settings.consumer_timeout_seconds * 1000))
+        cache = PolicyCache(sessions, redis, settings.events_stream)
+        try:
+            await cache.reload()
+        except Exception as exc:  # the database may come later; reads fall back meanwhile
+            log.warning("policy cache not loaded at start: %s", exc)
+        app.state.sluice = AppState(settings, engine, sessions, redis, relay, data_plane, cache)
+        tasks = [
+            asyncio.create_task(relay.run(), name="outbox-relay"),
+            asyncio.create_task(cache.run(), name="policy-cache"),
+        ]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks, timeout=5)
+            await redis.aclose()
+            await engine.dispose()
+
+    app = FastAPI(
+        title="Sluice admin API",
+        version="0.1.0",
+        description="Pulsar-compatible admin v2 API for dispatch throttling on Redis Streams.",
+        lifespan=lifespan,
+        default_response_class=JsonResponse,
+        # Authentication + the policy table in api.auth; with authentication off every call is
+        # allowed, so the dependency (a measurable cost per request) is left out.
+        dependencies=[Depends(authorize)] if access_control.authentication else [],
+    )
+    app.state.access_control = access_control
+    for router in (
+        clusters.router,
+        tenants_router,
+        namespaces_router,
+        policies_router,
+        flow_router,
+        topics_router,
+        brokers_router,
+        audit_router,
+        reports_router,
+    ):
+        app.include_router(router)
+    install_error_handlers(app)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=[o.strip() for o in settings.cors_origins.split(",") if o.strip()],
+            allow_methods=["*"],
+            allow_headers=["*"],
+        )
+    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    return app

@@ -1,0 +1,1 @@
+"""The audit log: ``GET /admin/v2/audit``."""

@@ -1,0 +1,184 @@
+"""Authentication and authorization of admin calls, as Pulsar's token provider does them.
+
+Authentication (``SLUICE_AUTHENTICATION_ENABLED``): every call except the open ones carries
+``Authorization: Bearer <JWT>``; the token's ``sub`` claim is the caller's role.  A missing,
+malformed, expired or badly signed token is refused with 401.
+
+Authorization (``SLUICE_AUTHORIZATION_ENABLED``): ``POLICY`` below says, for every resource,
+who may call it.  Super-users (``SLUICE_SUPER_USER_ROLES``) may call everything; a role in a
+tenant's ``adminRoles`` may manage that tenant's namespaces, topics, subscriptions, policies,
+stats and reports; anyone else gets 403.  With authentication on and authorization off, any
+authenticated role may call anything (as in Pulsar).
+
+``authorize`` is one dependency installed on the whole app, so a new router is covered the
+moment it is included: a route that matches no entry needs super-user access.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import select
+from starlette.exceptions import HTTPException
+
+from models.errors import Forbidden, SluiceError
+from models.names import is_valid_name
+from models.orm import Tenant
+from models.settings import Settings
+from models.tokens import TokenVerifier, read_key
+
+
+class Access(StrEnum):
+    """Who may call a resource."""
+
+    OPEN = "open"  # anyone, no credentials (health, readiness)
+    TENANT_ADMIN = "tenant-admin"  # a super-user or an admin role of the path's tenant
+    SUPER_USER = "super-user"  # a super-user only
+
+
+# The policy table: route path prefix -> access needed.  The longest matching prefix wins;
+# a route that matches none needs super-user access.  Tenants, clusters, broker configuration
+# and the audit log (which spans all tenants) are super-user only, as in Pulsar.
+POLICY: dict[str, Access] = {
+    "/admin/v2/brokers/health": Access.OPEN,
+    "/admin/v2/brokers/ready": Access.OPEN,
+    "/admin/v2/brokers": Access.SUPER_USER,
+    "/admin/v2/clusters": Access.SUPER_USER,
+    "/admin/v2/tenants": Access.SUPER_USER,
+    "/admin/v2/audit": Access.SUPER_USER,
+    "/admin/v2/namespaces/{tenant}": Access.TENANT_ADMIN,
+    "/admin/v2/persistent/{tenant}": Access.TENANT_ADMIN,
+    # Reports of one namespace belong to its tenant; the run history spans every tenant.
+    "/admin/v2/reports/rates/{tenant}": Access.TENANT_ADMIN,
+    "/admin/v2/reports/backlog/{tenant}": Access.TENANT_ADMIN,
+    "/admin/v2/reports/charts/{tenant}": Access.TENANT_ADMIN,
+    "/admin/v2/reports/runs": Access.SUPER_USER,
+}
+
+
+def required_access(path_template: str) -> Access:
+    """The access a route (by its path template, e.g. ``/admin/v2/tenants/{tenant}``) needs."""
+    best, access = -1, Access.SUPER_USER
+    for prefix, level in POLICY.items():
+        if (path_template == prefix or path_template.startswith(prefix + "/")) and len(
+            prefix
+        ) > best:
+            best, access = len(prefix), level
+    return access
+
+
+def _configured_key(settings: Settings) -> tuple[str, bytes] | None:
+    """("secret" | "public", key bytes) from the settings, or None when none is set."""
+    sources = [
+        ("secret", settings.token_secret_key_file, True),
+        ("secret", settings.token_secret_key, False),
+        ("public", settings.token_public_key_file, True),
+        ("public", settings.token_public_key, False),
+    ]
+    given = [(kind, value, is_file) for kind, value, is_file in sources if value]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise ValueError("Set only one of SLUICE_TOKEN_SECRET_KEY[_FILE] / PUBLIC_KEY[_FILE]")
+    kind, value, is_file = given[0]
+    try:
+        return kind, Path(value).read_bytes() if is_file else read_key(value)
+    except OSError as exc:
+        raise ValueError(f"Cannot read token key file {value}: {exc.strerror}") from None
+    except SluiceError as exc:
+        raise ValueError(exc.reason) from None
+
+
+@dataclass(frozen=True)
+class AccessControl:
+    """The security settings of one admin service, checked once at start-up."""
+
+    authentication: bool = False
+    authorization: bool = False
+    super_users: frozenset[str] = frozenset()
+    verifier: TokenVerifier | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AccessControl:
+        """Build from settings; ``ValueError`` on a configuration that cannot work."""
+        if settings.authorization_enabled and not settings.authentication_enabled:
+            raise ValueError("SLUICE_AUTHORIZATION_ENABLED needs SLUICE_AUTHENTICATION_ENABLED")
+        super_users = frozenset(
+            r.strip() for r in settings.super_user_roles.split(",") if r.strip()
+        )
+        if not settings.authentication_enabled:
+            return cls(super_users=super_users)
+        key = _configured_key(settings)
+        if key is None:
+            raise ValueError(
+                "Authentication is enabled but no token key is configured: set "
+                "SLUICE_TOKEN_SECRET_KEY_FILE or SLUICE_TOKEN_PUBLIC_KEY_FILE"
+            )
+        kind, data = key
+        try:
+            verifier = TokenVerifier.from_keys(
+                secret_key=data if kind == "secret" else None,
+                public_key=data if kind == "public" else None,
+                role_claim=settings.token_auth_claim,
+            )
+        except SluiceError as exc:
+            raise ValueError(exc.reason) from None
+        return cls(True, settings.authorization_enabled, super_users, verifier)
+
+    def authenticate(self, authorization_header: str | None) -> str:
+        """The role of a request's bearer token; 401 when there is no valid one."""
+        assert self.verifier is not None
+        scheme, _, token = (authorization_header or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise _unauthorized("Authentication required: send Authorization: Bearer <token>")
+        try:
+            return self.verifier.role(token.strip())
+        except SluiceError as exc:
+            raise _unauthorized(exc.reason) from None
+
+
+def _unauthorized(reason: str) -> HTTPException:
+    return HTTPException(401, reason, headers={"WWW-Authenticate": "Bearer"})
+
+
+async def _is_tenant_admin(request: Request, tenant: str, role: str) -> bool:
+    if not is_valid_name(tenant):
+        return False
+    sessions = request.app.state.sluice.sessions
+    async with sessions() as session:
+        roles = await session.scalar(select(Tenant.admin_roles).where(Tenant.name == tenant))
+    return roles is not None and role in roles
+
+
+# Declares the Bearer scheme in the OpenAPI document (the "Authorize" button of /docs);
+# the header itself is parsed by ``AccessControl.authenticate``.
+BEARER = HTTPBearer(auto_error=False, description="A token made by `sluice tokens create`")
+
+
+async def authorize(
+    request: Request, _scheme: HTTPAuthorizationCredentials | None = Depends(BEARER)
+) -> None:
+    """The app-wide dependency: authenticate the caller, then apply ``POLICY``.
+
+    The role is left in the request scope, where ``api.deps.get_caller`` (and so the audit
+    log) finds it.
+    """
+    route = request.scope.get("route")
+    access = required_access(getattr(route, "path_format", None) or request.url.path)
+    control: AccessControl = request.app.state.access_control
+    if access is Access.OPEN or not control.authentication:
+        return
+    role = control.authenticate(request.headers.get("authorization"))
+    request.scope.setdefault("state", {})["role"] = role
+    if not control.authorization or role in control.super_users:
+        return
+    if access is Access.TENANT_ADMIN:
+        tenant = request.path_params.get("tenant", "")
+        if tenant and await _is_tenant_admin(request, tenant, role):
+            return
+        raise Forbidden(f"Role {role} is not an admin of tenant {tenant}")
+    raise Forbidden(f"Role {role} is not a super-user: this operation needs super-user access")

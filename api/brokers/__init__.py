@@ -1,0 +1,1 @@
+"""Broker-level endpoints: dynamic configuration, health and readiness."""

@@ -1,0 +1,101 @@
+"""Routes of ``/admin/v2/brokers``: dynamic configuration, health, readiness, live workers."""
+
+from fastapi import APIRouter, Query
+from redis.exceptions import RedisError
+from sqlalchemy import text
+from starlette.responses import PlainTextResponse, Response
+
+from api.brokers import service
+from api.dataplane import live_workers
+from api.deps import StateDep, UowDep
+from api.policies.provenance import provenance_for
+from api.responses import JsonResponse, no_content
+from models.errors import NotFound, Unavailable
+
+router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
+DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
+
+
+@router.get("/configuration")
+async def list_dynamic_config() -> list[str]:
+    """Names of the configuration keys that can be changed at runtime."""
+    return service.dynamic_names()
+
+
+@router.get("/configuration/values")
+async def get_all_dynamic_config(uow: UowDep) -> dict[str, str]:
+    """Values overridden through this API."""
+    return await service.overrides(uow)
+
+
+@router.get("/configuration/runtime")
+async def get_runtime_config(uow: UowDep) -> dict[str, str]:
+    """Every configuration key with the value in force."""
+    return await service.runtime(uow)
+
+
+async def _answer(uow: UowDep) -> Response:
+    if not uow.dry_run:
+        return no_content()
+    return JsonResponse({"dryRun": True, "topics": await provenance_for(uow.session)})
+
+
+@router.post("/configuration/{name}/{value}", status_code=204)
+async def update_dynamic_config(
+    name: str, value: str, uow: UowDep, dry_run: bool = DRY_RUN
+) -> Response:
+    """Override a dynamic configuration key."""
+    await service.set_override(uow, name, value)
+    return await _answer(uow)
+
+
+@router.delete("/configuration/{name}", status_code=204)
+async def delete_dynamic_config(name: str, uow: UowDep, dry_run: bool = DRY_RUN) -> Response:
+    """Reset a dynamic configuration key to its default."""
+    await service.delete_override(uow, name)
+    return await _answer(uow)
+
+
+@router.get("/health", response_class=PlainTextResponse)
+async def health() -> str:
+    """Liveness: the process answers."""
+    return "ok"
+
+
+@router.get("/ready")
+async def ready(state: StateDep) -> Response:
+    """Readiness: the database answers (Redis is reported but not required)."""
+    checks = {"database": "ok", "redis": "ok"}
+    status = 200
+    try:
+        async with state.engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+    except Exception as exc:  # any failure means not ready
+        checks["database"] = f"unavailable: {type(exc).__name__}"
+        status = 503
+    try:
+        await state.redis.ping()
+    except Exception as exc:
+        checks["redis"] = f"unavailable: {type(exc).__name__}"
+    return JsonResponse(checks, status_code=status)
+
+
+@router.get("/{cluster}")
+async def list_brokers(cluster: str, state: StateDep) -> list[str]:
+    """The live workers of the cluster (Pulsar's active brokers), by id."""
+    return [w["id"] for w in await _workers(cluster, state)]
+
+
+@router.get("/{cluster}/workers")
+async def list_workers(cluster: str, state: StateDep) -> list[dict]:
+    """The live workers with how to reach them and how many partitions each owns."""
+    return await _workers(cluster, state)
+
+
+async def _workers(cluster: str, state: StateDep) -> list[dict]:
+    if cluster != state.settings.cluster_name:
+        raise NotFound(f"Cluster {cluster} does not exist")
+    try:
+        return await live_workers(state.redis)
+    except RedisError as exc:
+        raise Unavailable(f"Redis is unavailable: {exc}") from exc

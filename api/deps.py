@@ -1,0 +1,77 @@
+"""Request dependencies, as ``Annotated`` aliases so route signatures read like prose."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from api.state import AppState
+from api.unit_of_work import ANONYMOUS, Caller, UnitOfWork
+
+log = logging.getLogger(__name__)
+TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
+
+
+def get_state(request: Request) -> AppState:
+    """The process-wide state built by the app factory."""
+    return request.app.state.sluice
+
+
+def get_caller(request: Request) -> Caller:
+    """The calling role (set by ``api.auth.authorize``; anonymous while authentication is
+    off) and the request id."""
+    state = request.scope.get("state", {})
+    return Caller(role=state.get("role", ANONYMOUS), request_id=state.get("request_id", ""))
+
+
+def query_flag(request: Request, name: str) -> bool:
+    """A boolean query parameter, accepting Java's ``True``/``False`` spellings."""
+    return request.query_params.get(name, "").strip().lower() in TRUE_WORDS
+
+
+StateDep = Annotated[AppState, Depends(get_state)]
+CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+async def get_unit_of_work(
+    request: Request, state: StateDep, caller: CallerDep
+) -> AsyncIterator[UnitOfWork]:
+    """One transaction per request: commit after the handler, or roll back.
+
+    After the commit the outbox relay is woken and the after-commit hooks run (they project
+    the change into Redis at once; the workers would otherwise do it within moments).
+
+    ``dryRun=true`` on any request always rolls back, so the handler may perform the write,
+    compute what it would produce, and leave nothing behind.
+    """
+    async with state.sessions() as session:
+        uow = UnitOfWork(
+            session,
+            caller,
+            dry_run=query_flag(request, "dryRun"),
+            data_plane=state.data_plane,
+        )
+        try:
+            yield uow
+        except BaseException:
+            await session.rollback()
+            raise
+        if uow.dry_run:
+            await session.rollback()
+            return
+        await session.commit()
+    if uow.emitted:
+        state.cache.local_write()
+        state.relay.notify()
+    for hook in uow.after_commit_hooks:
+        # Best effort: workers reconcile the data plane from the database anyway.
+        try:
+            await hook()
+        except Exception as exc:
+            log.warning("after-commit step failed (workers will reconcile): %s", exc)
+
+
+UowDep = Annotated[UnitOfWork, Depends(get_unit_of_work, scope="function")]

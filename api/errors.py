@@ -1,0 +1,105 @@
+"""Mapping of every error to Pulsar's ``{"reason": ...}`` shape, in one place.
+
+Domain errors map by class; request validation errors become 400; database outages 503;
+anything unexpected 500 without a stack trace (it is logged instead).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from api.responses import JsonResponse
+from models import errors
+
+log = logging.getLogger(__name__)
+
+STATUS: dict[type[errors.SluiceError], int] = {
+    errors.InvalidInput: 400,
+    errors.Unauthorized: 401,
+    errors.Forbidden: 403,
+    errors.NotFound: 404,
+    errors.NotAllowed: 405,
+    errors.NotAcceptable: 406,
+    errors.Conflict: 409,
+    errors.PreconditionFailed: 412,
+    errors.PayloadTooLarge: 413,
+    errors.Unavailable: 503,
+}
+
+
+def reason_response(status: int, reason: str) -> JsonResponse:
+    """A response with Pulsar's error body."""
+    return JsonResponse({"reason": reason}, status_code=status)
+
+
+def status_of(exc: errors.SluiceError) -> int:
+    """HTTP status for a domain error (the nearest mapped base class)."""
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+async def _domain(_request: Request, exc: Exception) -> JsonResponse:
+    assert isinstance(exc, errors.SluiceError)
+    return reason_response(status_of(exc), exc.reason)
+
+
+async def _validation(request: Request, exc: Exception) -> JsonResponse:
+    assert isinstance(exc, RequestValidationError)
+    content_type = request.headers.get("content-type", "")
+    body_error = any(e.get("loc", ("",))[0] == "body" for e in exc.errors())
+    if body_error and content_type and "json" not in content_type:
+        return reason_response(
+            415, f"Unsupported media type {content_type}: send Content-Type: application/json"
+        )
+    parts = []
+    for error in exc.errors():
+        loc = [str(p) for p in error.get("loc", ())]
+        where = ".".join(loc[1:] if len(loc) > 1 else loc) or "request"
+        if loc and loc[0] == "body" and error.get("type") == "json_invalid":
+            return reason_response(400, "Malformed JSON body")
+        if loc[:1] == ["body"] and error.get("type") == "missing" and len(loc) == 1:
+            return reason_response(400, "Request body is required")
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return reason_response(400, "Invalid request: " + "; ".join(parts))
+
+
+async def _http(_request: Request, exc: Exception) -> JsonResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    response = reason_response(exc.status_code, detail)
+    for name, value in (exc.headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+async def _integrity(_request: Request, exc: Exception) -> JsonResponse:
+    log.info("integrity error mapped to 409: %s", exc)
+    return reason_response(409, "Concurrent modification")
+
+
+async def _database(_request: Request, exc: Exception) -> JsonResponse:
+    log.warning("database error mapped to 503: %s", exc)
+    return reason_response(503, "Database unavailable, retry later")
+
+
+async def _unexpected(_request: Request, exc: Exception) -> JsonResponse:
+    log.exception("unhandled error", exc_info=exc)
+    return reason_response(500, "Internal server error")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register every handler on ``app``."""
+    app.add_exception_handler(errors.SluiceError, _domain)
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(IntegrityError, _integrity)
+    app.add_exception_handler(OperationalError, _database)
+    app.add_exception_handler(DBAPIError, _database)
+    app.add_exception_handler(Exception, _unexpected)

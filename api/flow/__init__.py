@@ -1,0 +1,1 @@
+"""Flow-control policies: backlog quota, max unacked messages, message TTL."""

@@ -1,0 +1,232 @@
+"""Routes of the flow-control policies: backlog quota, max unacked messages, message TTL.
+
+Paths, bodies and status codes are Pulsar's: quotas take a ``BacklogQuota`` object and a
+``backlogQuotaType`` query parameter; max-unacked limits and the TTL take a bare integer
+(the topic TTL also as ``?messageTTL=N``, as ``pulsar-admin`` sends it).  As for dispatch
+rates, ``dryRun=true`` on a write answers 200 with the limits every affected topic would get,
+and ``effectiveFlowControls`` shows each resolved limit and the level it came from.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Query
+from starlette.responses import Response
+
+from api.deps import UowDep
+from api.flow import service
+from api.flow.service import FlowTarget
+from api.responses import JsonResponse, no_content
+from api.unit_of_work import UnitOfWork
+from models.errors import InvalidInput
+from models.flow import (
+    MAX_UNACKED_PER_CONSUMER,
+    MAX_UNACKED_PER_SUBSCRIPTION,
+    MESSAGE_TTL,
+    BacklogQuota,
+    QuotaType,
+    check_max_unacked,
+    check_ttl,
+    parse_quota_type,
+    quota_kind,
+)
+from models.flow_resolution import FlowLimits
+from models.names import TopicName
+
+router = APIRouter(tags=["flow control policies"])
+
+NS = "/admin/v2/namespaces/{tenant}/{namespace}"
+TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
+DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
+APPLIED = Query(False, description="resolve through namespace and broker levels")
+QUOTA_TYPE = Query(None, alias="backlogQuotaType", description="destination_storage (default)")
+RAW_BODY = Body(None)
+
+
+async def _namespace(tenant: str, namespace: str, uow: UowDep) -> FlowTarget:
+    return await service.namespace_target(uow, tenant, namespace)
+
+
+async def _topic(tenant: str, namespace: str, topic: str, uow: UowDep) -> FlowTarget:
+    return await service.topic_target(uow, TopicName.parse(tenant, namespace, topic))
+
+
+NamespaceDep = Annotated[FlowTarget, Depends(_namespace)]
+TopicDep = Annotated[FlowTarget, Depends(_topic)]
+
+
+async def _write_answer(uow: UnitOfWork, target: FlowTarget) -> Response:
+    """204, or for a dry run 200 with the would-be flow limits of every affected topic."""
+    if not uow.dry_run:
+        return no_content()
+    await uow.session.flush()
+    topics = await service.flow_provenance_for(
+        uow.session,
+        namespace_id=target.namespace.id,
+        topic_id=target.topic.id if target.topic else None,
+    )
+    return JsonResponse({"dryRun": True, "changed": target.entity, "topics": topics})
+
+
+def _required(body: Any) -> Any:
+    if body is None:
+        raise InvalidInput("Request body is required")
+    return body
+
+
+# --- backlog quota ------------------------------------------------------------------------
+
+
+@router.get(f"{NS}/backlogQuotaMap", summary="Get the namespace backlog quotas")
+async def get_namespace_quotas(target: NamespaceDep, uow: UowDep) -> dict:
+    """Stored quotas by type (``{}`` when none)."""
+    return await service.read_quota_map(uow, target)
+
+
+@router.get(f"{TOPIC}/backlogQuotaMap", summary="Get the topic backlog quotas")
+async def get_topic_quotas(target: TopicDep, uow: UowDep, applied: bool = APPLIED) -> dict:
+    """Stored quotas by type; with ``applied`` every type resolved through the levels."""
+    if not applied:
+        return await service.read_quota_map(uow, target)
+    limits = await service.applied_limits(uow, target)
+    return {t.value: limits.quotas[t].value.to_json() for t in QuotaType}
+
+
+async def _set_quota(uow: UnitOfWork, target: FlowTarget, body: Any, quota_type: str | None):
+    kind = quota_kind(parse_quota_type(quota_type))
+    await service.set_value(uow, target, kind, BacklogQuota.from_json(_required(body)))
+    return await _write_answer(uow, target)
+
+
+async def _remove_quota(uow: UnitOfWork, target: FlowTarget, quota_type: str | None):
+    await service.remove_value(uow, target, quota_kind(parse_quota_type(quota_type)))
+    return await _write_answer(uow, target)
+
+
+@router.post(f"{NS}/backlogQuota", status_code=204, summary="Set a namespace backlog quota")
+async def set_namespace_quota(
+    target: NamespaceDep,
+    uow: UowDep,
+    body: Any = RAW_BODY,
+    quota_type: str | None = QUOTA_TYPE,
+    dry_run: bool = DRY_RUN,
+) -> Response:
+    return await _set_quota(uow, target, body, quota_type)
+
+
+@router.delete(f"{NS}/backlogQuota", status_code=204, summary="Remove a namespace backlog quota")
+async def remove_namespace_quota(
+    target: NamespaceDep, uow: UowDep, quota_type: str | None = QUOTA_TYPE, dry_run: bool = DRY_RUN
+) -> Response:
+    return await _remove_quota(uow, target, quota_type)
+
+
+@router.post(f"{TOPIC}/backlogQuota", status_code=204, summary="Set a topic backlog quota")
+async def set_topic_quota(
+    target: TopicDep,
+    uow: UowDep,
+    body: Any = RAW_BODY,
+    quota_type: str | None = QUOTA_TYPE,
+    dry_run: bool = DRY_RUN,
+) -> Response:
+    return await _set_quota(uow, target, body, quota_type)
+
+
+@router.delete(f"{TOPIC}/backlogQuota", status_code=204, summary="Remove a topic backlog quota")
+async def remove_topic_quota(
+    target: TopicDep, uow: UowDep, quota_type: str | None = QUOTA_TYPE, dry_run: bool = DRY_RUN
+) -> Response:
+    return await _remove_quota(uow, target, quota_type)
+
+
+# --- integer policies: max unacked and message TTL ------------------------------------------
+
+
+def _applied_int(limits: FlowLimits, kind: str) -> int:
+    return {
+        MAX_UNACKED_PER_SUBSCRIPTION: limits.max_unacked_per_subscription,
+        MAX_UNACKED_PER_CONSUMER: limits.max_unacked_per_consumer,
+        MESSAGE_TTL: limits.message_ttl,
+    }[kind].value
+
+
+def _check(kind: str, value: Any) -> int:
+    if kind == MESSAGE_TTL:
+        return check_ttl(value)
+    return check_max_unacked(value, kind)
+
+
+def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
+    target_param = Depends(target_dep)
+    name = path.rsplit("/", 1)[1]
+
+    async def get_value(
+        uow: UowDep, target: FlowTarget = target_param, applied: bool = APPLIED
+    ) -> Response:
+        if applied and target.topic is not None:
+            limits = await service.applied_limits(uow, target)
+            return JsonResponse(_applied_int(limits, kind))
+        return JsonResponse(await service.read_value(uow, target, kind))
+
+    async def set_value(
+        uow: UowDep,
+        target: FlowTarget = target_param,
+        body: Any = RAW_BODY,
+        message_ttl: int | None = Query(None, alias="messageTTL"),
+        dry_run: bool = DRY_RUN,
+    ) -> Response:
+        raw = body if body is not None or kind != MESSAGE_TTL else message_ttl
+        await service.set_value(uow, target, kind, _check(kind, _required(raw)))
+        return await _write_answer(uow, target)
+
+    async def remove_value(
+        uow: UowDep, target: FlowTarget = target_param, dry_run: bool = DRY_RUN
+    ) -> Response:
+        await service.remove_value(uow, target, kind)
+        return await _write_answer(uow, target)
+
+    router.add_api_route(
+        path, get_value, methods=["GET"], name=f"get_{level}_{name}", summary=f"Get {name}"
+    )
+    router.add_api_route(
+        path,
+        set_value,
+        methods=["POST"],
+        name=f"set_{level}_{name}",
+        status_code=204,
+        summary=f"Set {name}",
+    )
+    router.add_api_route(
+        path,
+        remove_value,
+        methods=["DELETE"],
+        name=f"remove_{level}_{name}",
+        status_code=204,
+        summary=f"Remove {name}",
+    )
+
+
+for _path, _kind in (
+    ("maxUnackedMessagesPerSubscription", MAX_UNACKED_PER_SUBSCRIPTION),
+    ("maxUnackedMessagesPerConsumer", MAX_UNACKED_PER_CONSUMER),
+    ("messageTTL", MESSAGE_TTL),
+):
+    _add_int_routes(f"{NS}/{_path}", _kind, "namespace", _namespace)
+for _path, _kind in (
+    ("maxUnackedMessagesOnSubscription", MAX_UNACKED_PER_SUBSCRIPTION),
+    ("maxUnackedMessagesOnConsumer", MAX_UNACKED_PER_CONSUMER),
+    ("messageTTL", MESSAGE_TTL),
+):
+    _add_int_routes(f"{TOPIC}/{_path}", _kind, "topic", _topic)
+
+
+@router.get(f"{TOPIC}/effectiveFlowControls", summary="Resolved flow limits and their sources")
+async def effective_flow_controls(target: TopicDep, uow: UowDep) -> dict:
+    """Every flow-control limit of the topic, with the level (topic, namespace, broker) it
+    came from."""
+    return {
+        "topic": target.entity,
+        "appliesPer": "partition",
+        "flowControl": service.limits_json(await service.applied_limits(uow, target)),
+    }

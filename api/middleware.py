@@ -1,0 +1,86 @@
+"""ASGI middleware: a request id on every request, and a cap on request body size.
+
+Written as plain ASGI (not ``BaseHTTPMiddleware``) to keep the per-request cost small.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import orjson
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+REQUEST_ID_HEADER = b"x-request-id"
+
+
+class RequestContextMiddleware:
+    """Sets ``scope["state"]["request_id"]`` and echoes it as ``X-Request-Id``; caps bodies."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = ""
+        length = -1
+        for name, value in scope["headers"]:
+            if name == REQUEST_ID_HEADER:
+                request_id = value.decode("latin-1")[:64]
+            elif name == b"content-length" and value.isdigit():
+                length = int(value)
+        request_id = request_id or uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        if length > self.max_body_bytes:
+            await _too_large(send, request_id, self.max_body_bytes)
+            return
+
+        received = 0
+        limit = self.max_body_bytes
+
+        async def capped_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((REQUEST_ID_HEADER, request_id.encode("latin-1")))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, capped_receive, send_with_id)
+        except BodyTooLarge:
+            await _too_large(send, request_id, limit)
+
+
+class BodyTooLarge(HTTPException):
+    """Raised while the app reads a chunked body past the limit; answered 413."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"Request body larger than {limit} bytes")
+
+
+async def _too_large(send: Send, request_id: str, limit: int) -> None:
+    body = orjson.dumps({"reason": f"Request body larger than {limit} bytes"})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (REQUEST_ID_HEADER, request_id.encode("latin-1")),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,1 @@
+"""Namespaces: ``/admin/v2/namespaces``."""

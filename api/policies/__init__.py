@@ -1,0 +1,1 @@
+"""Dispatch-rate policies at namespace, topic and subscription level, and their provenance."""

@@ -1,0 +1,144 @@
+"""Provenance of effective limits: every limiter, the value each level offers, who won.
+
+Used by ``GET .../effectiveDispatchRates`` and by every ``dryRun=true`` write, which reports
+the would-be limits of each affected topic and subscription.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from models.broker_config import BrokerConfig
+from models.dispatch_rate import DispatchRate
+from models.names import TopicName
+from models.orm import Namespace, Subscription, Tenant, Topic
+from models.repository import load_snapshot
+from models.resolution import EffectiveLimits, Level, PolicyInputs, ResolvedRate, resolve_limits
+from models.snapshot import PolicySnapshot
+
+
+def _broker_default(broker: BrokerConfig, prefix: str) -> DispatchRate:
+    return DispatchRate(msg=broker.get(f"{prefix}InMsg"), byte=broker.get(f"{prefix}InByte"))
+
+
+def _candidates(inputs: PolicyInputs, limiter: str, subscription: str | None) -> list[dict]:
+    """The value each level offers to ``limiter``, highest precedence first."""
+    if limiter == "broker":
+        offers = [(Level.BROKER, _broker_default(inputs.broker, "dispatchThrottlingRate"))]
+    elif limiter == "topic":
+        offers = [
+            (Level.TOPIC, inputs.topic_dispatch_rate),
+            (Level.NAMESPACE, inputs.namespace_dispatch_rate),
+            (Level.BROKER, _broker_default(inputs.broker, "dispatchThrottlingRatePerTopic")),
+        ]
+    else:
+        own = inputs.subscription_dispatch_rates.get(subscription) if subscription else None
+        offers = [
+            (Level.SUBSCRIPTION, own),
+            (Level.TOPIC, inputs.topic_subscription_dispatch_rate),
+            (Level.NAMESPACE, inputs.namespace_subscription_dispatch_rate),
+            (
+                Level.BROKER,
+                _broker_default(inputs.broker, "dispatchThrottlingRatePerSubscription"),
+            ),
+        ]
+    return [
+        {
+            "level": level.value,
+            "value": rate.to_json() if rate is not None else None,
+            # A stored rate with both dimensions <= 0 is unset and falls through.
+            "set": rate is not None and (rate.enabled or level is Level.BROKER),
+        }
+        for level, rate in offers
+    ]
+
+
+def limiter_json(resolved: ResolvedRate, inputs: PolicyInputs, sub: str | None) -> dict:
+    """One limiter: the value it got, where from, its permits, and every level's offer."""
+    return {
+        "source": resolved.source.value,
+        "value": resolved.rate.to_json(),
+        "enabled": resolved.enabled,
+        "permitsPerPeriodInMsg": resolved.permits_msg,
+        "permitsPerPeriodInByte": resolved.permits_byte,
+        "levels": _candidates(inputs, resolved.limiter.value, sub),
+    }
+
+
+def effective_json(limits: EffectiveLimits) -> dict:
+    """The combined limit: the smallest rate per dimension and the limiter that sets it."""
+    return {
+        "msgPerSecond": limits.msg_per_second,
+        "bytePerSecond": limits.byte_per_second,
+        "msgLimiter": limits.msg_limiter.value if limits.msg_limiter else None,
+        "byteLimiter": limits.byte_limiter.value if limits.byte_limiter else None,
+    }
+
+
+def topic_provenance(
+    snapshot: PolicySnapshot, topic: TopicName, partitions: int, subscriptions: list[str]
+) -> dict[str, Any]:
+    """The full provenance document of one topic and its subscriptions."""
+    inputs = snapshot.inputs_for(topic)
+    limits = resolve_limits(inputs)
+    names = sorted(set(subscriptions) | set(inputs.subscription_dispatch_rates))
+    subs = {}
+    for name in names:
+        sub_limits = resolve_limits(inputs, subscription=name)
+        assert sub_limits.subscription is not None
+        subs[name] = {
+            "subscription": limiter_json(sub_limits.subscription, inputs, name),
+            "effective": effective_json(sub_limits),
+        }
+    default = resolve_limits(inputs, subscription="")
+    assert default.subscription is not None
+    return {
+        "topic": topic.full,
+        "partitions": partitions,
+        "appliesPer": "partition",
+        "limiters": {
+            "broker": limiter_json(limits.broker, inputs, None),
+            "topic": limiter_json(limits.topic, inputs, None),
+            "subscriptionDefault": limiter_json(default.subscription, inputs, ""),
+        },
+        "effective": effective_json(limits),
+        "subscriptions": subs,
+    }
+
+
+async def provenance_for(
+    session: AsyncSession,
+    *,
+    namespace_id: int | None = None,
+    topic_id: int | None = None,
+) -> list[dict[str, Any]]:
+    """Provenance of every topic in scope: one topic, one namespace, or everything."""
+    snapshot = await load_snapshot(session, namespace_id=namespace_id, topic_id=topic_id)
+    query = (
+        select(Topic, Namespace.name, Tenant.name)
+        .join(Namespace, Topic.namespace_id == Namespace.id)
+        .join(Tenant, Namespace.tenant_id == Tenant.id)
+        .order_by(Tenant.name, Namespace.name, Topic.name)
+    )
+    if namespace_id is not None:
+        query = query.where(Topic.namespace_id == namespace_id)
+    if topic_id is not None:
+        query = query.where(Topic.id == topic_id)
+    topics = (await session.execute(query)).all()
+    subs_query = select(Subscription.topic_id, Subscription.name)
+    if topic_id is not None:
+        subs_query = subs_query.where(Subscription.topic_id == topic_id)
+    elif namespace_id is not None:
+        subs_query = subs_query.join(Topic).where(Topic.namespace_id == namespace_id)
+    subs: dict[int, list[str]] = {}
+    for tid, name in await session.execute(subs_query):
+        subs.setdefault(tid, []).append(name)
+    return [
+        topic_provenance(
+            snapshot, TopicName(tenant, ns, row.name), row.partitions, subs.get(row.id, [])
+        )
+        for row, ns, tenant in topics
+    ]

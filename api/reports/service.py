@@ -1,0 +1,155 @@
+"""Queries behind ``/admin/v2/reports``: the latest succeeded results and the run history.
+
+Only rows of succeeded runs are ever returned; if two succeeded runs cover the same window
+(a run superseded another but both were kept), the newer run's row wins.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from models.durations import parse_duration
+from models.errors import InvalidInput, NotFound
+from models.reports import (
+    RUN_SUCCEEDED,
+    WINDOWS,
+    BacklogReportRow,
+    RateReportRow,
+    ReportRun,
+)
+from models.repository import get_namespace
+
+MODELS = {"rates": RateReportRow, "backlog": BacklogReportRow}
+RUN_STATUSES = ("running", "succeeded", "failed")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def row_json(row: Any, columns: list[str]) -> dict:
+    """A result row as JSON (camelCase keys, ISO-8601 times)."""
+    out = {}
+    for name in columns:
+        value = getattr(row, name)
+        out[_camel(name)] = value.isoformat() if isinstance(value, datetime) else value
+    return out
+
+
+def run_json(run: ReportRun) -> dict:
+    """A run as JSON."""
+    return {
+        "id": run.id,
+        "job": run.job,
+        "status": run.status,
+        "startedAt": run.started_at.isoformat(),
+        "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
+        "windowFrom": run.window_from.isoformat() if run.window_from else None,
+        "windowTo": run.window_to.isoformat() if run.window_to else None,
+        "rows": run.rows,
+        "attempt": run.attempt,
+        "error": run.error,
+        "params": run.params,
+    }
+
+
+def since_moment(since: str, now: datetime | None = None) -> datetime:
+    """``since`` as a moment: a duration back from now (``1h``) or an ISO-8601 time."""
+    now = now or datetime.now(UTC)
+    try:
+        return now - timedelta(seconds=parse_duration(since))
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(since)
+    except ValueError:
+        raise InvalidInput(
+            f"Invalid since '{since}': use a duration like 1h or an ISO-8601 time"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def check_window(window: str) -> str:
+    """Validate a window name."""
+    if window not in WINDOWS:
+        raise InvalidInput(f"Invalid window '{window}': use one of {', '.join(WINDOWS)}")
+    return window
+
+
+async def report_rows(
+    session: AsyncSession,
+    job: str,
+    tenant: str,
+    namespace: str,
+    *,
+    window: str,
+    since: datetime,
+    topic: str | None = None,
+    subscription: str | None = None,
+    top: int | None = None,
+    limit: int = 1000,
+) -> list[dict]:
+    """The latest succeeded results of ``job`` for a namespace, oldest window first."""
+    await get_namespace(session, tenant, namespace)
+    model = MODELS[job]
+    newest = (
+        func.row_number()
+        .over(
+            partition_by=(model.topic, model.subscription, model.window_start),
+            order_by=model.run_id.desc(),
+        )
+        .label("newest")
+    )
+    inner = (
+        select(model, newest)
+        .join(ReportRun, ReportRun.id == model.run_id)
+        .where(
+            ReportRun.status == RUN_SUCCEEDED,
+            model.tenant == tenant,
+            model.namespace == namespace,
+            model.window == check_window(window),
+            model.window_start >= since,
+        )
+    )
+    if topic:
+        inner = inner.where(model.topic == topic)
+    if subscription:
+        inner = inner.where(model.subscription == subscription)
+    if top is not None and job == "backlog":
+        inner = inner.where(model.growth_rank <= top, model.growth_per_s > 0)
+    latest = inner.subquery()
+    query = (
+        select(latest)
+        .where(latest.c.newest == 1)
+        .order_by(latest.c.window_start, latest.c.topic, latest.c.subscription)
+        .limit(limit)
+    )
+    columns = [c.name for c in model.__table__.columns if c.name not in ("id",)]
+    return [row_json(row, columns) for row in (await session.execute(query)).all()]
+
+
+async def list_runs(
+    session: AsyncSession, *, job: str | None, status: str | None, limit: int
+) -> list[dict]:
+    """Runs, newest first."""
+    query = select(ReportRun).order_by(ReportRun.id.desc()).limit(limit)
+    if job:
+        query = query.where(ReportRun.job == job)
+    if status:
+        if status not in RUN_STATUSES:
+            raise InvalidInput(f"Invalid status '{status}': use {', '.join(RUN_STATUSES)}")
+        query = query.where(ReportRun.status == status)
+    return [run_json(run) for run in (await session.scalars(query)).all()]
+
+
+async def get_run(session: AsyncSession, run_id: int) -> dict:
+    """One run."""
+    run = await session.get(ReportRun, run_id)
+    if run is None:
+        raise NotFound(f"Report run {run_id} does not exist")
+    return run_json(run)

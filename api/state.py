@@ -1,0 +1,31 @@
+"""What the admin service builds at start-up and shares with every request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from api.dataplane import DataPlane
+from api.outbox import OutboxRelay
+from api.policy_cache import PolicyCache
+from models.settings import Settings
+
+
+@dataclass
+class AppState:
+    """Engine, sessions, Redis client, outbox relay, data-plane access and policy cache."""
+
+    settings: Settings
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    redis: Redis
+    relay: OutboxRelay
+    data_plane: DataPlane
+    cache: PolicyCache
+
+    @property
+    def cluster(self) -> str:
+        """Name of the local cluster."""
+        return self.settings.cluster_name

@@ -1,0 +1,1 @@
+"""Tenants: ``/admin/v2/tenants``."""

@@ -1,0 +1,80 @@
+"""Tenant rules: names, allowed clusters, and what a delete may take with it."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from api.schemas import TenantInfo
+from api.unit_of_work import UnitOfWork
+from models.errors import Conflict, NotAllowed, PreconditionFailed
+from models.names import check_tenant
+from models.orm import Cluster, Namespace, Tenant
+from models.repository import find_tenant, get_tenant, load_broker_config
+
+
+def tenant_json(tenant: Tenant) -> dict:
+    """Pulsar's ``TenantInfo`` shape."""
+    return {
+        "adminRoles": list(tenant.admin_roles),
+        "allowedClusters": list(tenant.allowed_clusters),
+    }
+
+
+async def list_tenants(uow: UnitOfWork) -> list[str]:
+    """Every tenant name, sorted."""
+    return list((await uow.session.scalars(select(Tenant.name).order_by(Tenant.name))).all())
+
+
+async def read_tenant(uow: UnitOfWork, name: str) -> dict:
+    """One tenant's info, or 404."""
+    return tenant_json(await get_tenant(uow.session, name))
+
+
+async def _checked_clusters(uow: UnitOfWork, info: TenantInfo, local: str) -> list[str]:
+    clusters = info.allowedClusters if info.allowedClusters is not None else [local]
+    clusters = list(dict.fromkeys(c.strip() for c in clusters))
+    if not clusters or any(not c for c in clusters):
+        raise PreconditionFailed("Clusters can not be empty")
+    known = set((await uow.session.scalars(select(Cluster.name))).all()) | {"global"}
+    if any(c not in known for c in clusters):
+        raise PreconditionFailed("Clusters do not exist")
+    return clusters
+
+
+async def create_tenant(uow: UnitOfWork, name: str, info: TenantInfo, local: str) -> None:
+    """Create a tenant; 412 on a bad name or clusters, 409 when it exists."""
+    check_tenant(name)
+    clusters = await _checked_clusters(uow, info, local)
+    if await find_tenant(uow.session, name) is not None:
+        raise Conflict("Tenant already exists")
+    tenant = Tenant(name=name, admin_roles=list(info.adminRoles), allowed_clusters=clusters)
+    uow.session.add(tenant)
+    await uow.session.flush()
+    uow.record("tenant", "tenant", name, None, tenant_json(tenant))
+
+
+async def update_tenant(uow: UnitOfWork, name: str, info: TenantInfo, local: str) -> None:
+    """Replace a tenant's admin roles and clusters; 404 when it does not exist."""
+    tenant = await get_tenant(uow.session, name, f"Tenant {name} not found")
+    clusters = await _checked_clusters(uow, info, local)
+    before = tenant_json(tenant)
+    tenant.admin_roles = list(info.adminRoles)
+    tenant.allowed_clusters = clusters
+    uow.record("tenant", "tenant", name, before, tenant_json(tenant))
+
+
+async def delete_tenant(uow: UnitOfWork, name: str, force: bool) -> None:
+    """Delete a tenant; 409 while it has namespaces unless ``force`` (which takes them too)."""
+    tenant = await get_tenant(uow.session, name, "Tenant doesn't exist")
+    if force:
+        broker = await load_broker_config(uow.session)
+        if not broker.get("forceDeleteTenantAllowed"):
+            raise NotAllowed("Broker doesn't allow forced deletion of tenants")
+    namespaces = (
+        await uow.session.scalars(select(Namespace.name).where(Namespace.tenant_id == tenant.id))
+    ).all()
+    if namespaces and not force:
+        raise Conflict("The tenant still has active namespaces")
+    before = tenant_json(tenant)
+    await uow.session.delete(tenant)
+    uow.record("tenant", "tenant", name, before, None, namespaces=sorted(namespaces))

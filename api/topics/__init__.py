@@ -1,0 +1,1 @@
+"""Persistent topics and their subscriptions: ``/admin/v2/persistent``."""

@@ -1,0 +1,275 @@
+"""Topic rules: partitioned and non-partitioned topics, partition growth, subscriptions."""
+
+from __future__ import annotations
+
+import contextlib
+
+from redis.exceptions import RedisError
+from sqlalchemy import select
+
+from api.dataplane import aggregate, lookup, registry_topics, subscription_names
+from api.unit_of_work import UnitOfWork
+from models import keys
+from models.errors import Conflict, NotAcceptable, NotFound, PreconditionFailed, Unavailable
+from models.names import PARTITION_SUFFIX, TopicName, check_namespace, check_subscription
+from models.orm import Namespace, Subscription, Topic
+from models.repository import find_topic, get_namespace, get_topic, load_broker_config
+
+
+def expand(topic: TopicName, partitions: int) -> list[str]:
+    """Full names of the real topics: the partitions, or the topic itself."""
+    if partitions > 0:
+        return [topic.partition(i).full for i in range(partitions)]
+    return [topic.full]
+
+
+async def _topics_of(uow: UnitOfWork, namespace: Namespace) -> list[Topic]:
+    query = select(Topic).where(Topic.namespace_id == namespace.id).order_by(Topic.name)
+    return list((await uow.session.scalars(query)).all())
+
+
+async def _known_topics(uow: UnitOfWork, tenant: str, namespace: str) -> dict[str, int]:
+    """Base topic name -> partitions: the database's, plus any clients just auto-created."""
+    check_namespace(tenant, namespace)
+    row = await get_namespace(uow.session, tenant, namespace)
+    known = {}
+    if uow.data_plane is not None:
+        try:
+            known = await registry_topics(uow.data_plane.redis, f"{tenant}/{namespace}")
+        except RedisError:
+            known = {}
+    for topic in await _topics_of(uow, row):
+        known[TopicName(tenant, namespace, topic.name).full] = topic.partitions
+    return dict(sorted(known.items()))
+
+
+async def list_topics(uow: UnitOfWork, tenant: str, namespace: str) -> list[str]:
+    """Every persistent topic of a namespace, partitions listed one by one."""
+    names: list[str] = []
+    for full, partitions in (await _known_topics(uow, tenant, namespace)).items():
+        names.extend(expand(TopicName.from_full(full), partitions))
+    return names
+
+
+async def list_partitioned(uow: UnitOfWork, tenant: str, namespace: str) -> list[str]:
+    """Base names of the partitioned topics of a namespace."""
+    known = await _known_topics(uow, tenant, namespace)
+    return [full for full, partitions in known.items() if partitions > 0]
+
+
+async def _check_partition_count(uow: UnitOfWork, partitions: int) -> None:
+    limit = (await load_broker_config(uow.session)).get("maxNumPartitionsPerPartitionedTopic")
+    if partitions <= 0 or (limit > 0 and partitions > limit):
+        raise NotAcceptable(
+            "Number of partitions should be more than 0 and less than or equal to "
+            f"maxNumPartitionsPerPartitionedTopic ({limit if limit > 0 else 'unlimited'})"
+        )
+
+
+def _topic_json(topic: Topic) -> dict:
+    return {"partitions": topic.partitions, "properties": dict(topic.properties or {})}
+
+
+async def create_partitioned_topic(uow: UnitOfWork, topic: TopicName, partitions: int) -> None:
+    """Create a partitioned topic; 406 on a bad count, 409 if the name is taken."""
+    if PARTITION_SUFFIX in topic.local:
+        raise PreconditionFailed(f"Partitioned Topic Name should not contain '{PARTITION_SUFFIX}'")
+    await _check_partition_count(uow, partitions)
+    await _create_topic(uow, topic, partitions, {})
+
+
+async def create_non_partitioned_topic(
+    uow: UnitOfWork, topic: TopicName, properties: dict[str, str]
+) -> None:
+    """Create a non-partitioned topic; 409 if the name is taken."""
+    await _create_topic(uow, topic, 0, properties)
+
+
+async def _create_topic(
+    uow: UnitOfWork, topic: TopicName, partitions: int, properties: dict[str, str]
+) -> None:
+    namespace = await get_namespace(uow.session, topic.tenant, topic.namespace)
+    existing = await find_topic(uow.session, namespace.id, topic.local)
+    if existing is not None:
+        if partitions > 0 and existing.partitions > 0:
+            raise Conflict("Partitioned topic already exists")
+        raise Conflict("This topic already exists")
+    if topic.partition_index >= 0:
+        base = await find_topic(uow.session, namespace.id, topic.base.local)
+        if base is not None and base.partitions > 0:
+            raise Conflict("This topic already exists")
+    row = Topic(
+        namespace_id=namespace.id, name=topic.local, partitions=partitions, properties=properties
+    )
+    uow.session.add(row)
+    await uow.session.flush()
+    uow.record("topic", "topic", topic.full, None, _topic_json(row), partitions=partitions)
+    _project(uow, lambda dp: dp.register_topic(topic, partitions))
+
+
+async def update_partitions(uow: UnitOfWork, topic: TopicName, partitions: int) -> None:
+    """Grow a partitioned topic; shrinking or touching a non-partitioned topic is 409."""
+    namespace = await get_namespace(uow.session, topic.tenant, topic.namespace)
+    row = await find_topic(uow.session, namespace.id, topic.local)
+    if row is None or row.partitions == 0:
+        raise NotFound("Partitioned topic does not exist")
+    await _check_partition_count(uow, partitions)
+    if partitions <= row.partitions:
+        raise Conflict("Number of partitions must be more than existing number of partitions")
+    before = _topic_json(row)
+    row.partitions = partitions
+    uow.record("topic", "topic", topic.full, before, _topic_json(row), partitions=partitions)
+    _project(uow, lambda dp: dp.register_topic(topic, partitions))
+
+
+async def partition_count(uow: UnitOfWork, topic: TopicName) -> int:
+    """Partitions of a topic: N for a partitioned topic, 0 otherwise (also when unknown)."""
+    namespace = await get_namespace(uow.session, topic.tenant, topic.namespace)
+    row = await find_topic(uow.session, namespace.id, topic.local)
+    return row.partitions if row is not None else 0
+
+
+async def delete_topic(
+    uow: UnitOfWork, topic: TopicName, *, partitioned: bool, force: bool = False
+) -> None:
+    """Delete a topic, its partitions, subscriptions and topic policies.
+
+    Refused (412) while consumers are connected, unless ``force``.
+    """
+    namespace = await get_namespace(uow.session, topic.tenant, topic.namespace)
+    row = await find_topic(uow.session, namespace.id, topic.local)
+    if partitioned and (row is None or row.partitions == 0):
+        raise NotFound("Partitioned topic does not exist")
+    if not partitioned and (row is None or row.partitions > 0):
+        raise NotFound("Topic not found")
+    if not force and uow.data_plane is not None:
+        redis = uow.data_plane.redis
+        for name in await subscription_names(redis, topic, row.partitions):
+            try:
+                await uow.data_plane.require_no_consumers(topic, row.partitions, name)
+            except PreconditionFailed:
+                raise PreconditionFailed("Topic has active consumers") from None
+    before = _topic_json(row)
+    await uow.session.delete(row)
+    uow.record("topic", "topic", topic.full, before, None, partitions=row.partitions)
+    _project(uow, lambda dp: dp.unregister_topic(topic))
+
+
+async def list_subscriptions(uow: UnitOfWork, topic: TopicName) -> list[str]:
+    """Subscription names of a topic (or of the topic a partition belongs to), including
+    those consumers created that the workers have not recorded yet."""
+    _, row = await get_topic(uow.session, topic)
+    query = select(Subscription.name).where(Subscription.topic_id == row.id)
+    names = set((await uow.session.scalars(query)).all())
+    if uow.data_plane is not None:
+        base = TopicName(topic.tenant, topic.namespace, row.name)
+        scope = topic if topic.partition_index >= 0 else base
+        with contextlib.suppress(RedisError):
+            redis = uow.data_plane.redis
+            names |= await subscription_names(redis, scope, 0 if scope is topic else row.partitions)
+            # Deleted by their consumers; the workers remove them from the database soon.
+            ordered = sorted(names)
+            gone = await redis.hmget(keys.TOMBSTONES, [f"{base.full}#{n}" for n in ordered])
+            names -= {n for n, mark in zip(ordered, gone, strict=True) if mark}
+    return sorted(names)
+
+
+async def create_subscription(uow: UnitOfWork, topic: TopicName, name: str) -> None:
+    """Create a subscription on every partition; 409 when it exists."""
+    check_subscription(name)
+    _, row = await get_topic(uow.session, topic)
+    existing = await uow.session.scalar(
+        select(Subscription).where(Subscription.topic_id == row.id, Subscription.name == name)
+    )
+    if existing is not None:
+        raise Conflict("Subscription already exists for topic")
+    uow.session.add(Subscription(topic_id=row.id, name=name))
+    await uow.session.flush()
+    base = TopicName(topic.tenant, topic.namespace, row.name)
+    _record_subscription(uow, base, name, None, {"name": name})
+    _project(uow, lambda dp: dp.ensure_subscription(base, row.partitions, name))
+
+
+async def delete_subscription(
+    uow: UnitOfWork, topic: TopicName, name: str, force: bool = False
+) -> None:
+    """Delete a subscription from every partition; 404 when it does not exist, 412 while
+    consumers are connected (unless ``force``)."""
+    _, row = await get_topic(uow.session, topic)
+    base = TopicName(topic.tenant, topic.namespace, row.name)
+    existing = await uow.session.scalar(
+        select(Subscription).where(Subscription.topic_id == row.id, Subscription.name == name)
+    )
+    in_redis = False
+    if uow.data_plane is not None:
+        in_redis = name in await subscription_names(uow.data_plane.redis, base, row.partitions)
+        if not force:
+            await uow.data_plane.require_no_consumers(base, row.partitions, name)
+    if existing is None and not in_redis:
+        raise NotFound("Subscription not found")
+    if existing is not None:
+        await uow.session.delete(existing)
+    _record_subscription(uow, base, name, {"name": name}, None)
+    _project(uow, lambda dp: dp.drop_subscription(base, row.partitions, name))
+
+
+def _record_subscription(uow: UnitOfWork, base: TopicName, name: str, before, after) -> None:
+    uow.record(
+        "subscription",
+        "subscription",
+        f"{base.full}#{name}",
+        before,
+        after,
+        topic=base.full,
+        subscription=name,
+    )
+
+
+def _project(uow: UnitOfWork, step) -> None:
+    """After the commit, apply ``step(data_plane)`` to Redis (best effort)."""
+    data_plane = uow.data_plane
+    if data_plane is not None:
+        uow.after_commit(lambda: step(data_plane))
+
+
+async def topic_stats(uow: UnitOfWork, topic: TopicName) -> dict:
+    """Pulsar's ``TopicStats`` of a partition or non-partitioned topic."""
+    _, row = await get_topic(uow.session, topic)
+    if topic.partition_index < 0 and row.partitions > 0:
+        raise NotFound(f"{topic.full} is a partitioned topic: use partitioned-stats")
+    return await _data_plane(uow).partition_stats(topic)
+
+
+async def partitioned_stats(uow: UnitOfWork, topic: TopicName, per_partition: bool) -> dict:
+    """Pulsar's ``PartitionedTopicStats``: totals over partitions, and each if asked."""
+    _, row = await get_topic(uow.session, topic)
+    if row.partitions == 0:
+        raise NotFound("Partitioned Topic not found")
+    dp = _data_plane(uow)
+    docs = {}
+    for partition in expand(topic, row.partitions):
+        name = TopicName.from_full(partition)
+        docs[partition] = await dp.partition_stats(name)
+    return aggregate(docs, per_partition)
+
+
+async def lookup_topic(uow: UnitOfWork, topic: TopicName) -> dict:
+    """Which worker owns a topic: one answer for a partition or non-partitioned topic, a map
+    partition -> answer for a partitioned topic (like ``pulsar-admin topics partitioned-lookup``).
+    """
+    _, row = await get_topic(uow.session, topic)
+    _data_plane(uow)
+    redis = uow.data_plane.redis
+    if topic.partition_index < 0 and row.partitions > 0:
+        names = [TopicName.from_full(p) for p in expand(topic, row.partitions)]
+        return await lookup(redis, names)
+    answer = (await lookup(redis, [topic]))[topic.full]
+    if answer["owner"] is None:
+        raise Unavailable(f"No live worker owns {topic.full} yet: no worker holds its lease")
+    return answer
+
+
+def _data_plane(uow: UnitOfWork):
+    if uow.data_plane is None:
+        raise Unavailable("Redis is not configured")
+    return uow.data_plane

@@ -1,0 +1,73 @@
+"""The request's unit of work: one session, plus the audit rows and change events it writes.
+
+Services never commit.  They call ``record`` next to their writes, so the change, its audit
+entry and its outbox event share one transaction; the request dependency commits once
+(or rolls back, and for a dry run always rolls back), then wakes the outbox relay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.dataplane import DataPlane
+from models.journal import record_change
+
+ANONYMOUS = "anonymous"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling: the authenticated role (or anonymous) and the request id."""
+
+    role: str = ANONYMOUS
+    request_id: str = ""
+
+
+class UnitOfWork:
+    """A session with helpers that record audit entries and outbox events."""
+
+    def __init__(
+        self,
+        session: AsyncSession,
+        caller: Caller,
+        *,
+        dry_run: bool = False,
+        data_plane: DataPlane | None = None,
+    ) -> None:
+        self.session = session
+        self.data_plane = data_plane
+        self.caller = caller
+        self.dry_run = dry_run
+        self.emitted = 0
+        self.after_commit_hooks: list[Callable[[], Awaitable[None]]] = []
+
+    def after_commit(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Run ``hook`` once the transaction has committed (never after a rollback)."""
+        self.after_commit_hooks.append(hook)
+
+    def record(
+        self,
+        kind: str,
+        entity_type: str,
+        entity: str,
+        before: Any,
+        after: Any,
+        **payload: Any,
+    ) -> None:
+        """Audit and emit one change (same transaction); the action follows from before/after."""
+        record_change(
+            self.session,
+            role=self.caller.role,
+            request_id=self.caller.request_id,
+            kind=kind,
+            entity_type=entity_type,
+            entity=entity,
+            before=before,
+            after=after,
+            **payload,
+        )
+        self.emitted += 1

@@ -1,0 +1,112 @@
+"""Run every benchmark and write ``BENCHMARKS.md``.
+
+    python -m bench.run_all                 # full runs, writes BENCHMARKS.md (about 25 min)
+    python -m bench.run_all --quick         # smoke runs (CI), writes to --output if given
+    python -m bench.run_all --only failover,propagation
+
+Each benchmark runs as its own process; its tables (figures as ratios to a baseline measured
+in the same run) are copied into the file with the machine, the date and the command that
+reproduces them.  A benchmark that fails, or prints no table with numbers, makes the runner
+exit non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (module, what it measures against which target of the design brief)
+BENCHMARKS: tuple[tuple[str, str], ...] = (
+    ("admin_latency", "admin GET p99 at 500 req/s, as a ratio to a trivial endpoint"),
+    ("dispatch_throughput", "one worker vs a raw XREADGROUP+XACK loop: ratio >= 0.5"),
+    ("throttle_accuracy", "delivered per period vs the limit: over-delivery <= one entry"),
+    ("many_subscriptions", "1,000 limited subscriptions: each at its limit, worker CPU"),
+    ("propagation", "REST change -> enforced by the worker: p99 < 100 ms, none lost"),
+    ("failover", "SIGKILL owner -> new owner dispatches: < lease TTL + 1 s (default < 5 s)"),
+    ("reports_bench", "10 M snapshot rows < 60 s; 20 M < 2.2x the 10 M time; vs DuckDB"),
+)
+TABLE_ROW = re.compile(r"^\|.*\d.*\|$", re.MULTILINE)
+
+
+def run(module: str, quick: bool, timeout: float) -> tuple[str, float]:
+    """Run one benchmark; return its report (from the first table heading) and seconds."""
+    command = [sys.executable, "-m", f"bench.{module}", *(["--quick"] if quick else [])]
+    started = time.monotonic()
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    seconds = time.monotonic() - started
+    out = done.stdout
+    if done.returncode != 0 or "\n## " not in out or not TABLE_ROW.search(out):
+        tail = (done.stderr or out)[-2000:]
+        raise RuntimeError(f"bench.{module} failed (exit {done.returncode}):\n{tail}")
+    return out[out.index("\n## ") :].strip(), seconds
+
+
+def machine() -> str:
+    """One line describing this machine."""
+    memory = ""
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        memory = f", {pages / 2**30:.0f} GiB"
+    except (ValueError, OSError):
+        pass
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores{memory}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke runs (small sizes)")
+    parser.add_argument("--output", help="file to write (default BENCHMARKS.md unless --quick)")
+    parser.add_argument("--only", help="comma-separated benchmark names")
+    parser.add_argument("--timeout", type=float, default=2400, help="per benchmark, seconds")
+    args = parser.parse_args()
+    wanted = set(args.only.split(",")) if args.only else None
+    output = args.output or (None if args.quick else str(ROOT / "BENCHMARKS.md"))
+    sections, failures = [], []
+    for module, target in BENCHMARKS:
+        if wanted and module not in wanted:
+            continue
+        print(f"bench.{module} ...", flush=True)
+        try:
+            text, seconds = run(module, args.quick, args.timeout)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            failures.append(module)
+            print(exc, file=sys.stderr)
+            continue
+        command = f"python -m bench.{module}" + (" --quick" if args.quick else "")
+        print(f"  done in {seconds:.0f} s", flush=True)
+        sections.append(
+            f"## bench.{module}\n\nTarget: {target}.  Reproduce: `{command}` "
+            f"({seconds:.0f} s).\n\n" + text.replace("\n## ", "\n### ").replace("## ", "### ", 1)
+        )
+    if output:
+        header = (
+            "# Sluice benchmarks\n\n"
+            f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}"
+            f"{' (quick smoke runs)' if args.quick else ''}.  Every figure is printed next to "
+            "a baseline measured in the same run on the same machine; re-run one section with "
+            "its command, or all of them with `python -m bench.run_all`.\n"
+        )
+        Path(output).write_text(header + "\n" + "\n\n".join(sections) + "\n")
+        print(f"wrote {output}")
+    if failures:
+        print(f"failed: {', '.join(failures)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Soak: a steady mix of produce, consume, policy changes and worker restarts.
+
+    python -m bench.soak [--minutes 10] [--quick]
+
+Two ``sluice worker`` processes share a 4-partition topic.  A producer sends about 800 msg/s
+with sequence numbers; a Shared consumer receives and acks everything.  Every 10 s the
+namespace dispatch rate flips between 250 and 150 msg/s per partition (1,000 and 600 msg/s
+for the topic); every 60 s a worker is restarted, alternately with SIGTERM (graceful) and
+SIGKILL.  At the end it reports lost and duplicated messages, the busiest second against the
+limit in force (the baseline is the limit itself), and memory: the admin service's over the
+whole run, and the most any worker grew during its life.
+``--quick`` runs one minute.  Not part of CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from collections import Counter
+
+import sluice
+from bench.harness import Stack, report
+
+TOPIC = "persistent://bench/ns/soak"
+PARTITIONS = 4
+RATES = (250, 150)  # per partition, alternating every 10 s
+PRODUCE_PER_SECOND = 800
+
+
+def rss_kib(pid: int) -> int:
+    """Resident memory of a process, KiB."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--quick", action="store_true", help="one minute")
+    parser.add_argument("--json", metavar="FILE")
+    args = parser.parse_args()
+    seconds = 60.0 if args.quick else args.minutes * 60
+    with Stack(worker=False) as stack:
+        stack.setup_namespace()
+        admin = stack.admin()
+        admin.put(
+            "/admin/v2/persistent/bench/ns/soak/partitions", json=PARTITIONS
+        ).raise_for_status()
+
+        def set_rate(per_partition: int) -> None:
+            admin.post(
+                "/admin/v2/namespaces/bench/ns/dispatchRate",
+                json={"dispatchThrottlingRateInMsg": per_partition},
+            ).raise_for_status()
+
+        set_rate(RATES[0])
+        workers = [stack.start_worker(f"soak{i}") for i in range(2)]
+        api = stack.processes[0]
+        api_start = rss_kib(api.pid)
+        worker_start = {w.pid: rss_kib(w.pid) for w in workers}
+        growth: list[int] = []
+        stop = threading.Event()
+        received: Counter[int] = Counter()
+        per_second: Counter[int] = Counter()
+        limits: dict[int, int] = {}
+        produced = 0
+        started = time.monotonic()
+        client = sluice.Client(stack.redis_url)
+        consumer = client.subscribe(TOPIC, "soak", consumer_type=sluice.ConsumerType.Shared)
+
+        def consume() -> None:
+            while True:
+                try:
+                    message = consumer.receive(timeout_millis=500)
+                except sluice.Timeout:
+                    if stop.is_set():
+                        return
+                    continue
+                received[int(message.data())] += 1
+                per_second[int(time.monotonic() - started)] += 1
+                consumer.acknowledge(message)
+
+        thread = threading.Thread(target=consume, daemon=True)
+        thread.start()
+        producer = client.create_producer(TOPIC)
+        restarts = 0
+        next_flip, next_restart, rate_index = 10.0, 60.0, 0
+        while (elapsed := time.monotonic() - started) < seconds:
+            second = int(elapsed)
+            limits.setdefault(second, RATES[rate_index] * PARTITIONS)
+            for _ in range(PRODUCE_PER_SECOND // 20):
+                producer.send_async(str(produced).encode(), None)
+                produced += 1
+            producer.flush()
+            if elapsed >= next_flip:
+                rate_index = 1 - rate_index
+                set_rate(RATES[rate_index])
+                next_flip += 10.0
+            if elapsed >= next_restart:
+                victim = workers.pop(0)
+                growth.append(rss_kib(victim.pid) - worker_start[victim.pid])
+                if restarts % 2:
+                    victim.kill()
+                else:
+                    victim.terminate()
+                victim.wait(30)
+                restarts += 1
+                workers.append(stack.start_worker(f"soak{restarts + 1}"))
+                worker_start[workers[-1].pid] = rss_kib(workers[-1].pid)
+                next_restart += 60.0
+            time.sleep(max(0.0, 0.05 - (time.monotonic() - started - elapsed)))
+        deadline = time.monotonic() + 120
+        while len(received) < produced and time.monotonic() < deadline:
+            time.sleep(0.5)
+        stop.set()
+        thread.join(10)
+        growth += [rss_kib(w.pid) - worker_start[w.pid] for w in workers]
+        api_end = rss_kib(api.pid)
+        client.close()
+        admin.close()
+    lost = produced - len(received)
+    duplicates = sum(n - 1 for n in received.values())
+    # A limit change applies within milliseconds; seconds in which it changed are skipped.
+    steady = [s for s in per_second if limits.get(s) == limits.get(s - 1) == limits.get(s + 1)]
+    worst = max((per_second[s] / limits[s] for s in steady if s in limits), default=float("nan"))
+    report(
+        f"Soak: {seconds / 60:g} min of produce, consume, policy flips and worker restarts",
+        [
+            {
+                "produced": produced,
+                "received (unique)": len(received),
+                "lost": lost,
+                "duplicates": duplicates,
+                "worker restarts": restarts,
+                "busiest steady second / limit": worst,
+                "admin RSS start MiB": api_start / 1024,
+                "admin RSS end MiB": api_end / 1024,
+                "max worker RSS growth in its life MiB": max(growth) / 1024,
+            }
+        ],
+        args.json,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Engines and sessions: URL normalisation for PostgreSQL (psycopg 3) and SQLite.
+
+Callers build engines at start-up (app factory, worker main, task) and pass them down; nothing
+here is created at import time.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+
+
+def normalize_url(url: str, *, asynchronous: bool) -> str:
+    """Pick the driver: psycopg for PostgreSQL (both modes), aiosqlite or pysqlite for SQLite."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    elif backend == "sqlite":
+        parsed = parsed.set(drivername="sqlite+aiosqlite" if asynchronous else "sqlite")
+    return parsed.render_as_string(hide_password=False)
+
+
+def is_sqlite(url: str) -> bool:
+    """True for a SQLite URL."""
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+def make_async_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    """An async engine; SQLite gets foreign keys, WAL and a busy timeout."""
+    if is_sqlite(url):
+        engine = create_async_engine(normalize_url(url, asynchronous=True))
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_async_engine(
+        normalize_url(url, asynchronous=True),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+    )
+
+
+def make_sync_engine(url: str) -> Engine:
+    """A synchronous engine (migrations, Celery tasks, tests)."""
+    engine = create_engine(normalize_url(url, asynchronous=False), pool_pre_ping=True)
+    if is_sqlite(url):
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def make_session_factory(engine: AsyncEngine) -> async_sessionmaker:
+    """Sessions that keep loaded objects usable after commit."""
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def create_scratch_database(server_url: str, prefix: str) -> str:
+    """Create an empty PostgreSQL database named ``{prefix}_{random}``; return its URL.
+
+    For tests and benchmarks, which each want a database of their own on a shared server.
+    """
+    import uuid
+
+    from sqlalchemy import text
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(
+        normalize_url(server_url, asynchronous=False), isolation_level="AUTOCOMMIT"
+    )
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(server_url: str, url: str) -> None:
+    """Drop a database made by ``create_scratch_database`` (closing its connections)."""
+    from sqlalchemy import text
+
+    name = make_url(url).database
+    admin = create_engine(
+        normalize_url(server_url, asynchronous=False), isolation_level="AUTOCOMMIT"
+    )
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()

@@ -1,0 +1,179 @@
+"""Resolution of flow-control policies: pure functions the API and the workers share.
+
+Each value is taken from the first level that sets it: topic > namespace > broker config.
+Unlike dispatch rates there is no "unset" value inside a policy: a stored 0 (max unacked, TTL)
+means "no limit" and wins over lower levels, as in Pulsar.  Backlog quotas resolve per
+quota type; the broker default of ``destination_storage`` is ``backlogQuotaDefaultLimitBytes``
+and of ``message_age`` ``backlogQuotaDefaultLimitSecond``, both with
+``backlogQuotaDefaultRetentionPolicy``.
+
+``quota_breach`` decides, from a partition's backlog (its slowest subscription), whether a
+quota is reached; limits are inclusive (a backlog *at* the limit is over quota).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from models.broker_config import BrokerConfig
+from models.flow import (
+    MAX_UNACKED_PER_CONSUMER,
+    MAX_UNACKED_PER_SUBSCRIPTION,
+    MESSAGE_TTL,
+    BacklogQuota,
+    QuotaType,
+    RetentionPolicy,
+    quota_kind,
+)
+from models.resolution import Level
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class FlowInputs:
+    """Stored flow policies that bear on one topic, keyed by kind, per level."""
+
+    broker: BrokerConfig = field(default_factory=BrokerConfig.from_overrides)
+    namespace: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    topic: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A resolved value and the level it came from."""
+
+    value: Any
+    source: Level
+
+
+@dataclass(frozen=True, slots=True)
+class FlowLimits:
+    """Every flow-control limit of one topic (each partition enforces them on its own)."""
+
+    max_unacked_per_subscription: Resolved  # int, 0 = no limit
+    max_unacked_per_consumer: Resolved  # int, 0 = no limit
+    message_ttl: Resolved  # seconds, 0 = no TTL
+    quotas: Mapping[QuotaType, Resolved]  # BacklogQuota per type
+
+    @property
+    def unacked_limited(self) -> bool:
+        """True when dispatch must watch unacked counts."""
+        return (
+            self.max_unacked_per_subscription.value > 0 or self.max_unacked_per_consumer.value > 0
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """A partition's backlog: its slowest subscription, by messages, bytes and age."""
+
+    messages: int = 0
+    bytes: int = 0
+    oldest_age_seconds: float | None = None  # age of the oldest unacknowledged entry
+
+
+@dataclass(frozen=True, slots=True)
+class Breach:
+    """A backlog quota that is reached: which type, which dimension, and the action."""
+
+    quota_type: QuotaType
+    dimension: str  # "size", "messages" or "time"
+    policy: RetentionPolicy
+    limit: int
+    actual: float
+
+    def describe(self, topic: str) -> str:
+        """Text for producers and logs."""
+        unit = {"size": "bytes", "messages": "messages", "time": "s"}[self.dimension]
+        return (
+            f"backlog quota exceeded for {topic}: {self.quota_type.value} {self.dimension} "
+            f"{int(self.actual)} >= {self.limit} {unit}"
+        )
+
+
+def _first(inputs: FlowInputs, kind: str, broker_default: Any) -> Resolved:
+    for level, values in ((Level.TOPIC, inputs.topic), (Level.NAMESPACE, inputs.namespace)):
+        if kind in values:
+            return Resolved(values[kind], level)
+    return Resolved(broker_default, Level.BROKER)
+
+
+def broker_quota(broker: BrokerConfig, quota_type: QuotaType) -> BacklogQuota:
+    """The backlog quota a topic gets from the broker configuration."""
+    policy = RetentionPolicy(broker.get("backlogQuotaDefaultRetentionPolicy"))
+    if quota_type is QuotaType.MESSAGE_AGE:
+        return BacklogQuota(limit_time=broker.get("backlogQuotaDefaultLimitSecond"), policy=policy)
+    return BacklogQuota(limit_size=broker.get("backlogQuotaDefaultLimitBytes"), policy=policy)
+
+
+def resolve_quota(inputs: FlowInputs, quota_type: QuotaType) -> Resolved:
+    """The backlog quota of one type: topic > namespace > broker default."""
+    return _first(inputs, quota_kind(quota_type), broker_quota(inputs.broker, quota_type))
+
+
+def resolve_kind(inputs: FlowInputs, kind: str) -> Resolved:
+    """One integer policy (max unacked or TTL): topic > namespace > broker."""
+    defaults = {
+        MAX_UNACKED_PER_SUBSCRIPTION: "maxUnackedMessagesPerSubscription",
+        MAX_UNACKED_PER_CONSUMER: "maxUnackedMessagesPerConsumer",
+        MESSAGE_TTL: "ttlDurationDefaultInSeconds",
+    }
+    return _first(inputs, kind, inputs.broker.get(defaults[kind]))
+
+
+def resolve_flow(inputs: FlowInputs) -> FlowLimits:
+    """Every flow-control limit of a topic."""
+    return FlowLimits(
+        max_unacked_per_subscription=resolve_kind(inputs, MAX_UNACKED_PER_SUBSCRIPTION),
+        max_unacked_per_consumer=resolve_kind(inputs, MAX_UNACKED_PER_CONSUMER),
+        message_ttl=resolve_kind(inputs, MESSAGE_TTL),
+        quotas=MappingProxyType({t: resolve_quota(inputs, t) for t in QuotaType}),
+    )
+
+
+def quota_breach(limits: FlowLimits, backlog: Backlog) -> Breach | None:
+    """The first backlog quota the backlog reaches, or None.
+
+    ``destination_storage`` checks ``limitSize`` (bytes) and ``limitMessages``;
+    ``message_age`` checks ``limitTime`` against the oldest unacknowledged entry.  An empty
+    backlog never breaches, whatever the limits.
+    """
+    if backlog.messages <= 0:
+        return None
+    storage: BacklogQuota = limits.quotas[QuotaType.DESTINATION_STORAGE].value
+    if storage.limit_size >= 0 and backlog.bytes >= storage.limit_size:
+        return Breach(
+            QuotaType.DESTINATION_STORAGE, "size", storage.policy, storage.limit_size, backlog.bytes
+        )
+    if storage.limit_messages >= 0 and backlog.messages >= storage.limit_messages:
+        return Breach(
+            QuotaType.DESTINATION_STORAGE,
+            "messages",
+            storage.policy,
+            storage.limit_messages,
+            backlog.messages,
+        )
+    age: BacklogQuota = limits.quotas[QuotaType.MESSAGE_AGE].value
+    if (
+        age.limit_time >= 0
+        and backlog.oldest_age_seconds is not None
+        and backlog.oldest_age_seconds >= age.limit_time
+    ):
+        return Breach(
+            QuotaType.MESSAGE_AGE, "time", age.policy, age.limit_time, backlog.oldest_age_seconds
+        )
+    return None
+
+
+def needs_age(limits: FlowLimits) -> bool:
+    """True when a time quota applies (only then is the oldest entry's age worth reading)."""
+    return limits.quotas[QuotaType.MESSAGE_AGE].value.limit_time >= 0
+
+
+def eviction_target(limit: int) -> int:
+    """Where eviction brings a backlog that reached ``limit``: 90 % of it (as Pulsar)."""
+    return int(limit * 0.9)

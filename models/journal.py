@@ -1,0 +1,77 @@
+"""Append-only tables: the audit log and the change-event outbox."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from models.base import Base, BigId, Json, Timestamp, utcnow
+
+
+class AuditEntry(Base):
+    """Who changed what, when, from which value to which."""
+
+    __tablename__ = "audit_log"
+    __table_args__ = (Index("ix_audit_log_entity_at", "entity_type", "entity", "at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, index=True)
+    role: Mapped[str] = mapped_column(String(255))
+    request_id: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(16))
+    entity_type: Mapped[str] = mapped_column(String(64))
+    entity: Mapped[str] = mapped_column(String(700))
+    before: Mapped[Any] = mapped_column(Json, nullable=True)
+    after: Mapped[Any] = mapped_column(Json, nullable=True)
+
+
+class OutboxEvent(Base):
+    """A change event written in the same transaction as the change, published afterwards."""
+
+    __tablename__ = "outbox_events"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    kind: Mapped[str] = mapped_column(String(64))
+    entity: Mapped[str] = mapped_column(String(700))
+    payload: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    published_at: Mapped[datetime | None] = mapped_column(Timestamp, index=True)
+
+
+def record_change(
+    session,
+    *,
+    role: str,
+    request_id: str,
+    kind: str,
+    entity_type: str,
+    entity: str,
+    before: Any,
+    after: Any,
+    **payload: Any,
+) -> None:
+    """Add an audit entry and a change event for one change, in the caller's transaction.
+
+    The action is derived from ``before`` / ``after``: create, delete or update.
+    """
+    if before is None:
+        action = "create"
+    elif after is None:
+        action = "delete"
+    else:
+        action = "update"
+    session.add(
+        AuditEntry(
+            role=role,
+            request_id=request_id,
+            action=action,
+            entity_type=entity_type,
+            entity=entity,
+            before=before,
+            after=after,
+        )
+    )
+    session.add(OutboxEvent(kind=kind, entity=entity, payload={"action": action, **payload}))

@@ -1,0 +1,287 @@
+-- dispatch: hand entries of one subscription to its consumers' receiver queues, within a
+-- budget of entries, messages and bytes, redeliveries first.  The caller (the worker) holds
+-- the budget as a reservation on its limiters and charges what this returns.
+-- KEYS[1] stream, KEYS[2] cursor, KEYS[3] permits hash, KEYS[4] redeliver zset,
+-- KEYS[5] subscription stats hash, KEYS[6] partition idle set, KEYS[7] waitp flag,
+-- KEYS[8] partition lease, KEYS[9] partition stats hash, KEYS[10] waitack flag
+-- ARGV[1]  subscription (group name)
+-- ARGV[2]  queue key prefix ("sl:{P}:s:{S}:q:")
+-- ARGV[3]  now, ms
+-- ARGV[4]  max entries (dispatcherMaxReadBatchSize)
+-- ARGV[5]  message budget in units (messages, or entries if ARGV[8] = 1; -1 = no limit)
+-- ARGV[6]  byte budget (-1 = no limit)
+-- ARGV[7]  read size cap in bytes (dispatcherMaxReadSizeBytes; at least one entry is read)
+-- ARGV[8]  1 = count entries, not messages, against the message budget
+-- ARGV[9]  active consumer for Exclusive/Failover, "" for Shared (round robin)
+-- ARGV[10] round-robin chunk per consumer (dispatcherMaxRoundRobinBatchSize)
+-- ARGV[11] round-robin start offset
+-- ARGV[12] 1 = a caught-up subscription is not throttled (budgets ignored)
+-- ARGV[13] fencing token: the lease must hold it ("" = no ownership check)
+-- ARGV[14] max unacked entries of the subscription (0 = not checked)
+-- ARGV[15] max unacked entries per consumer (0 = not checked)
+-- Max-unacked limits count pending entries (XPENDING); only new entries are held back by the
+-- subscription limit (redeliveries are already pending), a consumer at its limit gets nothing.
+-- Budgets are checked before each entry, so the last entry may overshoot by itself only.
+-- Each run of entries for one consumer is pushed as one packet:
+-- msgpack [[id, fields, delivery count], ...].
+-- Returns {entries, messages, bytes, redelivered, reason, unthrottled, next_due_ms, units,
+-- unacked} where reason is 0 more may follow, 1 no data, 2 no permits, 3 message budget,
+-- 4 byte budget, 5 max unacked reached (the waitack flag is set; an ack wakes the worker), and
+-- unacked is the subscription's pending count afterwards (-1 when limits were not checked);
+-- or the error "FENCED" when the caller no longer owns the partition.
+local call = redis.call
+local group, qprefix, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local max_entries, msg_budget, byte_budget = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local read_cap, count_entries = tonumber(ARGV[7]), ARGV[8] == '1'
+local active, rr_chunk, rr_offset = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
+if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
+  return redis.error_reply('FENCED partition lease lost')
+end
+
+-- Max-unacked limits: room left for new pending entries (-1 = unlimited).
+local sub_limit, consumer_limit = tonumber(ARGV[14] or '0'), tonumber(ARGV[15] or '0')
+local sub_room, pending_total = -1, -1
+local consumer_pending = {}
+if sub_limit > 0 or consumer_limit > 0 then
+  local summary = call('XPENDING', KEYS[1], group)
+  pending_total = tonumber(summary[1])
+  if summary[4] then
+    for _, pair in ipairs(summary[4]) do consumer_pending[pair[1]] = tonumber(pair[2]) end
+  end
+  if sub_limit > 0 then sub_room = math.max(sub_limit - pending_total, 0) end
+end
+local function room_of(id)
+  if consumer_limit <= 0 then return -1 end
+  return math.max(consumer_limit - (consumer_pending[id] or 0), 0)
+end
+
+-- Consumers with permits, in round-robin order:
+-- {id, permits, taken this round, used, unacked room (-1 = unlimited)}.
+local consumers = {}
+if active ~= '' then
+  local p = tonumber(call('HGET', KEYS[3], active) or '0')
+  if p > 0 then consumers[1] = {active, p, 0, 0, room_of(active)} end
+else
+  local flat = call('HGETALL', KEYS[3])
+  local all = {}
+  for i = 1, #flat, 2 do
+    local p = tonumber(flat[i + 1])
+    if p > 0 then all[#all + 1] = {flat[i], p, 0, 0, room_of(flat[i])} end
+  end
+  table.sort(all, function(a, b) return a[1] < b[1] end)
+  for i = 1, #all do consumers[i] = all[((i - 1 + rr_offset) % #all) + 1] end
+  -- Round robin needs at least two consumers; one takes whole reads.
+  if #all == 1 then rr_chunk = max_entries end
+end
+
+local function next_due()
+  local first = call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  if #first == 0 then return -1 end
+  return tonumber(first[2])
+end
+
+if #consumers == 0 then
+  call('SET', KEYS[7], '1')
+  return {0, 0, 0, 0, 2, 0, next_due(), 0, pending_total}
+end
+
+local entries, messages, units, bytes, redelivered, reason = 0, 0, 0, 0, 0, 0
+local cursor = call('GET', KEYS[2]) or '0-0'
+
+-- Fast path: without a byte budget and without batch entries in the partition, the entry
+-- count alone bounds every budget, so entries are read once, by XREADGROUP itself.
+local fast = byte_budget < 0 and ARGV[12] ~= '1'
+  and not call('HGET', KEYS[9], 'batch_entries')
+
+-- Slow path: look at the entries first.  A caught-up subscription (everything left fits in
+-- one read) may skip the budgets.
+local fresh = {}
+local unthrottled = 0
+if not fast then
+  fresh = call('XRANGE', KEYS[1], '(' .. cursor, '+', 'COUNT', max_entries + 1)
+  if ARGV[12] == '1' and #fresh <= max_entries then
+    msg_budget, byte_budget, unthrottled = -1, -1, 1
+  end
+end
+
+local function fields_size(fields)
+  local size, n = 0, 1
+  for i = 1, #fields, 2 do
+    local f = fields[i]
+    if f == 'd' then size = #fields[i + 1]
+    elseif f == 'n' then n = tonumber(fields[i + 1]) end
+  end
+  return size, n
+end
+
+-- Why the entry may not go (0 a read cap, 3 message budget, 4 byte budget, 5 max unacked),
+-- or nil.  Redeliveries (is_new false) are pending already: the subscription limit lets them.
+local function refuse(size, is_new)
+  if entries >= max_entries then return 0 end
+  if is_new and sub_room == 0 then return 5 end
+  if entries > 0 and bytes + size > read_cap then return 0 end
+  if msg_budget >= 0 and units >= msg_budget then return 3 end
+  if byte_budget >= 0 and bytes >= byte_budget then return 4 end
+  return nil
+end
+
+-- The consumer that takes the next entry, or nil when nobody has permits.
+local turn = 1
+local function pick()
+  for _ = 1, #consumers do
+    local c = consumers[turn]
+    if c[2] > 0 and c[5] ~= 0 and c[3] < rr_chunk then return c end
+    c[3] = 0
+    turn = (turn % #consumers) + 1
+  end
+  for _ = 1, #consumers do
+    local c = consumers[turn]
+    if c[2] > 0 and c[5] ~= 0 then return c end
+    turn = (turn % #consumers) + 1
+  end
+  return nil
+end
+
+-- Why nobody could take an entry: 5 when consumers with permits are at their unacked limit.
+local function nobody()
+  for _, c in ipairs(consumers) do
+    if c[2] > 0 and c[5] == 0 then return 5 end
+  end
+  return 2
+end
+
+-- Permits count messages (as in Pulsar); the message budget counts units.
+local function charge(c, size, n, is_new)
+  c[2] = c[2] - n
+  c[3] = c[3] + 1
+  c[4] = c[4] + n
+  if c[5] > 0 then c[5] = c[5] - 1 end
+  if is_new and sub_room > 0 then sub_room = sub_room - 1 end
+  entries = entries + 1
+  messages = messages + n
+  units = units + (count_entries and 1 or n)
+  bytes = bytes + size
+end
+
+-- 1. Redeliveries that are due.
+local stop = false
+local due = call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, max_entries)
+local runs = {}
+for _, id in ipairs(due) do
+  local found = call('XRANGE', KEYS[1], id, id)
+  if #found == 0 then
+    -- Trimmed or deleted: nothing left to deliver.
+    call('ZREM', KEYS[4], id)
+    call('XACK', KEYS[1], group, id)
+  else
+    local size, n = fields_size(found[1][2])
+    local why = refuse(size, false)
+    local c = why == nil and pick() or nil
+    if why ~= nil then reason, stop = why, true break end
+    if not c then reason, stop = nobody(), true break end
+    local claimed = call('XCLAIM', KEYS[1], group, c[1], 0, id)
+    call('ZREM', KEYS[4], id)
+    if #claimed > 0 then
+      local p = call('XPENDING', KEYS[1], group, id, id, 1)
+      local run = runs[c[1]]
+      if not run then run = {} runs[c[1]] = run end
+      run[#run + 1] = {id, found[1][2], p[1][4]}
+      charge(c, size, n, false)
+      redelivered = redelivered + 1
+    end
+  end
+end
+for consumer, run in pairs(runs) do
+  call('RPUSH', qprefix .. consumer, cmsgpack.pack(run))
+end
+
+-- 2a. Fast path: per consumer run, XREADGROUP exactly as many entries as may go.
+local drained = false
+if fast and not stop then
+  while true do
+    local c = pick()
+    if not c then reason, stop = nobody(), true break end
+    local want = math.min(c[2], rr_chunk - c[3], max_entries - entries)
+    if msg_budget >= 0 then want = math.min(want, msg_budget - units) end
+    if c[5] >= 0 then want = math.min(want, c[5]) end
+    if sub_room >= 0 then want = math.min(want, sub_room) end
+    if want <= 0 then
+      if entries >= max_entries then reason = 0
+      elseif sub_room == 0 then reason = 5
+      else reason = 3 end
+      stop = true
+      break
+    end
+    local reply = call('XREADGROUP', 'GROUP', group, c[1], 'COUNT', want, 'STREAMS', KEYS[1], '>')
+    local got = reply and reply[1] and reply[1][2] or {}
+    if #got == 0 then drained = true break end
+    local packets = {}
+    for k = 1, #got do
+      local size = 0
+      local fields = got[k][2]
+      for f = 1, #fields, 2 do
+        if fields[f] == 'd' then size = #fields[f + 1] break end
+      end
+      if entries > 0 and bytes + size > read_cap then
+        -- Already handed to the group: it goes in this read, the cap stops the next.
+        stop = true
+      end
+      packets[k] = {got[k][1], fields, 1}
+      charge(c, size, 1, true)
+    end
+    call('RPUSH', qprefix .. c[1], cmsgpack.pack(packets))
+    cursor = got[#got][1]
+    if #got < want then drained = true break end
+    if stop then reason = 0 break end
+  end
+end
+
+-- 2b. Slow path: new entries after the cursor, in runs: one XREADGROUP and one packet each.
+local i = 1
+local run, run_owner = {}, nil
+local function flush()
+  if run_owner and #run > 0 then
+    call('XREADGROUP', 'GROUP', group, run_owner, 'COUNT', #run, 'STREAMS', KEYS[1], '>')
+    call('RPUSH', qprefix .. run_owner, cmsgpack.pack(run))
+    cursor = run[#run][1]
+  end
+  run = {}
+end
+while not stop and i <= #fresh do
+  local c = pick()
+  if not c then reason, stop = nobody(), true break end
+  if c[1] ~= run_owner then
+    flush()
+    run_owner = c[1]
+  end
+  while i <= #fresh and c[2] > 0 and c[5] ~= 0 and c[3] < rr_chunk do
+    local entry = fresh[i]
+    local size, n = fields_size(entry[2])
+    local why = refuse(size, true)
+    if why ~= nil then reason, stop = why, true break end
+    run[#run + 1] = {entry[1], entry[2], 1}
+    charge(c, size, n, true)
+    i = i + 1
+  end
+end
+flush()
+call('SET', KEYS[2], cursor)
+if drained or (not fast and not stop and #fresh <= max_entries) then
+  -- Everything available was handed out: ask producers to wake us.
+  call('SADD', KEYS[6], group)
+  if entries == 0 then reason = 1 end
+end
+if reason == 2 then call('SET', KEYS[7], '1') end
+if reason == 5 then call('SET', KEYS[10], '1') end
+for _, c in ipairs(consumers) do
+  if c[4] > 0 then call('HINCRBY', KEYS[3], c[1], -c[4]) end
+end
+
+if entries > 0 then
+  call('HINCRBY', KEYS[5], 'msg_out', messages)
+  call('HINCRBY', KEYS[5], 'bytes_out', bytes)
+  if redelivered > 0 then call('HINCRBY', KEYS[5], 'redelivered', redelivered) end
+end
+if pending_total >= 0 then pending_total = pending_total + entries - redelivered end
+return {entries, messages, bytes, redelivered, reason, unthrottled, next_due(), units,
+  pending_total}

@@ -1,0 +1,32 @@
+"""Every ORM table in one import, so ``Base.metadata`` is complete wherever it is used."""
+
+from models.base import Base
+from models.journal import AuditEntry, OutboxEvent
+from models.policies import (
+    DISPATCH_RATE,
+    SUBSCRIPTION_DISPATCH_RATE,
+    BrokerConfigOverride,
+    DispatchRatePolicy,
+    FlowPolicy,
+)
+from models.reports import BacklogReportRow, RateReportRow, ReportRun
+from models.tenancy import Cluster, Namespace, Subscription, Tenant, Topic
+
+__all__ = [
+    "DISPATCH_RATE",
+    "SUBSCRIPTION_DISPATCH_RATE",
+    "AuditEntry",
+    "BacklogReportRow",
+    "Base",
+    "BrokerConfigOverride",
+    "Cluster",
+    "DispatchRatePolicy",
+    "FlowPolicy",
+    "Namespace",
+    "OutboxEvent",
+    "RateReportRow",
+    "ReportRun",
+    "Subscription",
+    "Tenant",
+    "Topic",
+]

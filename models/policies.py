@@ -1,0 +1,101 @@
+"""Tables of stored policies: dispatch rates, flow controls and broker config overrides."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from models.base import Base, BigId, Json, Timestamp, utcnow
+from models.dispatch_rate import DispatchRate
+
+# The two rate kinds Pulsar stores at namespace and topic level.
+DISPATCH_RATE = "dispatchRate"
+SUBSCRIPTION_DISPATCH_RATE = "subscriptionDispatchRate"
+
+
+class DispatchRatePolicy(Base):
+    """One stored ``DispatchRate``.
+
+    Level is given by which ids are set: namespace only; namespace + topic; namespace + topic +
+    subscription (PIP-152; ``kind`` is then always ``dispatchRate``).  ``scope_key`` makes the
+    (level, target, kind) triple unique on every database, NULLs included.
+    """
+
+    __tablename__ = "dispatch_rate_policies"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    scope_key: Mapped[str] = mapped_column(String(700), unique=True)
+    namespace_id: Mapped[int] = mapped_column(
+        ForeignKey("namespaces.id", ondelete="CASCADE"), index=True
+    )
+    topic_id: Mapped[int | None] = mapped_column(
+        ForeignKey("topics.id", ondelete="CASCADE"), index=True
+    )
+    subscription: Mapped[str | None] = mapped_column(String(255))
+    kind: Mapped[str] = mapped_column(String(32))
+    msg: Mapped[int] = mapped_column(BigInteger)
+    byte: Mapped[int] = mapped_column(BigInteger)
+    relative: Mapped[bool] = mapped_column(Boolean)
+    period: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
+
+    @staticmethod
+    def key(namespace_id: int, topic_id: int | None, subscription: str | None, kind: str) -> str:
+        """The unique scope key of a (target, kind) pair."""
+        return f"{namespace_id}/{topic_id or ''}/{kind}/{subscription or ''}"
+
+    def to_rate(self) -> DispatchRate:
+        """The stored value as a domain object."""
+        return DispatchRate(
+            msg=self.msg, byte=self.byte, relative=self.relative, period=self.period
+        )
+
+    def assign(self, rate: DispatchRate) -> None:
+        """Overwrite the stored value."""
+        self.msg, self.byte, self.relative, self.period = (
+            rate.msg,
+            rate.byte,
+            rate.relative,
+            rate.period,
+        )
+
+
+class BrokerConfigOverride(Base):
+    """A dynamic broker setting changed at runtime; the value is stored as text."""
+
+    __tablename__ = "broker_config"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
+
+
+class FlowPolicy(Base):
+    """One stored flow-control policy at namespace or topic level (``models.flow``).
+
+    ``kind`` is ``backlogQuota.<type>``, ``maxUnackedMessagesPerSubscription``,
+    ``maxUnackedMessagesPerConsumer`` or ``messageTTL``; ``value`` is its JSON (an object for
+    quotas, an integer otherwise).  ``scope_key`` makes (level, target, kind) unique.
+    """
+
+    __tablename__ = "flow_policies"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    scope_key: Mapped[str] = mapped_column(String(700), unique=True)
+    namespace_id: Mapped[int] = mapped_column(
+        ForeignKey("namespaces.id", ondelete="CASCADE"), index=True
+    )
+    topic_id: Mapped[int | None] = mapped_column(
+        ForeignKey("topics.id", ondelete="CASCADE"), index=True
+    )
+    kind: Mapped[str] = mapped_column(String(64))
+    value: Mapped[Any] = mapped_column(Json)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
+
+    @staticmethod
+    def key(namespace_id: int, topic_id: int | None, kind: str) -> str:
+        """The unique scope key of a (target, kind) pair."""
+        return f"{namespace_id}/{topic_id or ''}/{kind}"

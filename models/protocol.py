@@ -1,0 +1,270 @@
+"""The data-plane protocol: Lua scripts, entry fields, packets and wake-up messages.
+
+Clients and workers talk only through Redis.  A producer appends *entries* to a partition's
+stream (``produce.lua``); a worker moves entries into consumers' receiver queues as *packets*
+(``dispatch.lua``); consumers acknowledge with ``ack.lua``.  Each script's header names its
+KEYS, ARGV and return value.  Workers are woken through the pub/sub channel ``sl:wake`` with
+messages ``d<TAB>partition`` (new data), ``s<TAB>partition<TAB>subscription`` (consumers or
+permits changed) and ``t<TAB>topic`` (topic created or changed).
+
+Entry fields: ``d`` payload, ``n`` messages in a batch entry (absent = 1), ``k`` partition
+key, ``p`` properties (JSON), ``e`` event time (ms), ``t`` publish time (ms, server clock),
+``pr`` producer name, ``sq`` sequence id.  A batch entry's payload is a msgpack list of
+``[payload, key, properties JSON, event time]`` per message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from importlib import resources
+from typing import NamedTuple
+
+import msgpack
+
+from models import keys
+from models.names import TopicName
+
+SCRIPT_NAMES = (
+    "produce",
+    "subscribe",
+    "flow",
+    "ack",
+    "ack_cumulative",
+    "nack",
+    "release",
+    "unsubscribe",
+    "dispatch",
+    "lease_acquire",
+    "lease_renew",
+    "lease_release",
+    "skip",
+)
+
+
+def script_source(name: str) -> str:
+    """The Lua text of one script."""
+    return resources.files("models.lua").joinpath(f"{name}.lua").read_text()
+
+
+class DispatchReason(IntEnum):
+    """Why a dispatch call stopped."""
+
+    MORE = 0  # a read cap was reached; more may follow at once
+    NO_DATA = 1  # nothing to hand out; producers will wake the worker
+    NO_PERMITS = 2  # consumers have no room; a flow will wake the worker
+    MSG_BUDGET = 3  # the message budget ran out
+    BYTE_BUDGET = 4  # the byte budget ran out
+    UNACKED = 5  # a max-unacked limit is reached; an ack will wake the worker
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchResult:
+    """What one ``dispatch.lua`` call handed out."""
+
+    entries: int
+    messages: int  # real messages (a batch entry holds several)
+    bytes: int
+    redelivered: int  # entries among them that were redeliveries
+    reason: DispatchReason
+    unthrottled: bool  # a caught-up subscription skipped the budgets
+    next_due_ms: int  # when the next scheduled redelivery is due, -1 = none
+    units: int  # what the message budget counted: messages, or entries
+    unacked: int = -1  # the subscription's pending entries afterwards; -1 = not counted
+
+    @classmethod
+    def from_reply(cls, reply: list[int]) -> DispatchResult:
+        """Parse the script's reply."""
+        entries, messages, size, redelivered, reason, unthrottled, due, units, *rest = reply
+        return cls(
+            int(entries),
+            int(messages),
+            int(size),
+            int(redelivered),
+            DispatchReason(int(reason)),
+            bool(unthrottled),
+            int(due),
+            int(units),
+            int(rest[0]) if rest else -1,
+        )
+
+
+class Packet(NamedTuple):
+    """An entry as a consumer receives it: id, fields and how many times it was delivered."""
+
+    entry_id: str
+    fields: dict[bytes, bytes]
+    delivery_count: int
+
+
+def decode_packets(raw: bytes) -> list[Packet]:
+    """Decode one element of a receiver queue: a run of entries for one consumer."""
+    packets = []
+    for entry_id, flat, count in msgpack.unpackb(raw, raw=True):
+        pairs = iter(flat)
+        packets.append(Packet(entry_id.decode(), dict(zip(pairs, pairs, strict=False)), count))
+    return packets
+
+
+def pack_batch(messages: list[tuple[bytes, str | None, str | None, int | None]]) -> bytes:
+    """Payload of a batch entry: ``[payload, key, properties JSON, event time]`` per message."""
+    return msgpack.packb([list(m) for m in messages], use_bin_type=True)
+
+
+def unpack_batch(payload: bytes) -> list[tuple[bytes, str | None, str | None, int | None]]:
+    """Inverse of ``pack_batch``."""
+    return [tuple(m) for m in msgpack.unpackb(payload, raw=False)]
+
+
+def wake_data(partition: str) -> str:
+    """Wake-up: new entries on ``partition`` (full name)."""
+    return f"d\t{partition}"
+
+
+def wake_subscription(partition: str, subscription: str) -> str:
+    """Wake-up: consumers, permits or redeliveries of a subscription changed."""
+    return f"s\t{partition}\t{subscription}"
+
+
+def wake_topic(topic: str) -> str:
+    """Wake-up: a topic was created or its partitions changed."""
+    return f"t\t{topic}"
+
+
+# --- call builders: (keys, args) of the scripts several processes call ----------------------
+
+Call = tuple[list[str], list]
+
+
+def subscribe_call(
+    partition: TopicName,
+    subscription: str,
+    consumer: str,
+    sub_type: str,
+    initial_position: str,
+    now_ms: int,
+    info_json: str,
+    consumer_timeout_ms: int,
+) -> Call:
+    """``subscribe.lua``: register ``consumer`` (or, with consumer "", ensure the group)."""
+    return (
+        [
+            keys.log(partition),
+            keys.subs(partition),
+            keys.sub_key(partition, subscription, "meta"),
+            keys.sub_key(partition, subscription, "cursor"),
+            keys.sub_key(partition, subscription, "permits"),
+            keys.sub_key(partition, subscription, "alive"),
+            keys.sub_key(partition, subscription, "info"),
+        ],
+        [
+            subscription,
+            consumer,
+            sub_type,
+            initial_position,
+            now_ms,
+            info_json,
+            keys.WAKE_CHANNEL,
+            wake_subscription(partition.full, subscription),
+            consumer_timeout_ms,
+        ],
+    )
+
+
+def unsubscribe_call(
+    partition: TopicName, subscription: str, consumer: str, now_ms: int, consumer_timeout_ms: int
+) -> Call:
+    """``unsubscribe.lua``: delete the subscription (consumer "" = administrative)."""
+    return (
+        [
+            keys.log(partition),
+            keys.subs(partition),
+            keys.idle(partition),
+            keys.sub_key(partition, subscription, "alive"),
+            keys.sub_key(partition, subscription, "info"),
+        ],
+        [
+            subscription,
+            consumer,
+            keys.sub_prefix(partition, subscription),
+            now_ms,
+            consumer_timeout_ms,
+            keys.WAKE_CHANNEL,
+            wake_subscription(partition.full, subscription),
+        ],
+    )
+
+
+def ack_call(partition: TopicName, subscription: str, entry_ids: list[str]) -> Call:
+    """``ack.lua``: acknowledge entries; wakes a dispatcher stopped at a max-unacked limit."""
+    return (
+        [
+            keys.log(partition),
+            keys.sub_key(partition, subscription, "redeliver"),
+            keys.sub_key(partition, subscription, "stats"),
+            keys.sub_key(partition, subscription, "waitack"),
+        ],
+        [
+            subscription,
+            keys.WAKE_CHANNEL,
+            wake_subscription(partition.full, subscription),
+            *entry_ids,
+        ],
+    )
+
+
+def ack_cumulative_call(
+    partition: TopicName, subscription: str, consumer: str, last_entry_id: str
+) -> Call:
+    """``ack_cumulative.lua``: acknowledge a consumer's entries up to ``last_entry_id``."""
+    return (
+        [
+            keys.log(partition),
+            keys.sub_key(partition, subscription, "redeliver"),
+            keys.sub_key(partition, subscription, "stats"),
+            keys.sub_key(partition, subscription, "waitack"),
+        ],
+        [
+            subscription,
+            consumer,
+            last_entry_id,
+            keys.WAKE_CHANNEL,
+            wake_subscription(partition.full, subscription),
+        ],
+    )
+
+
+def produce_keys(partition: TopicName) -> list[str]:
+    """KEYS of ``produce.lua`` for one partition (stream, stats, idle set, quota flag)."""
+    return [
+        keys.log(partition),
+        keys.partition_stats(partition),
+        keys.idle(partition),
+        keys.quota(partition),
+    ]
+
+
+def release_call(partition: TopicName, subscription: str, consumer: str, now_ms: int) -> Call:
+    """``release.lua``: remove a consumer; what it held becomes due for redelivery."""
+    return (
+        [
+            keys.log(partition),
+            keys.sub_key(partition, subscription, "permits"),
+            keys.sub_key(partition, subscription, "alive"),
+            keys.sub_key(partition, subscription, "info"),
+            keys.sub_key(partition, subscription, "redeliver"),
+            keys.queue(partition, subscription, consumer),
+        ],
+        [
+            subscription,
+            consumer,
+            now_ms,
+            keys.WAKE_CHANNEL,
+            wake_subscription(partition.full, subscription),
+        ],
+    )
+
+
+def partitions_of(topic: TopicName, count: int) -> list[TopicName]:
+    """The partitions of a topic, or the topic itself when non-partitioned."""
+    return [topic.partition(i) for i in range(count)] if count else [topic]

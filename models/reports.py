@@ -1,0 +1,111 @@
+"""Report tables: job runs, and the rate and backlog reports the Spark jobs write.
+
+Every result row carries the id of the run that wrote it.  A run's rows count only once the
+run is marked ``succeeded`` (readers join on it), so a run that fails halfway never shows
+half-written results; its rows are deleted when it fails.  Runs recompute whole windows, so
+the same window can appear in several runs: readers take, for each key, the latest
+succeeded run.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, Float, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from models.base import Base, BigId, Json, Timestamp, utcnow
+
+RUN_RUNNING = "running"
+RUN_SUCCEEDED = "succeeded"
+RUN_FAILED = "failed"
+
+REPORT_JOBS = ("rates", "backlog")
+WINDOWS = ("minute", "hour", "day")
+WINDOW_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+class ReportRun(Base):
+    """One attempt of one report job: when, how it ended, how many rows it wrote."""
+
+    __tablename__ = "report_runs"
+    __table_args__ = (Index("ix_report_runs_job_started", "job", "started_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    job: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default=RUN_RUNNING)
+    started_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    window_from: Mapped[datetime | None] = mapped_column(Timestamp)
+    window_to: Mapped[datetime | None] = mapped_column(Timestamp)
+    rows: Mapped[int] = mapped_column(BigInteger, default=0)
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    error: Mapped[str | None] = mapped_column(Text)
+    params: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+
+
+class _ReportRow:
+    """Columns every report row has: the run, the window and the subscription it describes."""
+
+    run_id: Mapped[int] = mapped_column(BigInteger)
+    window: Mapped[str] = mapped_column(String(8))
+    window_start: Mapped[datetime] = mapped_column(Timestamp)
+    tenant: Mapped[str] = mapped_column(String(255))
+    namespace: Mapped[str] = mapped_column(String(255))
+    topic: Mapped[str] = mapped_column(String(700))
+    subscription: Mapped[str] = mapped_column(String(255))
+
+
+class RateReportRow(_ReportRow, Base):
+    """Dispatch per subscription per window, against the limit in force."""
+
+    __tablename__ = "rate_report"
+    __table_args__ = (
+        Index("ix_rate_report_lookup", "tenant", "namespace", "window", "window_start"),
+        Index("ix_rate_report_run", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    intervals: Mapped[int] = mapped_column(Integer)
+    msg_out: Mapped[int] = mapped_column(BigInteger)
+    bytes_out: Mapped[int] = mapped_column(BigInteger)
+    avg_rate: Mapped[float] = mapped_column(Float)  # msg/s over the covered intervals
+    peak_rate: Mapped[float] = mapped_column(Float)
+    p50_rate: Mapped[float] = mapped_column(Float)
+    p95_rate: Mapped[float] = mapped_column(Float)
+    avg_byte_rate: Mapped[float] = mapped_column(Float)
+    limit_msg_per_s: Mapped[float | None] = mapped_column(Float)  # at the window's end
+    limit_byte_per_s: Mapped[float | None] = mapped_column(Float)
+    limit_limiter: Mapped[str | None] = mapped_column(String(16))  # broker|topic|subscription
+    limit_source: Mapped[str | None] = mapped_column(String(16))  # broker|namespace|topic|...
+    utilisation: Mapped[float | None] = mapped_column(Float)  # delivered / allowed
+    throttled_share: Mapped[float] = mapped_column(Float)  # intervals throttled / intervals
+    throttled_broker_share: Mapped[float] = mapped_column(Float)
+    throttled_topic_share: Mapped[float] = mapped_column(Float)
+    throttled_subscription_share: Mapped[float] = mapped_column(Float)
+    throttled_by: Mapped[str | None] = mapped_column(String(16))  # level throttling most
+
+
+class BacklogReportRow(_ReportRow, Base):
+    """Backlog per subscription per window, its growth, and when it will drain."""
+
+    __tablename__ = "backlog_report"
+    __table_args__ = (
+        Index("ix_backlog_report_lookup", "tenant", "namespace", "window", "window_start"),
+        Index("ix_backlog_report_run", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    intervals: Mapped[int] = mapped_column(Integer)
+    backlog_msgs: Mapped[int] = mapped_column(BigInteger)  # at the window's end
+    backlog_bytes: Mapped[int] = mapped_column(BigInteger)
+    max_backlog_msgs: Mapped[int] = mapped_column(BigInteger)
+    growth_per_s: Mapped[float] = mapped_column(Float)  # least-squares slope, msg/s
+    publish_rate: Mapped[float] = mapped_column(Float)  # msg/s
+    dispatch_rate: Mapped[float] = mapped_column(Float)  # msg/s
+    limit_msg_per_s: Mapped[float | None] = mapped_column(Float)
+    drain_rate: Mapped[float | None] = mapped_column(Float)  # net msg/s the backlog shrinks by
+    drain_seconds: Mapped[float | None] = mapped_column(Float)  # None when it never drains
+    drain_status: Mapped[str] = mapped_column(String(8))  # empty | draining | never
+    growth_rank: Mapped[int] = mapped_column(Integer)  # 1 = fastest growing in the window

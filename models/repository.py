@@ -1,0 +1,192 @@
+"""Queries shared by the admin service and the workers: policy snapshots and broker config.
+
+Only reads live here; writes belong to the services that own each entity.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+from types import MappingProxyType
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from models.broker_config import BrokerConfig
+from models.dispatch_rate import DispatchRate
+from models.errors import NotFound
+from models.flow import value_from_json
+from models.names import TopicName
+from models.orm import (
+    DISPATCH_RATE,
+    SUBSCRIPTION_DISPATCH_RATE,
+    BrokerConfigOverride,
+    DispatchRatePolicy,
+    FlowPolicy,
+    Namespace,
+    Tenant,
+    Topic,
+)
+from models.snapshot import NamespaceRates, PolicySnapshot, TopicRates
+
+
+async def load_broker_config(session: AsyncSession) -> BrokerConfig:
+    """Defaults plus every stored override."""
+    rows = await session.execute(select(BrokerConfigOverride.name, BrokerConfigOverride.value))
+    return BrokerConfig.from_overrides(dict(rows.all()))
+
+
+async def load_snapshot(
+    session: AsyncSession,
+    *,
+    namespace_id: int | None = None,
+    topic_id: int | None = None,
+    broker: BrokerConfig | None = None,
+) -> PolicySnapshot:
+    """Every stored rate, or only those of one namespace (and optionally one topic in it)."""
+    query = (
+        select(DispatchRatePolicy, Tenant.name, Namespace.name, Topic.name)
+        .join(Namespace, DispatchRatePolicy.namespace_id == Namespace.id)
+        .join(Tenant, Namespace.tenant_id == Tenant.id)
+        .outerjoin(Topic, DispatchRatePolicy.topic_id == Topic.id)
+    )
+    if namespace_id is not None:
+        query = query.where(DispatchRatePolicy.namespace_id == namespace_id)
+    if topic_id is not None:
+        query = query.where(
+            (DispatchRatePolicy.topic_id.is_(None)) | (DispatchRatePolicy.topic_id == topic_id)
+        )
+    rows = (await session.execute(query)).all()
+    if broker is None:
+        broker = await load_broker_config(session)
+    snapshot = build_snapshot(broker, rows)
+    flow = await _load_flow(session, namespace_id, topic_id)
+    return replace(snapshot, namespace_flow=flow[0], topic_flow=flow[1])
+
+
+async def _load_flow(
+    session: AsyncSession, namespace_id: int | None, topic_id: int | None
+) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Flow-control policies by ``tenant/namespace`` and by base topic full name."""
+    query = (
+        select(FlowPolicy, Tenant.name, Namespace.name, Topic.name)
+        .join(Namespace, FlowPolicy.namespace_id == Namespace.id)
+        .join(Tenant, Namespace.tenant_id == Tenant.id)
+        .outerjoin(Topic, FlowPolicy.topic_id == Topic.id)
+    )
+    if namespace_id is not None:
+        query = query.where(FlowPolicy.namespace_id == namespace_id)
+    if topic_id is not None:
+        query = query.where((FlowPolicy.topic_id.is_(None)) | (FlowPolicy.topic_id == topic_id))
+    namespaces: dict[str, dict] = defaultdict(dict)
+    topics: dict[str, dict] = defaultdict(dict)
+    for policy, tenant, namespace, topic in await session.execute(query):
+        value = value_from_json(policy.kind, policy.value)
+        if policy.topic_id is None:
+            namespaces[f"{tenant}/{namespace}"][policy.kind] = value
+        else:
+            topics[TopicName(tenant, namespace, topic).full][policy.kind] = value
+    return dict(namespaces), dict(topics)
+
+
+def build_snapshot(
+    broker: BrokerConfig, rows: list[tuple[DispatchRatePolicy, str, str, str | None]]
+) -> PolicySnapshot:
+    """Fold (policy, tenant, namespace, topic) rows into a snapshot."""
+    ns_rates: dict[str, dict[str, DispatchRate]] = defaultdict(dict)
+    topic_rates: dict[str, dict[str, DispatchRate]] = defaultdict(dict)
+    sub_rates: dict[str, dict[str, DispatchRate]] = defaultdict(dict)
+    for policy, tenant, namespace, topic in rows:
+        rate = policy.to_rate()
+        if policy.topic_id is None:
+            ns_rates[f"{tenant}/{namespace}"][policy.kind] = rate
+            continue
+        full = TopicName(tenant, namespace, topic).full
+        if policy.subscription is None:
+            topic_rates[full][policy.kind] = rate
+        else:
+            sub_rates[full][policy.subscription] = rate
+    namespaces = {
+        name: NamespaceRates(kinds.get(DISPATCH_RATE), kinds.get(SUBSCRIPTION_DISPATCH_RATE))
+        for name, kinds in ns_rates.items()
+    }
+    topics = {
+        full: TopicRates(
+            topic_rates.get(full, {}).get(DISPATCH_RATE),
+            topic_rates.get(full, {}).get(SUBSCRIPTION_DISPATCH_RATE),
+            MappingProxyType(sub_rates.get(full, {})),
+        )
+        for full in set(topic_rates) | set(sub_rates)
+    }
+    return PolicySnapshot(broker, namespaces, topics)
+
+
+async def find_tenant(session: AsyncSession, name: str) -> Tenant | None:
+    """The tenant row, or None."""
+    return await session.scalar(select(Tenant).where(Tenant.name == name))
+
+
+async def get_tenant(
+    session: AsyncSession, name: str, reason: str = "Tenant does not exist"
+) -> Tenant:
+    """The tenant row, or 404 with ``reason``."""
+    tenant = await find_tenant(session, name)
+    if tenant is None:
+        raise NotFound(reason)
+    return tenant
+
+
+async def find_namespace(session: AsyncSession, tenant: str, namespace: str) -> Namespace | None:
+    """The namespace row, or None."""
+    return await session.scalar(
+        select(Namespace)
+        .join(Tenant, Namespace.tenant_id == Tenant.id)
+        .where(Tenant.name == tenant, Namespace.name == namespace)
+    )
+
+
+async def get_namespace(session: AsyncSession, tenant: str, namespace: str) -> Namespace:
+    """The namespace row, or 404 "Namespace does not exist"."""
+    row = await find_namespace(session, tenant, namespace)
+    if row is None:
+        raise NotFound("Namespace does not exist")
+    return row
+
+
+async def find_topic(session: AsyncSession, namespace_id: int, name: str) -> Topic | None:
+    """The topic row (non-partitioned or partitioned base), or None."""
+    return await session.scalar(
+        select(Topic).where(Topic.namespace_id == namespace_id, Topic.name == name)
+    )
+
+
+async def get_topic(session: AsyncSession, topic: TopicName) -> tuple[Namespace, Topic]:
+    """The namespace and topic rows of a topic or one of its partitions; 404 otherwise."""
+    namespace = await get_namespace(session, topic.tenant, topic.namespace)
+    row = await find_topic(session, namespace.id, topic.local)
+    if row is None and topic.partition_index >= 0:
+        base = await find_topic(session, namespace.id, topic.base.local)
+        if base is not None and topic.partition_index < base.partitions:
+            row = base
+    if row is None:
+        raise NotFound("Topic not found")
+    return namespace, row
+
+
+async def insert_or_lock(session: AsyncSession, model, values: dict, key: dict):
+    """Insert ``values`` unless a row with the unique ``key`` exists; return (row, created).
+
+    Either way the row comes back locked for this transaction, so concurrent writers of the
+    same policy queue up instead of failing, and each sees the value it replaces.
+    """
+    insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
+    statement = insert(model).values(**values).on_conflict_do_nothing()
+    pk = list(model.__table__.primary_key.columns)
+    inserted = (await session.execute(statement.returning(*pk))).first()
+    if inserted is not None:
+        row = await session.get(model, tuple(inserted) if len(pk) > 1 else inserted[0])
+        return row, True
+    query = select(model).filter_by(**key).with_for_update()
+    return (await session.execute(query)).scalar_one(), False

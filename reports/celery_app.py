@@ -1,0 +1,71 @@
+"""The Celery app that schedules reporting: ``celery -A reports.celery_app:app worker|beat``.
+
+Broker and result backend are the data-plane Redis (``REDIS_URL``).  Beat lands stats every
+``SLUICE_LANDING_INTERVAL_SECONDS`` and runs the report jobs on ``SLUICE_REPORT_SCHEDULE``
+(cron, UTC).  The tasks themselves are in ``reports.tasks``.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+from celery.schedules import crontab
+from celery.signals import beat_init
+
+from models.settings import Settings
+
+QUEUE = "sluice-reports"
+
+
+def cron(expression: str) -> crontab:
+    """A Celery crontab from a five-field cron expression."""
+    fields = expression.split()
+    if len(fields) != 5:
+        raise ValueError(f"Invalid cron expression '{expression}': need 5 fields")
+    minute, hour, day_of_month, month_of_year, day_of_week = fields
+    return crontab(
+        minute=minute,
+        hour=hour,
+        day_of_month=day_of_month,
+        month_of_year=month_of_year,
+        day_of_week=day_of_week,
+    )
+
+
+def make_celery(settings: Settings) -> Celery:
+    """The Celery app for ``settings``."""
+    app = Celery("sluice", include=["reports.tasks"])
+    app.conf.update(
+        broker_url=settings.effective_redis_url,
+        result_backend=settings.effective_redis_url,
+        result_expires=86_400,
+        task_default_queue=QUEUE,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        broker_connection_retry_on_startup=True,
+        timezone="UTC",
+        enable_utc=True,
+        beat_schedule_filename=str(settings.data_dir / "celerybeat-schedule"),
+        beat_schedule={
+            "land-stats": {
+                "task": "sluice.land_stats",
+                "schedule": settings.landing_interval_seconds,
+            },
+            "run-reports": {
+                "task": "sluice.run_reports",
+                "schedule": cron(settings.report_schedule),
+            },
+        },
+    )
+    app.conf.sluice_settings = settings
+    return app
+
+
+@beat_init.connect
+def _data_dir(sender, **_kwargs) -> None:
+    """Beat keeps its schedule state under the data folder: make sure it exists."""
+    settings: Settings = sender.app.conf.sluice_settings
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+
+app = make_celery(Settings())

@@ -1,0 +1,104 @@
+"""Charts of report results: dispatch rate against the limit, and backlog, over time.
+
+Pure rendering: rows in (as served by ``/admin/v2/reports``), PNG bytes or a self-contained
+HTML page out.  matplotlib draws without a display (the Agg backend).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from datetime import datetime
+
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib import pyplot as plt
+from matplotlib.figure import Figure
+
+
+def _times(rows: list[dict]) -> list[datetime]:
+    return [datetime.fromisoformat(r["windowStart"]) for r in rows]
+
+
+def _figure(title: str, rates: list[dict], backlog: list[dict]) -> Figure:
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    figure.suptitle(title)
+    if rates:
+        times = _times(rates)
+        top.plot(times, [r["avgRate"] for r in rates], label="average rate", color="tab:blue")
+        top.plot(
+            times,
+            [r["peakRate"] for r in rates],
+            label="peak rate",
+            color="tab:cyan",
+            linestyle=":",
+        )
+        limits = [r["limitMsgPerS"] for r in rates]
+        if any(v is not None for v in limits):
+            top.step(
+                times,
+                [float("nan") if v is None else v for v in limits],
+                where="post",
+                label="limit",
+                color="tab:red",
+            )
+    top.set_ylabel("msg/s")
+    top.legend(loc="upper left")
+    top.grid(alpha=0.3)
+    if backlog:
+        bottom.plot(
+            _times(backlog),
+            [r["backlogMsgs"] for r in backlog],
+            color="tab:orange",
+            label="backlog",
+        )
+    bottom.set_ylabel("messages")
+    bottom.legend(loc="upper left")
+    bottom.grid(alpha=0.3)
+    figure.autofmt_xdate()
+    return figure
+
+
+def render_png(title: str, rates: list[dict], backlog: list[dict]) -> bytes:
+    """The chart as PNG bytes."""
+    figure = _figure(title, rates, backlog)
+    buffer = io.BytesIO()
+    try:
+        figure.savefig(buffer, format="png", dpi=100)
+    finally:
+        plt.close(figure)
+    return buffer.getvalue()
+
+
+def render_html(title: str, rates: list[dict], backlog: list[dict]) -> str:
+    """A self-contained HTML page: the chart and the rows behind it."""
+    image = base64.b64encode(render_png(title, rates, backlog)).decode()
+    by_start = {r["windowStart"]: r for r in backlog}
+    lines = []
+    for r in rates:
+        b = by_start.get(r["windowStart"], {})
+        cells = (
+            r["windowStart"],
+            f"{r['avgRate']:.1f}",
+            f"{r['peakRate']:.1f}",
+            "" if r["limitMsgPerS"] is None else f"{r['limitMsgPerS']:g}",
+            "" if r["utilisation"] is None else f"{r['utilisation']:.3f}",
+            r["throttledBy"] or "",
+            b.get("backlogMsgs", ""),
+        )
+        lines.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    head = ("window", "avg msg/s", "peak msg/s", "limit", "utilisation", "throttled by", "backlog")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title>"
+        "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:right}</style>"
+        f"</head><body><h1>{html.escape(title)}</h1>"
+        f"<img alt='rate and backlog' src='data:image/png;base64,{image}'>"
+        "<table><tr>"
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr>"
+        + "".join(lines)
+        + "</table></body></html>"
+    )

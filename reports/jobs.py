@@ -1,0 +1,175 @@
+"""The report jobs: read snapshots from the lake, transform, write results, record the run.
+
+Each job is a thin ``run_job`` call: the read and the write are here, the computation is in
+``reports.transforms``.  A run recomputes every window that overlaps ``[since, until)`` from
+the window's start, so a day window is always whole, and replaces earlier results for those
+windows when it succeeds.  A run that exceeds its time budget is cancelled (its Spark jobs
+are killed) and recorded as failed.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import reduce
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    DateType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from models.reports import REPORT_JOBS, WINDOW_SECONDS
+from reports.lake import ARROW_SCHEMA, snapshots_path
+from reports.store import RunStore
+from reports.transforms import (
+    backlog_report_from_intervals,
+    rate_report_from_intervals,
+    subscription_intervals,
+)
+
+# Each job's transform from subscription intervals (computed once per run) to report rows.
+TRANSFORMS: dict[str, Callable[[DataFrame, str], DataFrame]] = {
+    "rates": rate_report_from_intervals,
+    "backlog": backlog_report_from_intervals,
+}
+JOBS = REPORT_JOBS
+
+_SPARK_TYPES = {"string": StringType(), "int64": LongType(), "double": DoubleType()}
+SNAPSHOT_SCHEMA = StructType(
+    [StructField(f.name, _SPARK_TYPES[str(f.type)], f.nullable) for f in ARROW_SCHEMA]
+    + [StructField("date", DateType()), StructField("hour", IntegerType())]
+)
+
+
+class TimeBudgetExceeded(RuntimeError):
+    """A run took longer than its budget and was cancelled."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What one job run did."""
+
+    job: str
+    run_id: int
+    rows: int
+    seconds: float
+
+
+def window_floor(moment: datetime, window: str) -> datetime:
+    """The start of the ``window`` (minute, hour, day; UTC) that contains ``moment``."""
+    step = WINDOW_SECONDS[window]
+    epoch = int(moment.timestamp())
+    return datetime.fromtimestamp(epoch - epoch % step, UTC)
+
+
+def read_snapshots(spark: SparkSession, lake_url: str, since: datetime, until: datetime):
+    """Snapshots with ``since <= ts < until``, pruned to the date partitions in range."""
+    try:
+        frame = spark.read.schema(SNAPSHOT_SCHEMA).parquet(snapshots_path(lake_url))
+    except AnalysisException as exc:
+        if "PATH_NOT_FOUND" not in str(exc) and "does not exist" not in str(exc):
+            raise
+        frame = spark.createDataFrame([], SNAPSHOT_SCHEMA)
+    return frame.where(
+        (F.col("date") >= F.lit(since.date()))
+        & (F.col("date") <= F.lit(until.date()))
+        & (F.col("ts") >= int(since.timestamp() * 1000))
+        & (F.col("ts") < int(until.timestamp() * 1000))
+    ).drop("date", "hour")
+
+
+@contextmanager
+def time_budget(spark: SparkSession, seconds: float, group: str) -> Iterator[None]:
+    """Cancel every Spark job started in this block once ``seconds`` have passed."""
+    context = spark.sparkContext
+    expired = threading.Event()
+
+    def cancel() -> None:
+        expired.set()
+        context.cancelJobGroup(group)
+
+    context.setJobGroup(group, f"sluice report run {group}", interruptOnCancel=True)
+    timer = threading.Timer(seconds, cancel)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception as exc:
+        if expired.is_set():
+            raise TimeBudgetExceeded(f"time budget of {seconds:g} s exceeded") from exc
+        raise
+    finally:
+        timer.cancel()
+        context.setLocalProperty("spark.jobGroup.id", None)
+    if expired.is_set():
+        raise TimeBudgetExceeded(f"time budget of {seconds:g} s exceeded")
+
+
+def job_frame(
+    intervals: DataFrame, job: str, windows: tuple[str, ...], starts: dict[str, datetime]
+) -> DataFrame:
+    """The result rows of ``job`` for every window kind, each from its own start (intervals
+    that began before it would make a partial window)."""
+    transform = TRANSFORMS[job]
+    began = F.col("ts") - (F.col("seconds") * 1000).cast("long")
+    frames = [
+        transform(intervals.where(began >= int(starts[w].timestamp() * 1000)), w) for w in windows
+    ]
+    return reduce(DataFrame.unionByName, frames)
+
+
+def run_job(
+    spark: SparkSession,
+    store: RunStore,
+    lake_url: str,
+    job: str,
+    *,
+    since: datetime,
+    until: datetime,
+    windows: tuple[str, ...],
+    budget_seconds: float,
+    attempt: int = 1,
+) -> RunResult:
+    """Run one job over ``[since, until)``; record it; return what it wrote."""
+    if job not in TRANSFORMS:
+        raise ValueError(f"unknown report job '{job}': use one of {', '.join(JOBS)}")
+    unknown = [w for w in windows if w not in WINDOW_SECONDS]
+    if unknown or not windows:
+        raise ValueError(f"bad report windows {windows}: use minute, hour, day")
+    starts = {w: window_floor(since, w) for w in windows}
+    earliest = min(starts.values())
+    started = datetime.now(UTC)
+    run_id = store.start(
+        job,
+        earliest,
+        until,
+        attempt=attempt,
+        params={"windows": list(windows), "since": since.isoformat(), "until": until.isoformat()},
+    )
+    try:
+        with time_budget(spark, budget_seconds, f"sluice-run-{run_id}"):
+            snapshots = read_snapshots(spark, lake_url, earliest, until)
+            intervals = subscription_intervals(snapshots).persist()
+            try:
+                frame = job_frame(intervals, job, windows, starts)
+                store.write(job, run_id, frame.withColumn("run_id", F.lit(run_id).cast("long")))
+            finally:
+                intervals.unpersist()
+        rows = store.succeed(job, run_id, starts)
+    except BaseException as exc:
+        store.fail(job, run_id, "".join(traceback.format_exception_only(exc)).strip())
+        raise
+    seconds = (datetime.now(UTC) - started) / timedelta(seconds=1)
+    return RunResult(job=job, run_id=run_id, rows=rows, seconds=seconds)

@@ -1,0 +1,48 @@
+"""The SparkSession of the report jobs, built from settings.
+
+``local[*]`` by default, any master URL by setting; UTC everywhere (session and JVM), the
+PostgreSQL JDBC driver on the classpath when present, and any extra Spark settings (for
+example the ``spark.hadoop.fs.s3a.*`` keys an ``s3a://`` lake needs) from ``SLUICE_SPARK_CONF``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from models.settings import Settings
+
+UTC_JVM = "-Duser.timezone=UTC"
+
+
+def spark_conf(settings: Settings) -> dict[str, str]:
+    """Every Spark setting the jobs run with."""
+    conf = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.memory": settings.spark_driver_memory,
+        "spark.driver.extraJavaOptions": UTC_JVM,
+        "spark.executor.extraJavaOptions": UTC_JVM,
+        "spark.sql.shuffle.partitions": str(settings.spark_shuffle_partitions),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    if settings.jdbc_jar and Path(settings.jdbc_jar).exists():
+        conf["spark.jars"] = settings.jdbc_jar
+    if settings.spark_conf.strip():
+        extra = json.loads(settings.spark_conf)
+        if not isinstance(extra, dict):
+            raise ValueError("SLUICE_SPARK_CONF must be a JSON object")
+        conf.update({str(k): str(v) for k, v in extra.items()})
+    return conf
+
+
+def spark_session(settings: Settings, app_name: str = "sluice-reports") -> SparkSession:
+    """Get (or create) the process's SparkSession."""
+    builder = SparkSession.builder.master(settings.spark_master).appName(app_name)
+    for key, value in spark_conf(settings).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

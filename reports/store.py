@@ -1,0 +1,140 @@
+"""Report runs and results in the control-plane database.
+
+A run is recorded before it computes anything.  Its result rows carry its id; marking it
+succeeded and deleting the rows it supersedes (older runs' rows for the same windows) happen
+in one transaction, so readers see either the old results or the new ones, never a mix.
+A failed run's rows are deleted and the run is marked failed with its error.
+
+Results are written by Spark over JDBC (the PostgreSQL driver, in parallel from the
+executors) when the database is PostgreSQL, or collected and inserted through SQLAlchemy
+otherwise (SQLite in standalone).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import DataFrame
+from sqlalchemy import Engine, delete, func, insert, select, update
+from sqlalchemy.engine import make_url
+
+from models.base import utcnow
+from models.db import is_sqlite
+from models.reports import (
+    RUN_FAILED,
+    RUN_RUNNING,
+    RUN_SUCCEEDED,
+    BacklogReportRow,
+    RateReportRow,
+    ReportRun,
+)
+
+TABLES = {"rates": RateReportRow, "backlog": BacklogReportRow}
+INSERT_BATCH = 5_000
+
+
+def result_columns(job: str) -> list[str]:
+    """The columns a job's result DataFrame must have, in table order (no id)."""
+    return [c.name for c in TABLES[job].__table__.columns if c.name != "id"]
+
+
+class RunStore:
+    """Records runs and stores their results."""
+
+    def __init__(self, engine: Engine, database_url: str, jdbc_jar: str | None = None) -> None:
+        self.engine = engine
+        self.database_url = database_url
+        self.use_jdbc = not is_sqlite(database_url) and bool(jdbc_jar)
+
+    def start(
+        self, job: str, window_from: datetime, window_to: datetime, *, attempt: int, params: dict
+    ) -> int:
+        """Record a new running run; return its id."""
+        with self.engine.begin() as connection:
+            return connection.execute(
+                insert(ReportRun)
+                .values(
+                    job=job,
+                    status=RUN_RUNNING,
+                    started_at=utcnow(),
+                    window_from=window_from,
+                    window_to=window_to,
+                    attempt=attempt,
+                    params=params,
+                    rows=0,
+                )
+                .returning(ReportRun.id)
+            ).scalar_one()
+
+    def write(self, job: str, run_id: int, frame: DataFrame) -> None:
+        """Write a run's result rows."""
+        frame = frame.select(*result_columns(job))
+        table = TABLES[job].__table__
+        if self.use_jdbc:
+            url, properties = jdbc_target(self.database_url)
+            frame.write.jdbc(url, table.name, mode="append", properties=properties)
+            return
+        with self.engine.begin() as connection:
+            batch = []
+            for row in frame.toLocalIterator():
+                batch.append(row.asDict())
+                if len(batch) >= INSERT_BATCH:
+                    connection.execute(insert(table), batch)
+                    batch = []
+            if batch:
+                connection.execute(insert(table), batch)
+
+    def succeed(self, job: str, run_id: int, windows: dict[str, datetime]) -> int:
+        """Publish a run's results: mark it succeeded and drop what it supersedes.
+
+        ``windows`` maps each window kind to the earliest window start the run recomputed.
+        Returns the number of result rows.
+        """
+        model = TABLES[job]
+        with self.engine.begin() as connection:
+            rows = connection.execute(
+                select(func.count()).select_from(model).where(model.run_id == run_id)
+            ).scalar_one()
+            for window, since in windows.items():
+                connection.execute(
+                    delete(model).where(
+                        model.run_id < run_id,
+                        model.window == window,
+                        model.window_start >= since,
+                    )
+                )
+            connection.execute(
+                update(ReportRun)
+                .where(ReportRun.id == run_id)
+                .values(status=RUN_SUCCEEDED, finished_at=utcnow(), rows=rows)
+            )
+        return rows
+
+    def fail(self, job: str, run_id: int, error: str) -> None:
+        """Delete a run's rows and record why it failed."""
+        model = TABLES[job]
+        with self.engine.begin() as connection:
+            connection.execute(delete(model).where(model.run_id == run_id))
+            connection.execute(
+                update(ReportRun)
+                .where(ReportRun.id == run_id)
+                .values(status=RUN_FAILED, finished_at=utcnow(), error=error[:4000], rows=0)
+            )
+
+
+def jdbc_target(database_url: str) -> tuple[str, dict[str, str]]:
+    """The JDBC URL and connection properties of a PostgreSQL SQLAlchemy URL."""
+    url = make_url(database_url)
+    host = url.host or "127.0.0.1"
+    port = url.port or 5432
+    properties = {
+        "driver": "org.postgresql.Driver",
+        "user": url.username or "postgres",
+        "batchsize": "10000",
+    }
+    if url.password:
+        properties["password"] = url.password
+    # Connection options such as sslmode or sslrootcert carry over to the JDBC driver.
+    properties.update({k: v for k, v in url.query.items() if isinstance(v, str)})
+    jdbc = f"jdbc:postgresql://{host}:{port}/{url.database}?reWriteBatchedInserts=true"
+    return jdbc, properties

@@ -1,0 +1,65 @@
+"""Sluice: Pulsar-style dispatch throttling for Redis Streams.
+
+This package is Sluice's public face: the producer/consumer client whose API mirrors the
+``pulsar-client`` package (change the import, keep the code), and the ``sluice`` and
+``sluice-admin`` command lines::
+
+    import sluice
+
+    client = sluice.Client("redis://localhost:6650")
+    producer = client.create_producer("persistent://acme/orders/created")
+    producer.send(b"hello")
+    consumer = client.subscribe("persistent://acme/orders/created", "audit",
+                                consumer_type=sluice.ConsumerType.Shared)
+    msg = consumer.receive(timeout_millis=1000)
+    consumer.acknowledge(msg)
+"""
+
+from sluice.client import Client
+from sluice.consumer import Consumer, ConsumerType, DeadLetterPolicy, InitialPosition
+from sluice.errors import (
+    AlreadyClosed,
+    ConnectError,
+    ConsumerBusy,
+    InvalidConfiguration,
+    NamespaceNotFound,
+    NotSupported,
+    ProducerBlockedQuotaExceededError,
+    ProducerBlockedQuotaExceededException,
+    SluiceException,
+    SubscriptionBusy,
+    Timeout,
+    TooManyRequests,
+    TopicNotFound,
+)
+from sluice.message import Message, MessageId
+from sluice.producer import Producer, Result
+from sluice.routing import PartitionsRoutingMode
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadyClosed",
+    "Client",
+    "ConnectError",
+    "Consumer",
+    "ConsumerBusy",
+    "ConsumerType",
+    "DeadLetterPolicy",
+    "InitialPosition",
+    "InvalidConfiguration",
+    "Message",
+    "MessageId",
+    "NamespaceNotFound",
+    "NotSupported",
+    "PartitionsRoutingMode",
+    "Producer",
+    "ProducerBlockedQuotaExceededError",
+    "ProducerBlockedQuotaExceededException",
+    "Result",
+    "SluiceException",
+    "SubscriptionBusy",
+    "Timeout",
+    "TooManyRequests",
+    "TopicNotFound",
+]

@@ -1,0 +1,104 @@
+"""``namespaces``: list, create, delete, policies, topics, and the namespace dispatch rates."""
+
+from __future__ import annotations
+
+from sluice.admin_cli.client import segment
+from sluice.admin_cli.commands.common import (
+    add_command,
+    add_dry_run,
+    add_force,
+    add_group,
+    add_rate_flags,
+    csv_list,
+    dry_run_params,
+    rate_body,
+)
+from sluice.admin_cli.names import namespace_path
+
+BASE = "/admin/v2/namespaces"
+RATE_KINDS = {
+    "dispatch-rate": "dispatchRate",
+    "subscription-dispatch-rate": "subscriptionDispatchRate",
+}
+
+
+def _ns(args) -> str:
+    return f"{BASE}/{namespace_path(args.namespace)}"
+
+
+def _list(args, admin):
+    return admin.request("GET", f"{BASE}/{segment(args.tenant)}")
+
+
+def _create(args, admin):
+    body: dict = {}
+    if args.clusters:
+        body["replication_clusters"] = args.clusters
+    if args.bundles is not None:
+        body["bundles"] = {"numBundles": args.bundles}
+    return admin.request("PUT", _ns(args), body=body or None)
+
+
+def _delete(args, admin):
+    return admin.request("DELETE", _ns(args), params={"force": True} if args.force else None)
+
+
+def _policies(args, admin):
+    return admin.request("GET", _ns(args))
+
+
+def _topics(args, admin):
+    return admin.request("GET", f"{_ns(args)}/topics")
+
+
+def _rate_handlers(kind: str):
+    def get_rate(args, admin):
+        return admin.request("GET", f"{_ns(args)}/{kind}")
+
+    def set_rate(args, admin):
+        path = f"{_ns(args)}/{kind}"
+        return admin.request("POST", path, body=rate_body(args), params=dry_run_params(args))
+
+    def remove_rate(args, admin):
+        return admin.request("DELETE", f"{_ns(args)}/{kind}", params=dry_run_params(args))
+
+    return get_rate, set_rate, remove_rate
+
+
+def register(commands, parents) -> None:
+    """Add the ``namespaces`` group."""
+    group = add_group(commands, "namespaces", "Operations about namespaces")
+    parser = add_command(group, "list", "List the namespaces of a tenant", _list, parents)
+    parser.add_argument("tenant", help="tenant name")
+
+    parser = add_command(group, "create", "Create a namespace", _create, parents)
+    parser.add_argument("namespace", help="tenant/namespace")
+    parser.add_argument("-c", "--clusters", type=csv_list, help="comma-separated clusters")
+    parser.add_argument("-b", "--bundles", type=int, help="number of bundles")
+
+    parser = add_command(group, "delete", "Delete a namespace", _delete, parents)
+    parser.add_argument("namespace", help="tenant/namespace")
+    add_force(parser, "also delete the namespace's topics")
+
+    for name, help_text, handler in (
+        ("policies", "Get the policies of a namespace", _policies),
+        ("topics", "List the topics of a namespace", _topics),
+    ):
+        add_command(group, name, help_text, handler, parents).add_argument(
+            "namespace", help="tenant/namespace"
+        )
+
+    for flag_name, kind in RATE_KINDS.items():
+        get_rate, set_rate, remove_rate = _rate_handlers(kind)
+        what = flag_name.replace("-", " ")
+        parser = add_command(group, f"set-{flag_name}", f"Set the {what}", set_rate, parents)
+        parser.add_argument("namespace", help="tenant/namespace")
+        add_rate_flags(parser)
+        add_dry_run(parser)
+        parser = add_command(group, f"get-{flag_name}", f"Get the {what}", get_rate, parents)
+        parser.add_argument("namespace", help="tenant/namespace")
+        parser = add_command(
+            group, f"remove-{flag_name}", f"Remove the {what}", remove_rate, parents
+        )
+        parser.add_argument("namespace", help="tenant/namespace")
+        add_dry_run(parser)

@@ -1,0 +1,108 @@
+"""``reports``: rate and backlog reports, report runs and charts.
+
+Kept apart from the Pulsar-style groups: the reporting endpoints live under
+``/admin/v2/reports`` (rates and backlog per namespace, the run history, on-demand runs,
+and charts of a topic's subscription as PNG or HTML).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sluice.admin_cli.client import AdminError, segment
+from sluice.admin_cli.commands.common import add_command, add_group
+from sluice.admin_cli.names import namespace_path, topic_parts
+
+BASE = "/admin/v2/reports"
+JOBS = ("rates", "backlog")
+
+
+def _report(kind: str):
+    def handler(args, admin):
+        params = {
+            "since": args.since,
+            "window": args.window,
+            "topic": args.topic,
+            "subscription": args.subscription,
+        }
+        if kind == "backlog":
+            params["top"] = args.top
+        return admin.request(
+            "GET", f"{BASE}/{kind}/{namespace_path(args.namespace)}", params=params
+        )
+
+    return handler
+
+
+def _runs(args, admin):
+    params = {"job": args.job, "status": args.status, "limit": args.limit}
+    return admin.request("GET", f"{BASE}/runs", params=params)
+
+
+def _run(args, admin):
+    jobs = [j.strip() for j in args.jobs.split(",") if j.strip()]
+    body: dict = {"jobs": jobs}
+    if args.lookback_seconds is not None:
+        body["lookbackSeconds"] = args.lookback_seconds
+    return admin.request("POST", f"{BASE}/runs", body=body)
+
+
+def _chart(args, admin):
+    tenant, namespace, local = topic_parts(args.topic)
+    path = f"{BASE}/charts/{segment(tenant)}/{segment(namespace)}/{segment(local)}"
+    params = {
+        "subscription": args.subscription,
+        "window": args.window,
+        "since": args.since,
+        "format": args.format,
+    }
+    content = admin.download(path, params=params)
+    target = Path(args.output_file or f"{local}-{args.subscription}.{args.format}")
+    try:
+        target.write_bytes(content)
+    except OSError as exc:
+        raise AdminError(f"cannot write {target}: {exc.strerror}") from None
+    return str(target)
+
+
+def _window_flags(parser) -> None:
+    parser.add_argument("--since", default="1h", help="how far back, e.g. 15m, 1h, 1d (default 1h)")
+    parser.add_argument(
+        "--window", default="minute", choices=("minute", "hour", "day"), help="default minute"
+    )
+
+
+def register(commands, parents) -> None:
+    """Add the ``reports`` group."""
+    group = add_group(commands, "reports", "Rate and backlog reports, runs and charts")
+    for kind, help_text in (
+        ("rates", "Dispatch per subscription per window against the limit in force"),
+        ("backlog", "Backlog per subscription per window, its growth and time to drain"),
+    ):
+        parser = add_command(group, kind, help_text, _report(kind), parents)
+        parser.add_argument("namespace", help="tenant/namespace")
+        _window_flags(parser)
+        parser.add_argument("--topic", help="only this topic")
+        parser.add_argument("-s", "--subscription", help="only this subscription")
+        if kind == "backlog":
+            parser.add_argument("--top", type=int, help="only the N fastest-growing per window")
+
+    runs = add_command(group, "runs", "Report runs, newest first", _runs, parents)
+    runs.add_argument("--job", choices=JOBS)
+    runs.add_argument("--status", choices=("running", "succeeded", "failed"))
+    runs.add_argument("--limit", type=int, default=50)
+
+    run = add_command(group, "run", "Queue a report run now", _run, parents)
+    run.add_argument("--jobs", default=",".join(JOBS), help="comma-separated (default all)")
+    run.add_argument(
+        "--lookback-seconds", type=float, help="recompute this far back (default: the schedule's)"
+    )
+
+    chart = add_command(
+        group, "chart", "Chart rate vs limit and backlog to a file", _chart, parents
+    )
+    chart.add_argument("topic", help="persistent://tenant/namespace/topic")
+    chart.add_argument("-s", "--subscription", required=True)
+    _window_flags(chart)
+    chart.add_argument("--format", default="png", choices=("png", "html"))
+    chart.add_argument("-f", "--output-file", help="default <topic>-<subscription>.<format>")

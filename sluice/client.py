@@ -1,0 +1,267 @@
+"""The client: connects to the data plane (a Redis URL) and creates producers and consumers.
+
+Mirrors ``pulsar.Client``: ``Client(service_url)``, ``create_producer``, ``subscribe``,
+``get_topic_partitions``, ``close``.  Topic metadata (partition counts) lives in Redis; an
+unknown topic is created on first use when the broker allows it (``allowAutoTopicCreation``),
+as Pulsar does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import redis
+from redis.exceptions import AuthenticationError as RedisAuthenticationError
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from models import keys
+from models.errors import PreconditionFailed
+from models.names import TopicName
+from models.protocol import SCRIPT_NAMES, script_source, wake_topic
+from models.urls import redact_url
+from sluice.backoff import Backoff, Clock
+from sluice.consumer import Consumer, ConsumerType, DeadLetterPolicy, InitialPosition
+from sluice.errors import (
+    AlreadyClosed,
+    ConnectError,
+    InvalidConfiguration,
+    NamespaceNotFound,
+    TopicNotFound,
+)
+from sluice.producer import Producer
+from sluice.routing import PartitionsRoutingMode
+from sluice.ticker import Ticker
+
+
+def parse_topic(topic: str) -> TopicName:
+    """A topic name as a ``TopicName``; ``InvalidConfiguration`` when malformed."""
+    try:
+        return TopicName.from_full(topic)
+    except PreconditionFailed as exc:
+        raise InvalidConfiguration(exc.reason) from None
+
+
+class Client:
+    """Entry point of the client library (``sluice.Client("redis://localhost:6650")``)."""
+
+    def __init__(
+        self,
+        service_url: str,
+        operation_timeout_seconds: float = 30,
+        *,
+        connection_timeout_ms: int = 10_000,
+        heartbeat_interval_seconds: float = 1.0,
+        **_pulsar_options: Any,
+    ) -> None:
+        self.service_url = service_url
+        self.operation_timeout = operation_timeout_seconds
+        self.heartbeat_interval = heartbeat_interval_seconds
+        self.redis = redis.Redis.from_url(
+            service_url,
+            socket_connect_timeout=connection_timeout_ms / 1000,
+            health_check_interval=30,
+        )
+        try:
+            self.redis.ping()
+        except RedisAuthenticationError as exc:
+            raise ConnectError(
+                f"authentication failed at {redact_url(service_url)}: {exc} "
+                "(check the user and password in the service URL)"
+            ) from None
+        except RedisConnectionError as exc:
+            raise ConnectError(f"cannot reach {redact_url(service_url)}: {exc}") from None
+        self.scripts = {
+            name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES
+        }
+        self.ticker = Ticker()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._producers: list[Producer] = []
+        self._consumers: list[Consumer] = []
+
+    # --- producers and consumers ----------------------------------------------------------
+
+    def create_producer(
+        self,
+        topic: str,
+        producer_name: str | None = None,
+        send_timeout_millis: int = 30_000,
+        batching_enabled: bool = False,
+        batching_max_messages: int = 1000,
+        batching_max_allowed_size_in_bytes: int = 128 * 1024,
+        batching_max_publish_delay_ms: int = 10,
+        message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution,
+        message_router: Callable[[object, int], int] | None = None,
+        properties: dict[str, str] | None = None,
+        *,
+        backoff_initial_ms: int = 1000,
+        backoff_multiplier: float = 1.6,
+        backoff_jitter: float = 0.2,
+        backoff_max_ms: int = 120_000,
+        max_send_attempts: int = 3,
+        clock: Clock | None = None,
+        **_pulsar_options: Any,
+    ) -> Producer:
+        """A producer on ``topic`` (created on first use when auto-creation is allowed).
+
+        ``backoff_*`` shape the retries of sends a backlog quota refuses (``producer_exception``
+        gives up after ``max_send_attempts`` attempts); ``clock`` replaces time and sleep.
+        """
+        self._check_open()
+        name = parse_topic(topic)
+        try:
+            backoff = Backoff(
+                initial=backoff_initial_ms / 1000,
+                multiplier=backoff_multiplier,
+                jitter=backoff_jitter,
+                maximum=backoff_max_ms / 1000,
+            )
+        except ValueError as exc:
+            raise InvalidConfiguration(str(exc)) from None
+        partitions = self.lookup_partitions(name)
+        producer = Producer(
+            self,
+            name,
+            partitions,
+            producer_name=producer_name,
+            send_timeout_ms=send_timeout_millis,
+            batching=batching_enabled,
+            batch_max_messages=batching_max_messages,
+            batch_max_bytes=batching_max_allowed_size_in_bytes,
+            batch_delay_ms=batching_max_publish_delay_ms,
+            routing_mode=message_routing_mode,
+            router=message_router,
+            properties=properties or {},
+            backoff=backoff,
+            max_send_attempts=max_send_attempts,
+            clock=clock,
+        )
+        with self._lock:
+            self._producers.append(producer)
+        return producer
+
+    def subscribe(
+        self,
+        topic: str | list[str],
+        subscription_name: str,
+        consumer_type: ConsumerType = ConsumerType.Exclusive,
+        receiver_queue_size: int = 1000,
+        consumer_name: str | None = None,
+        unacked_messages_timeout_ms: int | None = None,
+        negative_ack_redelivery_delay_ms: int = 60_000,
+        dead_letter_policy: DeadLetterPolicy | None = None,
+        initial_position: InitialPosition = InitialPosition.Latest,
+        max_total_receiver_queue_size_across_partitions: int = 50_000,
+        **_pulsar_options: Any,
+    ) -> Consumer:
+        """A consumer of ``subscription_name`` on one topic or a list of topics."""
+        self._check_open()
+        topics = [topic] if isinstance(topic, str) else list(topic)
+        if not topics:
+            raise InvalidConfiguration("at least one topic is required")
+        if not subscription_name:
+            raise InvalidConfiguration("subscription name is required")
+        if receiver_queue_size < 1:
+            raise InvalidConfiguration("receiver_queue_size must be >= 1")
+        if unacked_messages_timeout_ms is not None and 0 < unacked_messages_timeout_ms < 1000:
+            raise InvalidConfiguration("unacked_messages_timeout_ms must be >= 1000")
+        partitions: list[TopicName] = []
+        for each in topics:
+            name = parse_topic(each)
+            count = self.lookup_partitions(name)
+            if count:
+                partitions.extend(name.partition(i) for i in range(count))
+            else:
+                partitions.append(name)
+        per_partition = receiver_queue_size
+        if len(partitions) > 1:
+            per_partition = max(
+                1,
+                min(
+                    receiver_queue_size,
+                    max_total_receiver_queue_size_across_partitions // len(partitions),
+                ),
+            )
+        consumer = Consumer(
+            self,
+            topics,
+            partitions,
+            subscription_name,
+            consumer_type=consumer_type,
+            permits=per_partition,
+            consumer_name=consumer_name,
+            ack_timeout_ms=unacked_messages_timeout_ms or 0,
+            nack_delay_ms=negative_ack_redelivery_delay_ms,
+            dead_letter_policy=dead_letter_policy,
+            initial_position=initial_position,
+        )
+        with self._lock:
+            self._consumers.append(consumer)
+        return consumer
+
+    def get_topic_partitions(self, topic: str) -> list[str]:
+        """Full names of a topic's partitions (the topic itself when non-partitioned)."""
+        name = parse_topic(topic)
+        count = self.lookup_partitions(name)
+        return [name.partition(i).full for i in range(count)] if count else [name.full]
+
+    def close(self) -> None:
+        """Close every producer and consumer, then the connection."""
+        if self._closed:
+            return
+        for producer in list(self._producers):
+            producer.close()
+        for consumer in list(self._consumers):
+            consumer.close()
+        self._closed = True
+        self.ticker.stop()
+        self.redis.close()
+
+    # --- topic metadata -------------------------------------------------------------------
+
+    def lookup_partitions(self, topic: TopicName) -> int:
+        """Partition count of ``topic`` (0 = non-partitioned), creating it when allowed."""
+        base = topic.base
+        raw = self.redis.hget(keys.TOPICS, base.full)
+        if raw is not None:
+            partitions = int(orjson.loads(raw)["partitions"])
+            if topic.partition_index >= 0 and topic.partition_index >= partitions:
+                raise TopicNotFound(f"Topic {topic.full} does not exist")
+            return 0 if topic.partition_index >= 0 else partitions
+        return self._auto_create(base)
+
+    def _auto_create(self, topic: TopicName) -> int:
+        namespaces = self.redis.smembers(keys.NAMESPACES)
+        if namespaces and topic.namespace_name.encode() not in namespaces:
+            raise NamespaceNotFound(f"Namespace {topic.namespace_name} does not exist")
+        config = {k.decode(): v.decode() for k, v in self.redis.hgetall(keys.CLIENT_CONFIG).items()}
+        if config.get("allowAutoTopicCreation", "true") != "true":
+            raise TopicNotFound(f"Topic {topic.full} does not exist")
+        partitions = 0
+        if config.get("allowAutoTopicCreationType", "non-partitioned") == "partitioned":
+            partitions = int(config.get("defaultNumPartitions", "1"))
+        record = orjson.dumps({"partitions": partitions, "autoCreated": True})
+        if self.redis.hsetnx(keys.TOPICS, topic.full, record):
+            self.redis.publish(keys.WAKE_CHANNEL, wake_topic(topic.full))
+            return partitions
+        return int(orjson.loads(self.redis.hget(keys.TOPICS, topic.full))["partitions"])
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AlreadyClosed("client is closed")
+
+    def _forget(self, item: Producer | Consumer) -> None:
+        with self._lock:
+            if item in self._producers:
+                self._producers.remove(item)
+            if item in self._consumers:
+                self._consumers.remove(item)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

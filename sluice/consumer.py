@@ -1,0 +1,495 @@
+"""The consumer: receives from its receiver queues and acknowledges, as ``pulsar.Consumer``.
+
+A worker pushes entries into this consumer's queue on every partition while it has permits
+(``receiver_queue_size`` per partition, given back as the application receives, half a queue
+at a time, like Pulsar's flow control).  Acknowledgements are grouped and sent every 100 ms;
+negative acks and ack timeouts schedule redelivery; after ``max_redeliver_count`` redeliveries
+a message goes to the dead-letter topic.  Closing releases everything not yet acknowledged to
+the other consumers.  Bookkeeping state lives in ``sluice.consumer_state``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+import orjson
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from models import keys
+from models.names import TopicName
+from models.protocol import (
+    Packet,
+    ack_call,
+    ack_cumulative_call,
+    decode_packets,
+    release_call,
+    subscribe_call,
+    unpack_batch,
+    unsubscribe_call,
+    wake_subscription,
+)
+from sluice.consumer_state import AckTracker, Part
+from sluice.errors import (
+    AlreadyClosed,
+    ConsumerBusy,
+    InvalidConfiguration,
+    NotSupported,
+    SubscriptionBusy,
+    Timeout,
+)
+from sluice.message import Message, MessageId
+
+if TYPE_CHECKING:
+    from sluice.client import Client
+    from sluice.producer import Producer
+
+ACK_GROUP_SECONDS = 0.1
+ACK_GROUP_MAX = 1000
+DEFAULT_CONSUMER_TIMEOUT_MS = 10_000
+
+
+class ConsumerType(Enum):
+    """Subscription types."""
+
+    Exclusive = "Exclusive"
+    Shared = "Shared"
+    Failover = "Failover"
+    KeyShared = "Key_Shared"
+
+
+class InitialPosition(Enum):
+    """Where a new subscription starts."""
+
+    Latest = "latest"
+    Earliest = "earliest"
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterPolicy:
+    """After ``max_redeliver_count`` redeliveries a message goes to ``dead_letter_topic``
+    (default ``{topic}-{subscription}-DLQ``)."""
+
+    max_redeliver_count: int
+    dead_letter_topic: str | None = None
+    initial_subscription_name: str | None = None
+
+
+class Consumer:
+    """Receives messages of one subscription on one or more topics."""
+
+    def __init__(
+        self,
+        client: Client,
+        topics: list[str],
+        partitions: list[TopicName],
+        subscription: str,
+        *,
+        consumer_type: ConsumerType,
+        permits: int,
+        consumer_name: str | None,
+        ack_timeout_ms: int,
+        nack_delay_ms: int,
+        dead_letter_policy: DeadLetterPolicy | None,
+        initial_position: InitialPosition,
+    ) -> None:
+        if consumer_type is ConsumerType.KeyShared:
+            raise NotSupported("Key_Shared subscriptions are not supported yet")
+        self._client = client
+        self._topics = topics
+        self._subscription = subscription
+        self._type = consumer_type
+        self._name = consumer_name or uuid.uuid4().hex[:5]
+        self._id = f"{self._name}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._permits = permits
+        self._nack_delay_ms = nack_delay_ms
+        self._dlq = dead_letter_policy
+        self._dlq_producer: Producer | None = None
+        self._initial_position = initial_position
+        self._buffer: deque[Message] = deque()
+        self._lock = threading.RLock()
+        self._closed = False
+        self._timeout_ms = int(
+            client.redis.hget(keys.CLIENT_CONFIG, "consumerTimeoutMs")
+            or DEFAULT_CONSUMER_TIMEOUT_MS
+        )
+        self._parts = [Part(i, name, subscription, self._id) for i, name in enumerate(partitions)]
+        self._by_queue = {p.queue.encode(): p for p in self._parts}
+        self._by_topic = {p.name.full: p for p in self._parts}
+        self._acks = AckTracker(ack_timeout_ms, tracking=bool(ack_timeout_ms or dead_letter_policy))
+        registered: list[Part] = []
+        try:
+            for part in self._parts:
+                self._register(part)
+                registered.append(part)
+        except Exception:
+            for part in registered:
+                self._release(part)
+            raise
+        ticker = client.ticker
+        self._jobs = [
+            ticker.every(client.heartbeat_interval, self._heartbeat),
+            ticker.every(ACK_GROUP_SECONDS, self._flush_acks),
+        ]
+        if ack_timeout_ms:
+            self._jobs.append(ticker.every(min(ack_timeout_ms / 1000 / 4, 1.0), self._expire))
+
+    # --- pulsar-client API ----------------------------------------------------------------
+
+    def topic(self) -> str:
+        """The topic (or the first of the topics) this consumer reads."""
+        return self._topics[0]
+
+    def subscription_name(self) -> str:
+        """The subscription's name."""
+        return self._subscription
+
+    def consumer_name(self) -> str:
+        """This consumer's name."""
+        return self._name
+
+    def is_connected(self) -> bool:
+        """True until closed."""
+        return not self._closed
+
+    def receive(self, timeout_millis: int | None = None) -> Message:
+        """The next message; ``Timeout`` when none arrives within ``timeout_millis``."""
+        buffer = self._buffer
+        if buffer and not self._closed:
+            return self._hand_out(buffer.popleft())
+        deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000
+        while True:
+            self._check_open()
+            if buffer:
+                return self._hand_out(buffer.popleft())
+            wait = 1.0
+            if deadline is not None:
+                wait = min(wait, deadline - time.monotonic())
+                if wait <= 0:
+                    raise Timeout("receive timed out")
+            self._fetch(max(wait, 0.001))
+
+    def acknowledge(self, message: Message | MessageId) -> None:
+        """Acknowledge one message (sent grouped, within 100 ms)."""
+        self._check_open()
+        message_id = self._message_id(message)
+        part = self._part_of(message_id)
+        if self._acks.ack(part, message_id):
+            with self._lock:
+                part.pending_acks.append(message_id.stream_id)
+                full = len(part.pending_acks) >= ACK_GROUP_MAX
+            if full:
+                self._flush_acks()
+
+    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
+        """Acknowledge this message and every earlier one (Exclusive and Failover only)."""
+        self._check_open()
+        if self._type is ConsumerType.Shared:
+            raise NotSupported("Cumulative acknowledge not supported for shared subscription")
+        message_id = self._message_id(message)
+        part = self._part_of(message_id)
+        self._flush_acks()
+        upto = self._acks.cumulative(part, message_id)
+        self._call(
+            "ack_cumulative", *ack_cumulative_call(part.name, self._subscription, self._id, upto)
+        )
+
+    def negative_acknowledge(self, message: Message | MessageId) -> None:
+        """Ask for redelivery after ``negative_ack_redelivery_delay_ms``."""
+        self._check_open()
+        self._redeliver([self._message_id(message)], self._nack_delay_ms)
+
+    def redeliver_unacknowledged_messages(self) -> None:
+        """Redeliver every message received and not acknowledged."""
+        self._check_open()
+        self._flush_acks()
+        if self._acks.tracking:
+            self._redeliver(self._acks.all_unacked(), 0)
+            return
+        # Not tracked here: the server knows what this consumer holds.
+        for part in self._parts:
+            pending = self._client.redis.xpending_range(
+                part.log, self._subscription, "-", "+", 100_000, consumername=self._id
+            )
+            ids = [
+                MessageId(_text(p["message_id"]), part.index_in_topic, -1, part.topic)
+                for p in pending
+            ]
+            if ids:
+                self._redeliver(ids, 0)
+
+    def unsubscribe(self) -> None:
+        """Delete the subscription (fails while other consumers are connected)."""
+        self._check_open()
+        self._flush_acks()
+        for part in self._parts:
+            call = unsubscribe_call(
+                part.name, self._subscription, self._id, _now_ms(), self._timeout_ms
+            )
+            try:
+                deleted = self._call("unsubscribe", *call)
+            except ResponseError as exc:
+                raise SubscriptionBusy(str(exc).split(" ", 1)[-1]) from None
+            if deleted:
+                field = f"{part.name.base.full}#{self._subscription}"
+                self._client.redis.hset(keys.TOMBSTONES, field, _now_ms())
+        self._shutdown(release=False)
+
+    def close(self) -> None:
+        """Stop; what was received and not acknowledged is redelivered to other consumers."""
+        if self._closed:
+            return
+        self._flush_acks()
+        self._shutdown(release=True)
+
+    # --- receiving ------------------------------------------------------------------------
+
+    def _fetch(self, block_seconds: float) -> None:
+        queues = [p.queue for p in self._parts]
+        try:
+            reply = self._client.redis.blmpop(
+                block_seconds, len(queues), *queues, direction="LEFT", count=self._permits
+            )
+        except (RedisConnectionError, RedisTimeoutError):
+            time.sleep(min(block_seconds, 0.5))
+            return
+        if not reply:
+            return
+        queue, elements = reply
+        part = self._by_queue[queue]
+        messages = [
+            m
+            for raw in elements
+            for packet in decode_packets(raw)
+            for m in self._decode(part, packet)
+        ]
+        with self._lock:
+            self._buffer.extend(messages)
+
+    def _decode(self, part: Part, packet: Packet) -> list[Message]:
+        fields = packet.fields
+        publish = int(fields.get(b"t", 0))
+        redeliveries = packet.delivery_count - 1 if packet.delivery_count > 1 else 0
+        topic = part.topic
+        index = part.index_in_topic
+        entry = packet.entry_id
+        if b"n" in fields:
+            batch = unpack_batch(fields[b"d"])
+            self._acks.expect_batch(part, entry, len(batch))
+            return [
+                Message(
+                    payload,
+                    MessageId(entry, index, i, topic),
+                    key=key,
+                    properties=orjson.loads(props) if props else {},
+                    publish_time=publish,
+                    event_time=event or 0,
+                    redelivery_count=redeliveries,
+                    topic=topic,
+                    batch_size=len(batch),
+                )
+                for i, (payload, key, props, event) in enumerate(batch)
+            ]
+        key = fields.get(b"k")
+        props = fields.get(b"p")
+        event = fields.get(b"e")
+        return [
+            Message(
+                fields.get(b"d", b""),
+                MessageId(entry, index, -1, topic),
+                key=key.decode() if key is not None else None,
+                properties=orjson.loads(props) if props else {},
+                publish_time=publish,
+                event_time=int(event) if event is not None else 0,
+                redelivery_count=redeliveries,
+                topic=topic,
+            )
+        ]
+
+    def _hand_out(self, message: Message) -> Message:
+        part = self._part_of(message.message_id())
+        self._acks.track(part, message)
+        part.received += 1
+        if part.received >= max(self._permits // 2, 1):
+            self._flow(part, part.received)
+            part.received = 0
+        return message
+
+    # --- redelivery, dead letters ---------------------------------------------------------
+
+    def _redeliver(self, message_ids: list[MessageId], delay_ms: int) -> None:
+        by_part: dict[int, list[str]] = {}
+        for message_id in message_ids:
+            part = self._part_of(message_id)
+            tracked = self._acks.forget(part, message_id.stream_id)
+            if tracked is not None and self._to_dead_letter(part, tracked):
+                continue
+            by_part.setdefault(part.index, []).append(message_id.stream_id)
+        due = _now_ms() + delay_ms
+        for index, ids in by_part.items():
+            part = self._parts[index]
+            self._call(
+                "nack",
+                [part.log, part.redeliver],
+                [
+                    self._subscription,
+                    due,
+                    keys.WAKE_CHANNEL,
+                    wake_subscription(part.name.full, self._subscription),
+                    *dict.fromkeys(ids),
+                ],
+            )
+
+    def _to_dead_letter(self, part: Part, messages: list[Message]) -> bool:
+        """Send an entry's messages to the DLQ when they were redelivered enough; ack it."""
+        if self._dlq is None or messages[0].redelivery_count() < self._dlq.max_redeliver_count:
+            return False
+        if self._dlq_producer is None:
+            topic = self._dlq.dead_letter_topic or f"{part.name.base.full}-{self._subscription}-DLQ"
+            self._dlq_producer = self._client.create_producer(topic)
+        for m in messages:
+            props = {
+                **m.properties(),
+                "REAL_TOPIC": m.topic_name(),
+                "ORIGIN_MESSAGE_ID": str(m.message_id()),
+            }
+            self._dlq_producer.send(
+                m.data(), properties=props, partition_key=m.partition_key() or None
+            )
+        with self._lock:
+            part.pending_acks.append(messages[0].message_id().stream_id)
+        self._flush_acks()
+        return True
+
+    def _expire(self) -> None:
+        expired = self._acks.expired(time.monotonic())
+        if expired and not self._closed:
+            self._redeliver(expired, 0)
+
+    # --- registration, flow, acks ---------------------------------------------------------
+
+    def _register(self, part: Part) -> None:
+        info = orjson.dumps(
+            {
+                "name": self._name,
+                "receiverQueueSize": self._permits,
+                "since": _now_ms(),
+                "type": self._type.value,
+            }
+        ).decode()
+        call = subscribe_call(
+            part.name,
+            self._subscription,
+            self._id,
+            self._type.value,
+            self._initial_position.value,
+            _now_ms(),
+            info,
+            self._timeout_ms,
+        )
+        try:
+            self._call("subscribe", *call)
+        except ResponseError as exc:
+            text = str(exc)
+            if text.startswith("ConsumerBusy"):
+                raise ConsumerBusy(text.split(" ", 1)[1]) from None
+            if text.startswith("SubscriptionBusy"):
+                raise SubscriptionBusy(text.split(" ", 1)[1]) from None
+            raise
+        part.received = 0
+        self._flow(part, self._permits)
+
+    def _flow(self, part: Part, permits: int) -> bool:
+        ok = self._call(
+            "flow",
+            [part.permits, part.waitp, part.alive],
+            [
+                self._id,
+                permits,
+                _now_ms(),
+                keys.WAKE_CHANNEL,
+                wake_subscription(part.name.full, self._subscription),
+            ],
+        )
+        return bool(ok)
+
+    def _heartbeat(self) -> None:
+        if self._closed:
+            return
+        for part in self._parts:
+            try:
+                if not self._flow(part, 0):
+                    # Reaped after missed heartbeats: our messages went to others; come back.
+                    self._register(part)
+            except (RedisConnectionError, RedisTimeoutError):
+                return
+
+    def _flush_acks(self) -> None:
+        for part in self._parts:
+            with self._lock:
+                ids, part.pending_acks = part.pending_acks, []
+            if ids:
+                try:
+                    self._call("ack", *ack_call(part.name, self._subscription, ids))
+                except (RedisConnectionError, RedisTimeoutError):
+                    with self._lock:
+                        part.pending_acks[:0] = ids
+                    return
+
+    def _release(self, part: Part) -> None:
+        self._call("release", *release_call(part.name, self._subscription, self._id, _now_ms()))
+
+    def _shutdown(self, release: bool) -> None:
+        self._closed = True
+        for job in self._jobs:
+            self._client.ticker.cancel(job)
+        if release:
+            for part in self._parts:
+                with contextlib.suppress(RedisConnectionError, RedisTimeoutError):
+                    self._release(part)
+        if self._dlq_producer is not None:
+            self._dlq_producer.close()
+        self._client._forget(self)
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _call(self, script: str, script_keys: list[str], args: list):
+        return self._client.scripts[script](keys=script_keys, args=args)
+
+    def _message_id(self, message: Message | MessageId) -> MessageId:
+        if isinstance(message, Message):
+            return message.message_id()
+        if isinstance(message, MessageId):
+            return message
+        raise InvalidConfiguration("expected a Message or a MessageId")
+
+    def _part_of(self, message_id: MessageId) -> Part:
+        part = self._by_topic.get(message_id.topic)
+        if part is None:
+            raise InvalidConfiguration(f"message {message_id} is not from this consumer's topics")
+        return part
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AlreadyClosed("consumer is closed")
+
+    def __iter__(self):
+        while True:
+            yield self.receive()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

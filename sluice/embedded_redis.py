@@ -1,0 +1,170 @@
+"""An embedded Redis server: a ``redis-server`` child process under a local folder.
+
+Standalone mode uses it when ``REDIS_URL`` is not set; the test suite uses it for a private,
+disposable server.  The child dies with its parent (``PR_SET_PDEATHSIG`` on Linux).
+
+It can require a password (``requirepass``), or an ACL user instead of the default user, and
+can serve TLS only; ``url`` then carries the credentials (URL-quoted) and the ``rediss://``
+scheme with the CA file, so any redis-py ``from_url`` caller connects unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import redis
+
+PR_SET_PDEATHSIG = 1
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files for a TLS-only server: its certificate and key, and the CA that signed it."""
+
+    cert: Path
+    key: Path
+    ca: Path
+
+
+class EmbeddedRedis:
+    """Start, stop and restart a private ``redis-server``."""
+
+    def __init__(
+        self,
+        directory: Path,
+        port: int = 0,
+        *,
+        appendonly: bool = False,
+        password: str | None = None,
+        username: str | None = None,
+        tls: TlsFiles | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError(
+                "redis-server not found: install it (apt-get install redis-server) "
+                "or point REDIS_URL at a Redis 7 server"
+            )
+        self.binary = binary
+        self.directory = Path(directory)
+        self.port = port or free_port()
+        self.appendonly = appendonly
+        self.password = password
+        self.username = username
+        self.tls = tls
+        self.extra_args = extra_args
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        """``redis://`` URL of the server."""
+        auth = ""
+        if self.password:
+            auth = f"{quote(self.username or '', safe='')}:{quote(self.password, safe='')}@"
+        if self.tls is None:
+            return f"redis://{auth}127.0.0.1:{self.port}/0"
+        ca = quote(str(self.tls.ca.resolve()))
+        return f"rediss://{auth}127.0.0.1:{self.port}/0?ssl_cert_reqs=required&ssl_ca_certs={ca}"
+
+    def start(self, timeout: float = 10.0) -> EmbeddedRedis:
+        """Start the server and wait until it answers PING."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        args = [
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.directory.resolve()),
+            "--save",
+            "",
+            "--appendonly",
+            "yes" if self.appendonly else "no",
+            "--logfile",
+            "redis.log",
+            *self.extra_args,
+        ]
+        if self.username:
+            # An ACL user with every right; the default user is switched off.
+            rule = f">{self.password}" if self.password else "nopass"
+            args += ["--user", self.username, "on", rule, "~*", "&*", "+@all"]
+            args += ["--user", "default", "off"]
+        elif self.password:
+            args += ["--requirepass", self.password]
+        if self.tls is not None:
+            args[args.index("--port") + 1] = "0"
+            args += ["--tls-port", str(self.port), "--tls-auth-clients", "no"]
+            args += ["--tls-cert-file", str(self.tls.cert.resolve())]
+            args += ["--tls-key-file", str(self.tls.key.resolve())]
+            args += ["--tls-ca-cert-file", str(self.tls.ca.resolve())]
+        self.process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent
+        )
+        client = redis.Redis.from_url(self.url)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    client.ping()
+                    return self
+                except redis.ConnectionError:
+                    if self.process.poll() is not None:
+                        raise RuntimeError(
+                            f"redis-server exited with {self.process.returncode}; "
+                            f"see {self.directory / 'redis.log'}"
+                        ) from None
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.02)
+        finally:
+            client.close()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server (SIGTERM, then SIGKILL)."""
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def kill(self) -> None:
+        """Kill the server abruptly (for fault tests)."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def __enter__(self) -> EmbeddedRedis:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

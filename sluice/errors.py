@@ -1,0 +1,73 @@
+"""Exceptions raised by the client, named as in the ``pulsar-client`` package.
+
+::
+
+    SluiceException
+    ├── Timeout                 receive() or send() gave up waiting
+    ├── AlreadyClosed           the client, producer or consumer was closed
+    ├── ConsumerBusy            an Exclusive subscription already has a consumer
+    ├── SubscriptionBusy        the subscription has another type, or active consumers
+    ├── TopicNotFound           the topic does not exist and auto-creation is off
+    ├── NamespaceNotFound       the topic's namespace does not exist
+    ├── InvalidConfiguration    a bad argument
+    ├── NotSupported            an operation this subscription type does not allow
+    ├── ConnectError            Redis cannot be reached
+    └── ProducerBlockedQuotaExceededException   the backlog quota refused the send
+        └── ProducerBlockedQuotaExceededError   held by the quota past the send timeout
+                                                (also a Timeout)
+"""
+
+from __future__ import annotations
+
+
+class SluiceException(Exception):
+    """Base of every client error."""
+
+
+class Timeout(SluiceException):
+    """An operation did not complete in time."""
+
+
+class AlreadyClosed(SluiceException):
+    """The object was closed."""
+
+
+class ConsumerBusy(SluiceException):
+    """An Exclusive subscription already has a connected consumer."""
+
+
+class SubscriptionBusy(SluiceException):
+    """The subscription is of another type, or still has consumers."""
+
+
+class TopicNotFound(SluiceException):
+    """The topic does not exist and auto-creation is disabled."""
+
+
+class NamespaceNotFound(SluiceException):
+    """The topic's namespace does not exist."""
+
+
+class InvalidConfiguration(SluiceException):
+    """An argument is invalid."""
+
+
+class NotSupported(SluiceException):
+    """The operation is not available for this subscription type."""
+
+
+class ConnectError(SluiceException):
+    """Redis could not be reached."""
+
+
+class ProducerBlockedQuotaExceededException(SluiceException):
+    """The backlog quota of the topic is exceeded (``producer_exception``): the send was
+    refused on every attempt ("TOO_MANY_REQUESTS: backlog quota exceeded for ...")."""
+
+
+class ProducerBlockedQuotaExceededError(ProducerBlockedQuotaExceededException, Timeout):
+    """The backlog quota held the send (``producer_request_hold``) until the send timeout."""
+
+
+# RocketMQ's name for a refusal by throttling.
+TooManyRequests = ProducerBlockedQuotaExceededException

@@ -1,0 +1,329 @@
+"""The producer: routes messages to partitions and appends them, one entry or one batch each.
+
+Mirrors ``pulsar.Producer``: ``send`` (blocking, returns the ``MessageId``), ``send_async``
+(callback ``(result, message_id)``), ``flush``, ``close``.  With batching enabled several
+messages of one partition share one stream entry; the batch goes out when it is full or
+``batching_max_publish_delay_ms`` after its first message.  A send that cannot reach Redis is
+retried until ``send_timeout_millis`` and then fails with ``Timeout``.
+
+A send the topic's backlog quota refuses (``TOO_MANY_REQUESTS``) follows the quota's policy:
+``producer_exception`` retries on the ``sluice.backoff`` curve and raises
+``ProducerBlockedQuotaExceededException`` after ``max_send_attempts`` attempts;
+``producer_request_hold`` keeps trying (at least once a second) until there is room, and raises
+``ProducerBlockedQuotaExceededError`` (a ``Timeout``) when the send timeout passes first.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from models import keys
+from models.names import TopicName
+from models.protocol import pack_batch, produce_keys, wake_data
+from sluice.backoff import Backoff, Clock
+from sluice.errors import (
+    AlreadyClosed,
+    InvalidConfiguration,
+    ProducerBlockedQuotaExceededError,
+    ProducerBlockedQuotaExceededException,
+    Timeout,
+)
+from sluice.message import MessageId
+from sluice.routing import PartitionsRoutingMode, Router
+
+if TYPE_CHECKING:
+    from sluice.client import Client
+
+
+class Result(Enum):
+    """Outcome passed to ``send_async`` callbacks (as ``pulsar.Result``)."""
+
+    Ok = 0
+    Timeout = 1
+    AlreadyClosed = 2
+    UnknownError = 3
+    ProducerBlockedQuotaExceededError = 4
+    ProducerBlockedQuotaExceededException = 5
+
+
+QUOTA_REFUSED = "TOO_MANY_REQUESTS"
+HOLD = "producer_request_hold"
+HOLD_POLL_MAX_SECONDS = 1.0  # the worker re-checks quotas about once a second
+
+
+SendCallback = Callable[[Result, MessageId | None], None]
+
+
+@dataclass(slots=True)
+class _Pending:
+    payload: bytes
+    key: str | None
+    properties: str | None
+    event_time: int | None
+    future: Future = field(default_factory=Future)
+
+
+@dataclass(slots=True)
+class _Target:
+    index: int
+    name: TopicName
+    keys: list[str]
+    wake: str
+    batch: list[_Pending] = field(default_factory=list)
+    batch_bytes: int = 0
+    batch_started: float = 0.0
+
+
+class Producer:
+    """Publishes messages to one topic."""
+
+    def __init__(
+        self,
+        client: Client,
+        topic: TopicName,
+        partitions: int,
+        *,
+        producer_name: str | None,
+        send_timeout_ms: int,
+        batching: bool,
+        batch_max_messages: int,
+        batch_max_bytes: int,
+        batch_delay_ms: int,
+        routing_mode: PartitionsRoutingMode,
+        router: Callable[[object, int], int] | None,
+        properties: dict[str, str],
+        backoff: Backoff | None = None,
+        max_send_attempts: int = 3,
+        clock: Clock | None = None,
+    ) -> None:
+        if max_send_attempts < 1:
+            raise InvalidConfiguration("max_send_attempts must be >= 1")
+        self._client = client
+        self._topic = topic
+        self._name = producer_name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self._send_timeout = send_timeout_ms / 1000 if send_timeout_ms > 0 else float("inf")
+        self._router = Router(partitions, routing_mode, router)
+        names = [topic.partition(i) for i in range(partitions)] if partitions else [topic]
+        self._targets = [
+            _Target(
+                i if partitions else -1,
+                name,
+                produce_keys(name),
+                wake_data(name.full),
+            )
+            for i, name in enumerate(names)
+        ]
+        self._batching = batching
+        self._batch_max_messages = max(1, batch_max_messages)
+        self._batch_max_bytes = max(1, batch_max_bytes)
+        self._batch_delay = batch_delay_ms / 1000
+        self._sequence = itertools.count()
+        self._last_sequence = -1
+        self._lock = threading.Lock()
+        self._closed = False
+        self._job = (
+            client.ticker.every(max(self._batch_delay / 2, 0.001), self._flush_due)
+            if (batching)
+            else None
+        )
+        self._properties = properties
+        self._backoff = backoff or Backoff()
+        self._max_send_attempts = max_send_attempts
+        self._clock = clock or Clock()
+
+    # --- pulsar-client API ----------------------------------------------------------------
+
+    def topic(self) -> str:
+        """The topic's full name."""
+        return self._topic.full
+
+    def producer_name(self) -> str:
+        """This producer's name."""
+        return self._name
+
+    def last_sequence_id(self) -> int:
+        """Sequence id of the last message sent, -1 before the first."""
+        return self._last_sequence
+
+    def send(
+        self,
+        content: bytes,
+        properties: dict[str, str] | None = None,
+        partition_key: str | None = None,
+        sequence_id: int | None = None,
+        event_timestamp: int | None = None,
+        **_pulsar_options: Any,
+    ) -> MessageId:
+        """Publish one message and wait until it is stored; return its id."""
+        future = self._enqueue(content, properties, partition_key, event_timestamp)
+        try:
+            return future.result(timeout=self._send_timeout + 1)
+        except TimeoutError:
+            raise Timeout("send timed out") from None
+
+    def send_async(
+        self,
+        content: bytes,
+        callback: SendCallback | None,
+        properties: dict[str, str] | None = None,
+        partition_key: str | None = None,
+        sequence_id: int | None = None,
+        event_timestamp: int | None = None,
+        **_pulsar_options: Any,
+    ) -> None:
+        """Publish one message; ``callback(result, message_id)`` runs once it is stored."""
+        future = self._enqueue(content, properties, partition_key, event_timestamp)
+        if callback is not None:
+            future.add_done_callback(lambda f: _call_back(f, callback))
+
+    def flush(self) -> None:
+        """Send every batched message now and wait for them."""
+        for target in self._targets:
+            self._send_batch(target, force=True)
+
+    def close(self) -> None:
+        """Flush and stop; further sends raise ``AlreadyClosed``."""
+        if self._closed:
+            return
+        self.flush()
+        self._closed = True
+        if self._job is not None:
+            self._client.ticker.cancel(self._job)
+        self._client._forget(self)
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _enqueue(self, content, properties, key, event_time) -> Future:
+        if self._closed:
+            raise AlreadyClosed("producer is closed")
+        if not isinstance(content, bytes | bytearray | memoryview):
+            raise InvalidConfiguration("content must be bytes")
+        merged = {**self._properties, **(properties or {})}
+        pending = _Pending(
+            bytes(content),
+            key,
+            orjson.dumps(merged).decode() if merged else None,
+            event_time,
+        )
+        target = self._targets[max(self._router.choose(key, content), 0)]
+        if not self._batching:
+            self._write(target, [pending], batched=False)
+            return pending.future
+        with self._lock:
+            if not target.batch:
+                target.batch_started = time.monotonic()
+            target.batch.append(pending)
+            target.batch_bytes += len(pending.payload)
+            full = (
+                len(target.batch) >= self._batch_max_messages
+                or target.batch_bytes >= self._batch_max_bytes
+            )
+        if full:
+            self._send_batch(target, force=True)
+        return pending.future
+
+    def _flush_due(self) -> None:
+        now = time.monotonic()
+        for target in self._targets:
+            if target.batch and now - target.batch_started >= self._batch_delay:
+                self._send_batch(target, force=True)
+
+    def _send_batch(self, target: _Target, force: bool) -> None:
+        with self._lock:
+            batch, target.batch, target.batch_bytes = target.batch, [], 0
+        if batch:
+            self._write(target, batch, batched=True)
+
+    def _write(self, target: _Target, messages: list[_Pending], batched: bool) -> None:
+        sequence = next(self._sequence)
+        common = ["pr", self._name, "sq", str(sequence)]
+        if batched and len(messages) > 1:
+            payload = pack_batch([(m.payload, m.key, m.properties, m.event_time) for m in messages])
+            fields = ["d", payload, "n", str(len(messages)), *common]
+        else:
+            [only] = messages
+            fields = ["d", only.payload, *common]
+            if only.key:
+                fields += ["k", only.key]
+            if only.properties:
+                fields += ["p", only.properties]
+            if only.event_time:
+                fields += ["e", str(only.event_time)]
+        args = [keys.WAKE_CHANNEL, target.wake, 1, len(fields) // 2, *fields]
+        try:
+            [entry_id] = self._call_with_retry(target.keys, args)
+        except Exception as exc:
+            for m in messages:
+                m.future.set_exception(exc)
+            return
+        self._last_sequence = sequence
+        stream_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+        for index, m in enumerate(messages):
+            batch_index = index if batched and len(messages) > 1 else -1
+            m.future.set_result(
+                MessageId.from_stream_id(stream_id, target.index, batch_index, target.name.full)
+            )
+
+    def _call_with_retry(self, script_keys: list[str], args: list) -> list:
+        clock = self._clock
+        deadline = clock.now() + self._send_timeout
+        delay = 0.05
+        attempts = 0
+        quota_delays = None
+        while True:
+            attempts += 1
+            try:
+                return self._client.scripts["produce"](keys=script_keys, args=args)
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                if clock.now() + delay > deadline:
+                    raise Timeout(f"send timed out: {exc}") from None
+                clock.sleep(delay)
+                delay = min(delay * 2, 1.0)
+            except ResponseError as exc:
+                text = str(exc)
+                if not text.startswith(QUOTA_REFUSED):
+                    raise
+                policy, _, reason = text.removeprefix(QUOTA_REFUSED).strip().partition("\t")
+                if quota_delays is None:
+                    quota_delays = self._backoff.delays()
+                wait = next(quota_delays)
+                if policy == HOLD:
+                    wait = min(wait, HOLD_POLL_MAX_SECONDS)
+                    if clock.now() + wait > deadline:
+                        raise ProducerBlockedQuotaExceededError(
+                            f"{QUOTA_REFUSED}: {reason}; send held past its timeout"
+                        ) from None
+                elif attempts >= self._max_send_attempts or clock.now() + wait > deadline:
+                    raise ProducerBlockedQuotaExceededException(
+                        f"{QUOTA_REFUSED}: {reason} (gave up after {attempts} attempts)"
+                    ) from None
+                clock.sleep(wait)
+
+
+def _call_back(future: Future, callback: SendCallback) -> None:
+    error = future.exception()
+    if error is None:
+        callback(Result.Ok, future.result())
+    elif isinstance(error, ProducerBlockedQuotaExceededError):
+        callback(Result.ProducerBlockedQuotaExceededError, None)
+    elif isinstance(error, ProducerBlockedQuotaExceededException):
+        callback(Result.ProducerBlockedQuotaExceededException, None)
+    elif isinstance(error, Timeout):
+        callback(Result.Timeout, None)
+    else:
+        callback(Result.UnknownError, None)

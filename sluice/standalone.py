@@ -1,0 +1,126 @@
+"""Standalone mode: every Sluice component on one machine with embedded defaults.
+
+Like ``pulsar standalone``: nothing to configure.  The control plane lives in a SQLite file
+and the data plane in an embedded Redis server, both under the data folder, unless
+``DATABASE_URL`` / ``REDIS_URL`` point elsewhere.  The schema is migrated on start; the admin
+service and one broker worker share one event loop.  When the reporting extra is installed,
+a Celery worker with an embedded beat (one process, solo pool) lands stats and runs the
+report jobs on schedule (``--no-reports`` leaves it out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib.util
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from api.app import create_app
+from migrations import upgrade
+from models.settings import Settings
+from models.urls import redact_url
+from sluice.embedded_redis import EmbeddedRedis
+from workers.main import run_worker
+
+log = logging.getLogger("sluice.standalone")
+
+
+def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
+    """Start the embedded services and the admin service; block until interrupted."""
+    updates: dict[str, object] = {}
+    if args.data_dir:
+        updates["data_dir"] = Path(args.data_dir)
+    if args.port:
+        updates["http_port"] = args.port
+    if args.host:
+        updates["http_host"] = args.host
+    settings = settings.model_copy(update=updates)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+    embedded: EmbeddedRedis | None = None
+    if not settings.redis_url:
+        embedded = EmbeddedRedis(settings.data_dir / "redis", args.redis_port, appendonly=True)
+        embedded.start()
+        settings = settings.model_copy(update={"redis_url": embedded.url})
+    scheduler: subprocess.Popen | None = None
+    try:
+        upgrade(settings.effective_database_url)
+        log.info("database: %s", redact_url(settings.effective_database_url))
+        log.info("redis (client service URL): %s", redact_url(settings.effective_redis_url))
+        log.info("admin API: http://localhost:%d/admin/v2", settings.http_port)
+        if not getattr(args, "no_reports", False):
+            scheduler = start_report_scheduler(settings, args.log_level)
+        asyncio.run(_serve(settings, args.log_level))
+    finally:
+        if scheduler is not None:
+            scheduler.terminate()
+            try:
+                scheduler.wait(20)
+            except subprocess.TimeoutExpired:
+                scheduler.kill()
+        if embedded is not None:
+            embedded.stop()
+    return 0
+
+
+def start_report_scheduler(settings: Settings, log_level: str) -> subprocess.Popen | None:
+    """Start Celery worker + beat for reporting, or return None without the reports extra."""
+    if importlib.util.find_spec("pyspark") is None:
+        log.info("reporting off: install the 'reports' extra to run the report jobs")
+        return None
+    env = dict(os.environ)
+    env.update(
+        {
+            "DATABASE_URL": settings.effective_database_url,
+            "REDIS_URL": settings.effective_redis_url,
+            "SLUICE_DATA_DIR": str(settings.data_dir.resolve()),
+        }
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "reports.celery_app:app",
+        "worker",
+        "--beat",
+        "--pool",
+        "solo",
+        "--loglevel",
+        log_level.upper(),
+        "--hostname",
+        f"sluice-standalone-{os.getpid()}@%h",
+    ]
+    log.info("report scheduler: Celery worker with beat (schedule %s)", settings.report_schedule)
+    return subprocess.Popen(command, env=env)
+
+
+async def _serve(settings: Settings, log_level: str) -> None:
+    """The admin service and a worker in one loop, until SIGINT/SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(settings),
+            host=settings.http_host,
+            port=settings.http_port,
+            log_level=log_level,
+        )
+    )
+    server.install_signal_handlers = lambda: None
+    api = asyncio.create_task(server.serve())
+    worker = asyncio.create_task(run_worker(settings, stop))
+    await stop.wait()
+    server.should_exit = True
+    await asyncio.gather(api, worker, return_exceptions=True)

@@ -1,0 +1,359 @@
+"""Who may call what: every route of the admin app against six kinds of caller.
+
+The routes are read from the app's own route table, so a new endpoint fails this test until
+it has an entry in ``SPECS`` (what to send and what access it needs).  The server runs with
+authentication and authorization on, verifying RS256 tokens with a public key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.routing import iter_route_contexts
+from sqlalchemy import Engine, text
+
+from api.app import create_app
+from api.auth import Access
+from models.settings import Settings
+from models.tokens import create_key_pair, create_token
+from tests.conftest import ServerThread, flush_redis, truncate
+
+OPEN, TENANT, SUPER = Access.OPEN, Access.TENANT_ADMIN, Access.SUPER_USER
+RATE = {
+    "dispatchThrottlingRateInMsg": 100,
+    "dispatchThrottlingRateInByte": 0,
+    "relativeToPublishRate": False,
+    "ratePeriodInSecond": 1,
+}
+SUPER_ROLE = "root"
+CALLERS = ("anonymous", "bad-signature", "expired", "tenant-admin", "other-tenant-admin", "super")
+# Expected outcome per access level and caller: "ok" is the route's success status.
+OUTCOMES = {
+    OPEN: ("ok", "ok", "ok", "ok", "ok", "ok"),
+    TENANT: (401, 401, 401, "ok", 403, "ok"),
+    SUPER: (401, 401, 401, 403, 403, "ok"),
+}
+DEFAULT_PARAMS = {
+    "tenant": "acme",
+    "namespace": "ns",
+    "topic": "t",
+    "subName": "sub",
+    "subscription": "sub",
+    "cluster": "standalone",
+    "name": "dispatchThrottlingRatePerTopicInMsg",
+    "value": "100",
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How to call one route successfully, and who may."""
+
+    access: Access
+    status: int = 200
+    params: dict[str, str] = field(default_factory=dict)
+    body: object = None
+    undo: tuple[tuple, ...] = ()
+    query: dict[str, str] = field(default_factory=dict)
+
+
+NS = "/admin/v2/namespaces/{tenant}/{namespace}"
+TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
+PT = "/admin/v2/persistent/{tenant}/{namespace}/pt/partitions"
+
+
+def spec(
+    access: Access, status: int = 200, body: object = None, undo=(), query=None, **params
+) -> Spec:
+    """A ``Spec``; ``undo`` lists the (method, path template, body) calls that put a
+    successful write back, so every caller starts from the same fixtures; ``query`` is the
+    query string."""
+    return Spec(access, status, params, body, tuple(undo), dict(query or {}))
+
+
+SPECS: dict[tuple[str, str], Spec] = {
+    ("GET", "/openapi.json"): spec(OPEN),
+    ("GET", "/docs"): spec(OPEN),
+    ("GET", "/docs/oauth2-redirect"): spec(OPEN),
+    ("GET", "/redoc"): spec(OPEN),
+    ("GET", "/admin/v2/brokers/health"): spec(OPEN),
+    ("GET", "/admin/v2/brokers/ready"): spec(OPEN),
+    ("GET", "/admin/v2/clusters"): spec(SUPER),
+    ("GET", "/admin/v2/clusters/{cluster}"): spec(SUPER),
+    ("GET", "/admin/v2/tenants"): spec(SUPER),
+    ("GET", "/admin/v2/tenants/{tenant}"): spec(SUPER),
+    ("PUT", "/admin/v2/tenants/{tenant}"): spec(
+        SUPER,
+        204,
+        {"adminRoles": ["acme-admin"]},
+        [("DELETE", "/admin/v2/tenants/newt")],
+        tenant="newt",
+    ),
+    ("POST", "/admin/v2/tenants/{tenant}"): spec(SUPER, 204, {"adminRoles": ["acme-admin"]}),
+    ("DELETE", "/admin/v2/tenants/{tenant}"): spec(
+        SUPER,
+        204,
+        undo=[("PUT", "/admin/v2/tenants/spare", {"adminRoles": ["acme-admin"]})],
+        tenant="spare",
+    ),
+    ("GET", "/admin/v2/brokers/configuration"): spec(SUPER),
+    ("GET", "/admin/v2/brokers/configuration/values"): spec(SUPER),
+    ("GET", "/admin/v2/brokers/configuration/runtime"): spec(SUPER),
+    ("POST", "/admin/v2/brokers/configuration/{name}/{value}"): spec(
+        SUPER, 204, undo=[("DELETE", "/admin/v2/brokers/configuration/{name}")]
+    ),
+    ("DELETE", "/admin/v2/brokers/configuration/{name}"): spec(SUPER, 204),
+    ("GET", "/admin/v2/audit"): spec(SUPER),
+    ("GET", "/admin/v2/brokers/{cluster}"): spec(SUPER),
+    ("GET", "/admin/v2/brokers/{cluster}/workers"): spec(SUPER),
+    # No worker runs beside this server: nobody owns the topic yet.
+    ("GET", TOPIC + "/lookup"): spec(TENANT, 503),
+    ("GET", "/admin/v2/reports/rates/{tenant}/{namespace}"): spec(TENANT),
+    ("GET", "/admin/v2/reports/backlog/{tenant}/{namespace}"): spec(TENANT),
+    ("GET", "/admin/v2/reports/charts/{tenant}/{namespace}/{topic}"): spec(
+        TENANT, query={"subscription": "sub"}
+    ),
+    ("GET", "/admin/v2/reports/runs"): spec(SUPER),
+    ("GET", "/admin/v2/reports/runs/{run_id}"): spec(SUPER, 404, run_id="1"),
+    ("POST", "/admin/v2/reports/runs"): spec(SUPER, 202, {"jobs": ["rates"]}),
+    ("GET", "/admin/v2/namespaces/{tenant}"): spec(TENANT),
+    ("PUT", NS): spec(TENANT, 204, undo=[("DELETE", NS)], namespace="ns2"),
+    ("GET", NS): spec(TENANT),
+    ("DELETE", NS): spec(TENANT, 204, undo=[("PUT", NS)], namespace="empty"),
+    ("GET", NS + "/topics"): spec(TENANT),
+    ("GET", "/admin/v2/persistent/{tenant}/{namespace}"): spec(TENANT),
+    ("GET", "/admin/v2/persistent/{tenant}/{namespace}/partitioned"): spec(TENANT),
+    ("PUT", TOPIC): spec(TENANT, 204, undo=[("DELETE", TOPIC)], topic="t2"),
+    ("DELETE", TOPIC): spec(
+        TENANT, 204, undo=[("PUT", TOPIC), ("PUT", TOPIC + "/subscription/sub")]
+    ),
+    ("PUT", TOPIC + "/partitions"): spec(
+        TENANT, 204, 2, [("DELETE", TOPIC + "/partitions")], topic="pt2"
+    ),
+    ("POST", TOPIC + "/partitions"): spec(
+        TENANT, 204, 3, [("DELETE", PT), ("PUT", PT, 2)], topic="pt"
+    ),
+    ("GET", TOPIC + "/partitions"): spec(TENANT, topic="pt"),
+    ("DELETE", TOPIC + "/partitions"): spec(TENANT, 204, undo=[("PUT", PT, 2)], topic="pt"),
+    ("GET", TOPIC + "/subscriptions"): spec(TENANT),
+    ("PUT", TOPIC + "/subscription/{subscription}"): spec(
+        TENANT, 204, undo=[("DELETE", TOPIC + "/subscription/s2")], subscription="s2"
+    ),
+    ("DELETE", TOPIC + "/subscription/{subscription}"): spec(
+        TENANT, 204, undo=[("PUT", TOPIC + "/subscription/sub")]
+    ),
+    ("GET", TOPIC + "/stats"): spec(TENANT),
+    ("GET", TOPIC + "/partitioned-stats"): spec(TENANT, topic="pt"),
+    ("GET", TOPIC + "/effectiveDispatchRates"): spec(TENANT),
+}
+for _path in (
+    NS + "/dispatchRate",
+    NS + "/subscriptionDispatchRate",
+    TOPIC + "/dispatchRate",
+    TOPIC + "/subscriptionDispatchRate",
+    TOPIC + "/{subName}/dispatchRate",
+):
+    SPECS[("GET", _path)] = spec(TENANT)
+    SPECS[("POST", _path)] = spec(TENANT, 204, RATE, [("DELETE", _path)])
+    SPECS[("DELETE", _path)] = spec(TENANT, 204)
+
+# Flow controls: (path, read path, body of a successful write).
+QUOTA = {"limitSize": 1_000_000, "limitTime": -1, "policy": "producer_exception"}
+for _path, _read, _body in (
+    (NS + "/backlogQuota", NS + "/backlogQuotaMap", QUOTA),
+    (TOPIC + "/backlogQuota", TOPIC + "/backlogQuotaMap", QUOTA),
+    *(
+        (NS + f"/{name}", NS + f"/{name}", 100)
+        for name in (
+            "maxUnackedMessagesPerSubscription",
+            "maxUnackedMessagesPerConsumer",
+            "messageTTL",
+        )
+    ),
+    *(
+        (TOPIC + f"/{name}", TOPIC + f"/{name}", 100)
+        for name in (
+            "maxUnackedMessagesOnSubscription",
+            "maxUnackedMessagesOnConsumer",
+            "messageTTL",
+        )
+    ),
+):
+    SPECS[("GET", _read)] = spec(TENANT)
+    SPECS[("POST", _path)] = spec(TENANT, 204, _body, [("DELETE", _path)])
+    SPECS[("DELETE", _path)] = spec(TENANT, 204)
+SPECS[("GET", TOPIC + "/effectiveFlowControls")] = spec(TENANT)
+
+
+def app_routes() -> list[tuple[str, str]]:
+    """Every (method, path template) the admin app serves (HEAD aside)."""
+    app = create_app(Settings(_env_file=None))
+    return sorted(
+        (method, context.path_format)
+        for context in iter_route_contexts(app.routes)
+        for method in context.methods or ()
+        if method != "HEAD"
+    )
+
+
+ROUTES = app_routes()
+
+
+@dataclass
+class Keys:
+    """Tokens for every kind of caller, and the public key the server trusts."""
+
+    public_key_file: Path
+    tokens: dict[str, str | None]
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory) -> Keys:
+    folder = tmp_path_factory.mktemp("keys")
+    private, public = create_key_pair("RS256")
+    (folder / "public.pem").write_bytes(public)
+    stranger, _ = create_key_pair("RS256")
+
+    def token(role: str, **extra) -> str:
+        return create_token(subject=role, private_key=extra.pop("key", private), **extra)
+
+    return Keys(
+        folder / "public.pem",
+        {
+            "anonymous": None,
+            "bad-signature": token(SUPER_ROLE, key=stranger),
+            "expired": token(SUPER_ROLE, expires_in=timedelta(seconds=-10)),
+            "tenant-admin": token("acme-admin", expires_in=timedelta(hours=1)),
+            "other-tenant-admin": token("other-admin"),
+            "super": token(SUPER_ROLE),
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def secure_server(settings: Settings, keys: Keys) -> Iterator[ServerThread]:
+    secure = settings.model_copy(
+        update={
+            "authentication_enabled": True,
+            "authorization_enabled": True,
+            "super_user_roles": f"ops, {SUPER_ROLE}",
+            "token_public_key_file": str(keys.public_key_file),
+        }
+    )
+    server = ServerThread(create_app(secure)).start()
+    yield server
+    server.stop()
+
+
+class Admin:
+    """HTTP calls to the secured server as a chosen caller; ``reset`` rebuilds the fixtures."""
+
+    def __init__(self, server: ServerThread, keys: Keys, db: Engine, redis_url: str) -> None:
+        self.client = httpx.Client(base_url=server.url, timeout=30)
+        self.tokens = keys.tokens
+        self.db = db
+        self.redis_url = redis_url
+        self.dirty = True
+
+    def ensure_fixtures(self) -> None:
+        """Rebuild the fixtures unless the previous test left them as they were."""
+        if self.dirty:
+            self.reset()
+            self.dirty = False
+
+    def call(self, caller: str, method: str, path: str, **kwargs) -> httpx.Response:
+        token = self.tokens[caller]
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return self.client.request(method, path, headers=headers, **kwargs)
+
+    def ok(self, method: str, path: str, body: object = None) -> None:
+        answer = self.call("super", method, path, json=body)
+        assert answer.status_code == 204, (path, answer.text)
+
+    def reset(self) -> None:
+        """Empty the database and Redis; create tenants acme, other, spare and acme's
+        namespaces ns and empty, topic t with subscription sub, partitioned topic pt."""
+        truncate(self.db)
+        flush_redis(self.redis_url)
+        for tenant, admins in (("acme", ["acme-admin"]), ("other", ["other-admin"])):
+            self.ok("PUT", f"/admin/v2/tenants/{tenant}", {"adminRoles": admins})
+        self.ok("PUT", "/admin/v2/tenants/spare", {"adminRoles": ["acme-admin"]})
+        self.ok("PUT", "/admin/v2/namespaces/acme/ns")
+        self.ok("PUT", "/admin/v2/namespaces/acme/empty")
+        self.ok("PUT", "/admin/v2/persistent/acme/ns/t")
+        self.ok("PUT", "/admin/v2/persistent/acme/ns/pt/partitions", 2)
+        self.ok("PUT", "/admin/v2/persistent/acme/ns/t/subscription/sub")
+
+
+@pytest.fixture(scope="module")
+def admin(secure_server, keys, db, redis_server) -> Iterator[Admin]:
+    client = Admin(secure_server, keys, db, redis_server.url)
+    yield client
+    client.client.close()
+
+
+@pytest.mark.parametrize(("method", "template"), ROUTES, ids=[f"{m} {p}" for m, p in ROUTES])
+def test_role_matrix(admin: Admin, method: str, template: str) -> None:
+    spec = SPECS.get((method, template))
+    assert spec is not None, f"{method} {template}: no entry in SPECS (decide who may call it)"
+    params = {**DEFAULT_PARAMS, **spec.params}
+    admin.ensure_fixtures()
+    admin.dirty = True
+    seen = {}
+    for caller in CALLERS:
+        answer = admin.call(
+            caller, method, template.format(**params), json=spec.body, params=spec.query
+        )
+        seen[caller] = "ok" if answer.status_code == spec.status else answer.status_code
+        if answer.status_code in (401, 403):
+            assert answer.json()["reason"], answer.text
+        if seen[caller] == "ok":
+            for undo_method, undo_path, *body in spec.undo:
+                admin.ok(undo_method, undo_path.format(**params), *body)
+    assert seen == dict(zip(CALLERS, OUTCOMES[spec.access], strict=True))
+    admin.dirty = False
+
+
+def test_audit_records_the_authenticated_role(admin: Admin, db: Engine) -> None:
+    admin.reset()
+    admin.dirty = True
+    path = "/admin/v2/namespaces/acme/ns/dispatchRate"
+    assert admin.call("tenant-admin", "POST", path, json=RATE).status_code == 204
+    with db.connect() as connection:
+        roles = connection.execute(
+            text("SELECT role FROM audit_log WHERE entity_type = 'namespace.dispatchRate'")
+        ).scalars()
+        assert list(roles) == ["acme-admin"]
+    entries = admin.call("super", "GET", "/admin/v2/audit", params={"role": SUPER_ROLE}).json()
+    assert {e["entity"] for e in entries} >= {"acme", "acme/ns", "persistent://acme/ns/t"}
+
+
+def test_unauthenticated_answers_carry_reason_and_challenge(admin: Admin) -> None:
+    answer = admin.call("anonymous", "GET", "/admin/v2/tenants")
+    assert answer.status_code == 401
+    assert answer.headers["WWW-Authenticate"] == "Bearer"
+    assert answer.json() == {
+        "reason": "Authentication required: send Authorization: Bearer <token>"
+    }
+    assert admin.call("expired", "GET", "/admin/v2/tenants").json() == {"reason": "Token expired"}
+    garbage = admin.client.get("/admin/v2/tenants", headers={"Authorization": "Bearer x.y.z"})
+    assert (garbage.status_code, garbage.json()) == (401, {"reason": "Malformed token"})
+    basic = admin.client.get("/admin/v2/tenants", headers={"Authorization": "Basic cm9vdDp4"})
+    assert basic.status_code == 401
+
+
+def test_tenant_admin_is_refused_where_the_tenant_changed(admin: Admin) -> None:
+    admin.reset()
+    admin.dirty = True
+    path = "/admin/v2/namespaces/acme"
+    assert admin.call("tenant-admin", "GET", path).status_code == 200
+    admin.ok("POST", "/admin/v2/tenants/acme", {"adminRoles": ["someone-else"]})
+    refused = admin.call("tenant-admin", "GET", path)
+    assert refused.status_code == 403
+    assert refused.json() == {"reason": "Role acme-admin is not an admin of tenant acme"}
+    assert admin.call("tenant-admin", "GET", "/admin/v2/namespaces/nope").status_code == 403

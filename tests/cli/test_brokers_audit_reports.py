@@ -1,0 +1,106 @@
+"""``brokers``, ``audit`` and ``reports`` commands."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from sluice.admin_cli.client import AdminError
+from sluice.admin_cli.commands.audit import timestamp
+
+KEY = "dispatchThrottlingRatePerTopicInMsg"
+
+
+def test_dynamic_config(ok, cli):
+    assert KEY in ok("brokers", "list-dynamic-config").json
+    assert ok("brokers", "get-all-dynamic-config").json == {}
+    assert ok("brokers", "get-runtime-config").json[KEY] == "0"
+    ok("brokers", "update-dynamic-config", "--config", KEY, "--value", "100")
+    assert ok("brokers", "get-all-dynamic-config").json == {KEY: "100"}
+    assert ok("brokers", "get-runtime-config").json[KEY] == "100"
+    ok("brokers", "delete-dynamic-config", "-c", KEY)
+    assert ok("brokers", "get-all-dynamic-config").json == {}
+
+
+def test_dynamic_config_errors(cli):
+    unknown = cli("brokers", "update-dynamic-config", "-c", "noSuchKey", "-v", "1")
+    assert unknown.code == 1 and "404" in unknown.err
+    bad = cli("brokers", "update-dynamic-config", "-c", KEY, "-v", "lots")
+    assert bad.code == 1 and "412" in bad.err
+    assert cli("brokers", "update-dynamic-config", "-c", KEY).code == 2  # --value is required
+
+
+def test_dynamic_config_dry_run(ok):
+    answer = ok("brokers", "update-dynamic-config", "-c", KEY, "-v", "5", "--dry-run").json
+    assert answer["dryRun"] is True
+    assert ok("brokers", "get-all-dynamic-config").json == {}
+    ok("brokers", "update-dynamic-config", "-c", KEY, "-v", "5")
+    assert ok("brokers", "delete-dynamic-config", "-c", KEY, "--dry-run").json["dryRun"] is True
+    assert ok("brokers", "get-all-dynamic-config").json == {KEY: "5"}
+
+
+def test_healthcheck(ok):
+    assert ok("brokers", "healthcheck").out.strip() == "ok"
+
+
+def test_audit_list_with_filters(ok, cli, namespace):
+    ok("namespaces", "set-dispatch-rate", namespace, "-md", "10")
+    ok("namespaces", "set-dispatch-rate", namespace, "-md", "20")
+    entries = ok("audit", "list", "--entity", namespace, "--entity-type", "namespace.dispatchRate")
+    rows = entries.json
+    assert [row["after"]["dispatchThrottlingRateInMsg"] for row in rows] == [20, 10]
+    assert rows[0]["before"]["dispatchThrottlingRateInMsg"] == 10
+    assert len(ok("audit", "list", "--entity-prefix", "acme", "--limit", "2").json) == 2
+    assert ok("audit", "list", "--role", "nobody").json == []
+    assert len(ok("audit", "list", "--since", "1h", "--until", "2999-01-01T00:00:00+00:00").json)
+    assert ok("audit", "list", "--until", "1h").json == []
+    table = ok("audit", "list", "--entity", namespace, "--output", "table").out.splitlines()
+    assert table[0].split()[:3] == ["id", "at", "role"]
+    assert len(table) == 4  # header, namespace creation, two rate changes
+    assert "400" in cli("audit", "list", "--limit", "0").err
+    bad = cli("audit", "list", "--since", "yesterday")
+    assert bad.code == 1 and "invalid time" in bad.err
+
+
+def test_relative_timestamps():
+    now = datetime(2026, 1, 31, 12, 0, tzinfo=UTC)
+    assert timestamp("90m", now) == "2026-01-31T10:30:00+00:00"
+    assert timestamp("2d", now) == "2026-01-29T12:00:00+00:00"
+    assert timestamp("2026-01-01T00:00:00Z") == "2026-01-01T00:00:00Z"
+    with pytest.raises(AdminError):
+        timestamp("soon")
+
+
+@pytest.mark.parametrize("kind", ["rates", "backlog"])
+def test_reports_of_a_namespace(cli, namespace, kind):
+    result = cli("reports", kind, namespace, "--since", "1h", "--window", "hour")
+    assert (result.code, result.out.strip()) == (0, "[]")
+    missing = cli("reports", kind, "acme/nope")
+    assert missing.code == 1 and missing.out == ""
+    assert "does not exist" in missing.err and "(HTTP 404)" in missing.err
+
+
+def test_report_runs_and_charts(cli, namespace, tmp_path):
+    queued = cli("reports", "run", "--jobs", "rates", "--lookback-seconds", "600")
+    assert queued.code == 0 and '"taskId"' in queued.out
+    assert cli("reports", "runs", "--status", "failed").out.strip() == "[]"
+    bad = cli("reports", "run", "--jobs", "latency")
+    assert bad.code == 1 and "Invalid jobs" in bad.err
+    target = tmp_path / "chart.png"
+    chart = cli(
+        "reports", "chart", "persistent://acme/orders/created", "-s", "sub", "-f", str(target)
+    )
+    assert chart.code == 0 and target.read_bytes().startswith(b"\x89PNG")
+    page = cli(
+        "reports",
+        "chart",
+        "acme/orders/created",
+        "-s",
+        "sub",
+        "--format",
+        "html",
+        "-f",
+        str(tmp_path / "chart.html"),
+    )
+    assert page.code == 0 and "<img" in (tmp_path / "chart.html").read_text()

@@ -1,0 +1,189 @@
+"""Shared fixtures: a private PostgreSQL database, a private Redis, and the admin API over HTTP.
+
+Every test session (and every xdist worker) gets its own database, created on the server named
+by ``SLUICE_TEST_PG_URL`` (default: the local PostgreSQL, trust auth) and migrated with
+Alembic, and its own ``redis-server`` on a free port.  Nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+import uvicorn
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
+
+from api.app import create_app
+from migrations import upgrade
+from models.db import create_scratch_database, make_sync_engine
+from models.db import drop_database as drop_scratch_database
+from models.settings import Settings
+from sluice.embedded_redis import EmbeddedRedis, free_port
+
+PG_SERVER_URL = os.environ.get(
+    "SLUICE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+# Tables emptied between tests; the cluster row and the schema version stay.
+STATEFUL_TABLES = (
+    "audit_log",
+    "outbox_events",
+    "rate_report",
+    "backlog_report",
+    "report_runs",
+    "broker_config",
+    "dispatch_rate_policies",
+    "subscriptions",
+    "topics",
+    "namespaces",
+    "tenants",
+)
+
+
+def create_database(prefix: str = "sluice_test") -> str:
+    """Create an empty database on the test server; return its URL."""
+    return create_scratch_database(PG_SERVER_URL, prefix)
+
+
+def drop_database(url: str) -> None:
+    """Drop a database created by ``create_database``."""
+    drop_scratch_database(PG_SERVER_URL, url)
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A migrated PostgreSQL database private to this test session."""
+    url = create_database()
+    upgrade(url)
+    yield url
+    drop_database(url)
+
+
+@pytest.fixture(scope="session")
+def db(database_url: str) -> Iterator[Engine]:
+    """A synchronous engine on the session database, for direct assertions."""
+    engine = make_sync_engine(database_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    """A redis-server private to this test session."""
+    server = EmbeddedRedis(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str, redis_server: EmbeddedRedis, tmp_path_factory) -> Settings:
+    """Settings pointing at the private database and Redis."""
+    return Settings(
+        database_url=database_url,
+        redis_url=redis_server.url,
+        data_dir=tmp_path_factory.mktemp("data"),
+        events_stream="sluice:events",
+        outbox_sweep_seconds=0.2,
+    )
+
+
+class ServerThread:
+    """uvicorn serving an app in a background thread, on a free port."""
+
+    def __init__(self, app, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.app = app
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """Base URL of the server."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ServerThread:
+        """Start and wait until the server accepts requests."""
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("admin server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        """Ask the server to exit and wait for it."""
+        self.server.should_exit = True
+        self.thread.join(15)
+
+
+@pytest.fixture(scope="session")
+def admin_server(settings: Settings) -> Iterator[ServerThread]:
+    """The admin service over real HTTP on the private database and Redis."""
+    server = ServerThread(create_app(settings)).start()
+    yield server
+    server.stop()
+
+
+def truncate(engine: Engine) -> None:
+    """Empty every stateful table (retrying when the admin server's background reads make
+    the TRUNCATE a deadlock victim)."""
+    for attempt in range(5):
+        try:
+            with engine.begin() as connection:
+                connection.execute(
+                    text(f"TRUNCATE {', '.join(STATEFUL_TABLES)} RESTART IDENTITY CASCADE")
+                )
+            return
+        except OperationalError:
+            if attempt == 4:
+                raise
+            time.sleep(0.1)
+
+
+def flush_redis(url: str) -> None:
+    """Empty a Redis server."""
+    client = redis.Redis.from_url(url)
+    try:
+        client.flushall()
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def http(
+    admin_server: ServerThread, db: Engine, redis_server: EmbeddedRedis
+) -> Iterator[httpx.Client]:
+    """An HTTP client on a freshly emptied admin service (database and Redis)."""
+    truncate(db)
+    flush_redis(redis_server.url)
+    with httpx.Client(base_url=admin_server.url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def tmp_data(tmp_path: Path) -> Path:
+    """A fresh data folder."""
+    return tmp_path / "data"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One ``local[1]`` SparkSession for the whole test session (reporting tests)."""
+    pytest.importorskip("pyspark", reason="reporting needs the 'reports' extra")
+    from reports.session import spark_session
+
+    session = spark_session(
+        Settings(spark_master="local[1]", spark_shuffle_partitions=1), "sluice-tests"
+    )
+    yield session
+    session.stop()

@@ -1,0 +1,186 @@
+"""Real ``sluice worker`` processes for end-to-end and fault-injection tests.
+
+``Fleet`` starts workers as separate processes (``python -m sluice.cli worker``), so a test
+can kill one with SIGKILL or pause it with SIGSTOP, and reads partition ownership straight
+from the leases in Redis.  ``Collector`` is a Shared consumer that receives and acks on a
+thread and counts every delivery, so duplicates and losses show up in its tally.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import redis
+
+import sluice
+from models import keys
+from models.names import TopicName
+from tests.workers.conftest import wait_until
+from workers.leases import rendezvous_owner
+
+ROOT = Path(__file__).resolve().parents[1]
+LEASE_TTL = 1.5
+
+
+class Fleet:
+    """Worker processes started and stopped by a test.
+
+    ``redis_url`` and ``database_url`` default to the session's servers; ``env`` adds or
+    overrides environment variables of every worker.
+    """
+
+    def __init__(
+        self,
+        settings,
+        tmp_path: Path,
+        *,
+        redis_url: str | None = None,
+        database_url: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.tmp = tmp_path
+        self.redis_url = redis_url or settings.redis_url
+        self.database_url = database_url or settings.database_url
+        self.env = env or {}
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.redis = redis.Redis.from_url(self.redis_url)
+
+    def start(self, worker_id: str) -> subprocess.Popen:
+        """Start a worker and wait until it has registered."""
+        env = {
+            **os.environ,
+            "DATABASE_URL": self.database_url,
+            "REDIS_URL": self.redis_url,
+            "SLUICE_WORKER_ID": worker_id,
+            "SLUICE_WORKER_HTTP_PORT": "0",
+            "SLUICE_WORKER_LEASE_TTL_SECONDS": str(LEASE_TTL),
+            "SLUICE_STATS_INTERVAL_SECONDS": "1",
+            **self.env,
+        }
+        log = open(self.log_path(worker_id), "wb")  # noqa: SIM115
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sluice.cli", "--log-level", "info", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.processes[worker_id] = process
+        wait_until(lambda: worker_id in self.live(), timeout=30, every=0.1)
+        return process
+
+    def log_path(self, worker_id: str) -> Path:
+        """Where a worker's output goes."""
+        return self.tmp / f"{worker_id}.log"
+
+    def log(self, worker_id: str) -> str:
+        """A worker's output so far."""
+        return self.log_path(worker_id).read_text(errors="replace")
+
+    def live(self) -> set[str]:
+        """Worker ids in the registry."""
+        return {w.decode() for w in self.redis.zrange(keys.WORKERS, 0, -1)}
+
+    def tokens(self, topic: str, partitions: int) -> dict[str, str | None]:
+        """partition -> fencing token of its lease (None when free); ``partitions=0`` names a
+        non-partitioned topic."""
+        base = TopicName.from_full(topic)
+        names = [base.partition(i) for i in range(partitions)] if partitions else [base]
+        answer = {}
+        for name in names:
+            token = self.redis.get(keys.lease(name))
+            answer[name.full] = token.decode() if token else None
+        return answer
+
+    def owners(self, topic: str, partitions: int) -> dict[str, str | None]:
+        """partition -> worker id holding its lease (None when free)."""
+        return {
+            name: token.rpartition(":")[0] if token else None
+            for name, token in self.tokens(topic, partitions).items()
+        }
+
+    def settled(self, topic: str, partitions: int, workers: set[str]) -> dict[str, str] | None:
+        """The owners once every partition is owned as rendezvous hashing over ``workers``
+        assigns it."""
+        owners = self.owners(topic, partitions)
+        expected = {p: rendezvous_owner(sorted(workers), p) for p in owners}
+        return owners if owners == expected else None
+
+    def stop_all(self) -> None:
+        """Resume paused workers, then stop every worker (SIGTERM, SIGKILL after 15 s)."""
+        for process in self.processes.values():
+            if process.poll() is None:
+                with_signal(process, signal.SIGCONT)
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        self.redis.close()
+
+
+def with_signal(process: subprocess.Popen, sig: int) -> None:
+    """Send ``sig`` to a process that is still running."""
+    if process.poll() is None:
+        os.kill(process.pid, sig)
+
+
+class Collector:
+    """A Shared consumer that receives and acks on a thread, counting every delivery."""
+
+    def __init__(
+        self,
+        client: sluice.Client,
+        topic: str,
+        subscription: str = "sub",
+        receiver_queue_size: int = 50,
+    ) -> None:
+        self.consumer = client.subscribe(
+            topic,
+            subscription,
+            consumer_type=sluice.ConsumerType.Shared,
+            receiver_queue_size=receiver_queue_size,
+        )
+        self.seen: dict[bytes, int] = {}
+        self.receipts: list[float] = []
+        self.last_receipt = 0.0
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                message = self.consumer.receive(timeout_millis=100)
+            except sluice.Timeout:
+                continue
+            except Exception as exc:  # a fault test's outage: note it and keep going
+                self.errors.append(exc)
+                time.sleep(0.05)
+                continue
+            self.seen[message.data()] = self.seen.get(message.data(), 0) + 1
+            self.last_receipt = time.monotonic()
+            self.receipts.append(self.last_receipt)
+            try:
+                self.consumer.acknowledge(message)
+            except Exception as exc:
+                self.errors.append(exc)
+
+    @property
+    def duplicates(self) -> int:
+        """Deliveries beyond the first of each message."""
+        return sum(n - 1 for n in self.seen.values())
+
+    def stop(self) -> None:
+        """Stop receiving (the consumer stays open until its client closes)."""
+        self._stop.set()
+        self._thread.join(5)

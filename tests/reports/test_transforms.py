@@ -1,0 +1,220 @@
+"""The report transforms on small explicit DataFrames; expected rows are worked out by hand."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from pyspark.sql import Row
+from pyspark.testing import assertDataFrameEqual
+
+from reports.transforms import backlog_report, rate_report, subscription_intervals, top_growing
+from tests.reports.conftest import T0, TOPIC, frame, snap
+
+LIMITED = {
+    "limit_msg_per_s": 100.0,
+    "limit_msg_limiter": "topic",
+    "limit_msg_source": "namespace",
+}
+
+
+def _at(hour: int, minute: int) -> datetime:
+    return T0.replace(hour=hour, minute=minute).replace(tzinfo=None)
+
+
+def test_rate_report_minute_window_against_the_limit(spark):
+    # Six 10 s intervals in 10:00: rates 100, 100, 50, 100, 100, 50 msg/s; throttled by the
+    # topic limiter whenever at 100.
+    outs = [1000, 1000, 500, 1000, 1000, 500]
+    rows = [
+        snap(
+            10 * (i + 1),
+            msg_out=n,
+            bytes_out=n * 10,
+            throttled_topic=3 if n == 1000 else 0,
+            **LIMITED,
+        )
+        for i, n in enumerate(outs)
+    ]
+    report = rate_report(frame(spark, rows), "minute")
+    expected = [
+        Row(
+            window="minute",
+            window_start=_at(10, 0),
+            subscription="sub",
+            intervals=6,
+            msg_out=5000,
+            bytes_out=50000,
+            avg_rate=5000 / 60,
+            peak_rate=100.0,
+            p50_rate=100.0,
+            p95_rate=100.0,
+            avg_byte_rate=50000 / 60,
+            limit_msg_per_s=100.0,
+            limit_byte_per_s=None,
+            limit_limiter="topic",
+            limit_source="namespace",
+            utilisation=5000 / 6000,
+            throttled_share=4 / 6,
+            throttled_broker_share=0.0,
+            throttled_topic_share=4 / 6,
+            throttled_subscription_share=0.0,
+            throttled_by="topic",
+        )
+    ]
+    actual = report.select(*expected[0].asDict().keys())
+    assertDataFrameEqual(actual, spark.createDataFrame(expected, actual.schema), rtol=1e-9)
+
+
+def test_partitions_add_up_rates_and_limits(spark):
+    # Two partitions, 50 msg/s limit each, 500 messages each in one interval, ticks 3 ms apart.
+    rows = [
+        snap(10, partition=0, msg_out=500, limit_msg_per_s=50.0),
+        snap(10.003, partition=1, msg_out=500, limit_msg_per_s=50.0),
+    ]
+    intervals = subscription_intervals(frame(spark, rows))
+    assert intervals.count() == 1
+    report = rate_report(frame(spark, rows), "minute").collect()[0]
+    assert (report.avg_rate, report.limit_msg_per_s, report.utilisation) == (100.0, 100.0, 1.0)
+
+
+def test_a_partition_without_a_limit_makes_the_topic_unlimited(spark):
+    rows = [
+        snap(10, partition=0, msg_out=500, limit_msg_per_s=50.0),
+        snap(10, partition=1, msg_out=500),
+    ]
+    report = rate_report(frame(spark, rows), "minute").collect()[0]
+    assert report.limit_msg_per_s is None
+    assert report.utilisation is None
+
+
+def test_unlimited_and_unthrottled(spark):
+    rows = [snap(10, msg_out=300), snap(20, msg_out=100)]
+    row = rate_report(frame(spark, rows), "minute").collect()[0]
+    assert (row.limit_msg_per_s, row.utilisation, row.throttled_by) == (None, None, None)
+    # Percentiles are nearest-rank: the median of 30 and 10 msg/s is 10.
+    assert (row.throttled_share, row.peak_rate, row.p50_rate) == (0.0, 30.0, 10.0)
+
+
+def test_byte_limit_binds_when_it_is_the_tighter_one(spark):
+    # 100 msg/s of 1 kB against 1000 msg/s and 200 kB/s: bytes are at 50 %, messages at 10 %.
+    rows = [
+        snap(
+            10,
+            msg_out=1000,
+            bytes_out=1_000_000,
+            limit_msg_per_s=1000.0,
+            limit_byte_per_s=200_000.0,
+        )
+    ]
+    assert rate_report(frame(spark, rows), "minute").collect()[0].utilisation == 0.5
+
+
+def test_throttled_by_picks_the_level_that_throttled_most(spark):
+    rows = [
+        snap(10, msg_out=10, throttled_broker=1),
+        snap(20, msg_out=10, throttled_subscription=5),
+        snap(30, msg_out=10, throttled_subscription=1),
+    ]
+    row = rate_report(frame(spark, rows), "minute").collect()[0]
+    assert row.throttled_by == "subscription"
+    assert row.throttled_share == 1.0
+
+
+def test_windows_group_by_the_interval_start(spark):
+    # Intervals ending 10:00:10 ... 10:02:00: the one ending at 10:01:00 belongs to 10:00.
+    rows = [snap(10 * (i + 1), msg_out=10) for i in range(12)]
+    minutes = rate_report(frame(spark, rows), "minute").orderBy("window_start").collect()
+    assert [(r.window_start, r.intervals) for r in minutes] == [
+        (_at(10, 0), 6),
+        (_at(10, 1), 6),
+    ]
+    hours = rate_report(frame(spark, rows), "hour").collect()
+    assert [(r.window_start, r.intervals, r.msg_out) for r in hours] == [(_at(10, 0), 12, 120)]
+
+
+def test_empty_input_gives_empty_reports(spark):
+    empty = frame(spark, [])
+    assert rate_report(empty, "hour").count() == 0
+    assert backlog_report(empty, "hour").count() == 0
+    with pytest.raises(ValueError, match="unknown window"):
+        rate_report(empty, "week")
+
+
+def test_growing_backlog_that_never_drains(spark):
+    # Backlog 100, 200, 300, 400 at 10 s steps: slope 10 msg/s.  Publish 110 msg/s against a
+    # 100 msg/s limit: it cannot drain.
+    rows = [
+        snap(
+            10 * (i + 1),
+            msg_in=1100,
+            msg_out=1000,
+            backlog_msgs=100 * (i + 1),
+            backlog_bytes=1000 * (i + 1),
+            **LIMITED,
+        )
+        for i in range(4)
+    ]
+    report = backlog_report(frame(spark, rows), "minute")
+    expected = [
+        Row(
+            window_start=_at(10, 0),
+            intervals=4,
+            backlog_msgs=400,
+            backlog_bytes=4000,
+            max_backlog_msgs=400,
+            growth_per_s=10.0,
+            publish_rate=110.0,
+            dispatch_rate=100.0,
+            limit_msg_per_s=100.0,
+            drain_rate=-10.0,
+            drain_status="never",
+            drain_seconds=None,
+            growth_rank=1,
+        )
+    ]
+    actual = report.select(*expected[0].asDict().keys())
+    assertDataFrameEqual(actual, spark.createDataFrame(expected, actual.schema), rtol=1e-9)
+
+
+def test_draining_backlog_estimate(spark):
+    # 1000 messages left; limit 100 msg/s, publish 50 msg/s: 50 msg/s net, 20 s to drain.
+    rows = [
+        snap(10, msg_in=500, msg_out=1000, backlog_msgs=1500, **LIMITED),
+        snap(20, msg_in=500, msg_out=1000, backlog_msgs=1000, **LIMITED),
+    ]
+    row = backlog_report(frame(spark, rows), "minute").collect()[0]
+    assert (row.drain_status, row.drain_rate, row.drain_seconds) == ("draining", 50.0, 20.0)
+    assert row.growth_per_s == pytest.approx(-50.0)
+
+
+def test_unlimited_backlog_drains_at_the_observed_dispatch_rate(spark):
+    rows = [snap(10, msg_in=100, msg_out=300, backlog_msgs=400)]
+    row = backlog_report(frame(spark, rows), "minute").collect()[0]
+    # 30 msg/s out, 10 msg/s in: 20 msg/s net, 400 messages: 20 s.  One interval: no slope.
+    assert (row.drain_status, row.drain_seconds, row.growth_per_s) == ("draining", 20.0, 0.0)
+
+
+def test_empty_backlog(spark):
+    row = backlog_report(frame(spark, [snap(10, msg_in=5, msg_out=5)]), "minute").collect()[0]
+    assert (row.drain_status, row.drain_seconds) == ("empty", 0.0)
+
+
+def test_top_growing_ranks_within_each_window(spark):
+    rows = []
+    for i in range(3):
+        rows.append(snap(10 * (i + 1), subscription="slow", backlog_msgs=10 * i))
+        rows.append(snap(10 * (i + 1), subscription="fast", backlog_msgs=100 * i))
+        rows.append(snap(10 * (i + 1), subscription="shrinking", backlog_msgs=100 - 10 * i))
+    report = backlog_report(frame(spark, rows), "minute")
+    ranks = {r.subscription: r.growth_rank for r in report.collect()}
+    assert ranks == {"fast": 1, "slow": 2, "shrinking": 3}
+    top = top_growing(report, 5).collect()
+    assert sorted(r.subscription for r in top) == ["fast", "slow"]
+    assert [r.subscription for r in top_growing(report, 1).collect()] == ["fast"]
+
+
+def test_rows_without_subscription_are_partition_level_only(spark):
+    rows = [snap(10, subscription="", msg_in=100), snap(10, msg_out=7)]
+    report = rate_report(frame(spark, rows), "minute").collect()
+    assert [(r.subscription, r.topic, r.msg_out) for r in report] == [("sub", TOPIC, 7)]

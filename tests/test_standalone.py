@@ -1,0 +1,130 @@
+"""``sluice standalone`` as a user runs it: SQLite, embedded Redis, admin API and a worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+import sluice
+from sluice.embedded_redis import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def standalone(tmp_path):
+    port, redis_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["SLUICE_WORKER_HTTP_PORT"] = str(free_port())
+    # A file, not a pipe: nobody reads the output until the end, and a full pipe would block.
+    output = open(tmp_path / "standalone.log", "w+b")  # noqa: SIM115
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sluice.cli",
+            "standalone",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--port",
+            str(port),
+            "--redis-port",
+            str(redis_port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/admin/v2/brokers/ready", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError((tmp_path / "standalone.log").read_text()[-3000:])
+        time.sleep(0.2)
+    yield base, f"redis://127.0.0.1:{redis_port}/0", tmp_path / "data", process
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        process.wait(30)
+    output.close()
+
+
+def test_readme_curl_session(standalone):
+    base, redis_url, data, process = standalone
+    http = httpx.Client(base_url=base)
+    json = {"Content-Type": "application/json"}
+    assert (
+        http.put(
+            "/admin/v2/tenants/acme",
+            headers=json,
+            content=b'{"adminRoles":[],"allowedClusters":["standalone"]}',
+        ).status_code
+        == 204
+    )
+    assert http.put("/admin/v2/namespaces/acme/orders").status_code == 204
+    assert (
+        http.put(
+            "/admin/v2/persistent/acme/orders/created/partitions", headers=json, content=b"4"
+        ).status_code
+        == 204
+    )
+    body = (
+        b'{"dispatchThrottlingRateInMsg":1000,"dispatchThrottlingRateInByte":-1,'
+        b'"ratePeriodInSecond":1,"relativeToPublishRate":false}'
+    )
+    assert (
+        http.post(
+            "/admin/v2/namespaces/acme/orders/dispatchRate", headers=json, content=body
+        ).status_code
+        == 204
+    )
+    applied = http.get(
+        "/admin/v2/persistent/acme/orders/created/dispatchRate", params={"applied": "true"}
+    )
+    assert applied.status_code == 200
+    assert applied.json() == {
+        "dispatchThrottlingRateInMsg": 1000,
+        "dispatchThrottlingRateInByte": -1,
+        "relativeToPublishRate": False,
+        "ratePeriodInSecond": 1,
+    }
+    # The embedded worker dispatches: one message end to end.
+    with sluice.Client(redis_url) as client:
+        topic = "persistent://acme/orders/created"
+        consumer = client.subscribe(topic, "audit", consumer_type=sluice.ConsumerType.Shared)
+        client.create_producer(topic).send(b"hello")
+        message = consumer.receive(timeout_millis=10_000)
+        assert message.data() == b"hello"
+        consumer.acknowledge(message)
+    assert (data / "sluice.db").exists()
+    assert (data / "redis").is_dir()
+    # The embedded report scheduler (Celery worker + beat) runs a queued report run.
+    queued = http.post("/admin/v2/reports/runs", json={"lookbackSeconds": 600})
+    assert queued.status_code == 202
+
+    def finished_runs():
+        runs = http.get("/admin/v2/reports/runs").json()
+        return [r for r in runs if r["status"] != "running"]
+
+    deadline = time.monotonic() + 240
+    while len(finished_runs()) < 2 and time.monotonic() < deadline:
+        time.sleep(1)
+    assert sorted((r["job"], r["status"]) for r in finished_runs()) == [
+        ("backlog", "succeeded"),
+        ("rates", "succeeded"),
+    ]
+    process.send_signal(signal.SIGINT)
+    assert process.wait(30) == 0

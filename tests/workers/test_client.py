@@ -1,0 +1,289 @@
+"""The client library against a real worker: subscription types, acks, redelivery, DLQ."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import sluice
+from sluice.routing import key_partition
+from tests.workers.conftest import ADMIN, drain, wait_until
+
+TOPIC = "persistent://acme/orders/created"
+
+
+def make_topic(http, partitions: int = 0) -> None:
+    path = f"{ADMIN}/persistent/acme/orders/created"
+    if partitions:
+        assert http.put(f"{path}/partitions", json=partitions).status_code == 204
+    else:
+        assert http.put(path).status_code == 204
+
+
+def test_message_accessors_and_ids(http, namespace, client):
+    make_topic(http)
+    consumer = client.subscribe(TOPIC, "sub")
+    producer = client.create_producer(TOPIC, producer_name="p1")
+    sent = producer.send(
+        b"payload", properties={"a": "1"}, partition_key="key-1", event_timestamp=1234
+    )
+    message = consumer.receive(timeout_millis=5000)
+    assert message.data() == b"payload"
+    assert message.value() == b"payload"
+    assert message.properties() == {"a": "1"}
+    assert message.partition_key() == "key-1"
+    assert message.event_timestamp() == 1234
+    assert abs(message.publish_timestamp() - time.time() * 1000) < 60_000
+    assert message.message_id() == sent
+    assert message.topic_name() == TOPIC
+    assert message.redelivery_count() == 0
+    assert sluice.MessageId.deserialize(sent.serialize()) == sent
+    assert producer.producer_name() == "p1"
+    assert producer.last_sequence_id() == 0
+    consumer.acknowledge(message)
+
+
+def test_exclusive_subscription_refuses_a_second_consumer(http, namespace, client):
+    make_topic(http)
+    first = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Exclusive)
+    with pytest.raises(sluice.ConsumerBusy):
+        client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Exclusive)
+    with pytest.raises(sluice.SubscriptionBusy):
+        client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
+    first.close()
+    second = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Exclusive)
+    second.close()
+
+
+def test_shared_subscription_spreads_messages(http, namespace, client):
+    make_topic(http)
+    consumers = [
+        client.subscribe(
+            TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared, receiver_queue_size=5
+        )
+        for _ in range(2)
+    ]
+    producer = client.create_producer(TOPIC)
+    for i in range(40):
+        producer.send(str(i).encode())
+    seen: dict[int, set[bytes]] = {0: set(), 1: set()}
+    deadline = time.monotonic() + 10
+    while sum(len(s) for s in seen.values()) < 40 and time.monotonic() < deadline:
+        for index, consumer in enumerate(consumers):
+            try:
+                message = consumer.receive(timeout_millis=20)
+            except sluice.Timeout:
+                continue
+            seen[index].add(message.data())
+            consumer.acknowledge(message)
+    assert seen[0] | seen[1] == {str(i).encode() for i in range(40)}
+    assert not seen[0] & seen[1]
+    assert seen[0] and seen[1]
+
+
+def test_failover_switches_to_the_next_consumer(http, namespace, client):
+    make_topic(http)
+    first = client.subscribe(
+        TOPIC, "sub", consumer_type=sluice.ConsumerType.Failover, consumer_name="a"
+    )
+    second = client.subscribe(
+        TOPIC, "sub", consumer_type=sluice.ConsumerType.Failover, consumer_name="b"
+    )
+    producer = client.create_producer(TOPIC)
+    for i in range(5):
+        producer.send(f"m{i}".encode())
+    got = [first.receive(timeout_millis=5000) for _ in range(5)]
+    with pytest.raises(sluice.Timeout):
+        second.receive(timeout_millis=300)
+    first.acknowledge(got[0])
+    first.close()  # four received, not acknowledged: they go to the next consumer
+    again = drain(second, 4, timeout=5)
+    assert sorted(m.data() for _t, m in again) == [b"m1", b"m2", b"m3", b"m4"]
+
+
+def test_cumulative_ack(http, namespace, client):
+    make_topic(http)
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Exclusive)
+    producer = client.create_producer(TOPIC)
+    for i in range(10):
+        producer.send(str(i).encode())
+    messages = [consumer.receive(timeout_millis=5000) for _ in range(10)]
+    consumer.acknowledge_cumulative(messages[6])
+    wait_until(
+        lambda: (
+            http.get(f"{ADMIN}/persistent/acme/orders/created/stats").json()["subscriptions"][
+                "sub"
+            ]["unackedMessages"]
+            == 3
+        )
+    )
+    shared = client.subscribe(TOPIC, "other", consumer_type=sluice.ConsumerType.Shared)
+    with pytest.raises(sluice.NotSupported):
+        shared.acknowledge_cumulative(messages[0])
+
+
+def test_negative_ack_redelivers_after_the_delay(http, namespace, client):
+    make_topic(http)
+    consumer = client.subscribe(
+        TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared, negative_ack_redelivery_delay_ms=500
+    )
+    producer = client.create_producer(TOPIC)
+    producer.send(b"again")
+    message = consumer.receive(timeout_millis=5000)
+    start = time.monotonic()
+    consumer.negative_acknowledge(message)
+    redelivered = consumer.receive(timeout_millis=5000)
+    assert time.monotonic() - start >= 0.45
+    assert redelivered.data() == b"again"
+    assert redelivered.redelivery_count() == 1
+    consumer.acknowledge(redelivered)
+    with pytest.raises(sluice.Timeout):
+        consumer.receive(timeout_millis=800)
+
+
+def test_ack_timeout_redelivers(http, namespace, client):
+    make_topic(http)
+    consumer = client.subscribe(
+        TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared, unacked_messages_timeout_ms=1000
+    )
+    client.create_producer(TOPIC).send(b"slow")
+    first = consumer.receive(timeout_millis=5000)
+    start = time.monotonic()
+    second = consumer.receive(timeout_millis=5000)
+    assert time.monotonic() - start >= 0.9
+    assert second.data() == first.data()
+    assert second.redelivery_count() == 1
+    consumer.acknowledge(second)
+
+
+def test_dead_letter_topic_after_max_redeliveries(http, namespace, client):
+    make_topic(http)
+    policy = sluice.DeadLetterPolicy(max_redeliver_count=2)
+    consumer = client.subscribe(
+        TOPIC,
+        "sub",
+        consumer_type=sluice.ConsumerType.Shared,
+        negative_ack_redelivery_delay_ms=0,
+        dead_letter_policy=policy,
+    )
+    dlq_topic = f"{TOPIC}-sub-DLQ"
+    dlq = client.subscribe(dlq_topic, "dlq", initial_position=sluice.InitialPosition.Earliest)
+    client.create_producer(TOPIC).send(b"poison", properties={"k": "v"})
+    deliveries = []
+    for _ in range(3):
+        message = consumer.receive(timeout_millis=5000)
+        deliveries.append(message.redelivery_count())
+        consumer.negative_acknowledge(message)
+    assert deliveries == [0, 1, 2]
+    dead = dlq.receive(timeout_millis=5000)
+    assert dead.data() == b"poison"
+    assert dead.properties()["k"] == "v"
+    assert dead.properties()["REAL_TOPIC"] == TOPIC
+    with pytest.raises(sluice.Timeout):
+        consumer.receive(timeout_millis=800)
+
+
+def test_unacked_messages_of_a_closed_consumer_go_to_others(http, namespace, client):
+    make_topic(http)
+    leaving = client.subscribe(
+        TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared, receiver_queue_size=20
+    )
+    producer = client.create_producer(TOPIC)
+    for i in range(20):
+        producer.send(str(i).encode())
+    held = [leaving.receive(timeout_millis=5000) for _ in range(5)]
+    leaving.acknowledge(held[0])
+    leaving.close()
+    staying = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
+    rest = drain(staying, 19, timeout=8)
+    assert sorted(int(m.data()) for _t, m in rest) == list(range(1, 20))
+
+
+def test_a_consumer_that_stops_heartbeating_is_released(http, namespace, worker, redis_server):
+    make_topic(http)
+    crashed = sluice.Client(redis_server.url, heartbeat_interval_seconds=3600)
+    consumer = crashed.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
+    with sluice.Client(redis_server.url) as healthy:
+        producer = healthy.create_producer(TOPIC)
+        for i in range(3):
+            producer.send(str(i).encode())
+        assert len([consumer.receive(timeout_millis=5000) for _ in range(3)]) == 3
+        # No heartbeat, no ack, never closed: like a killed process.
+        crashed.ticker.stop()
+        other = healthy.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
+        got = drain(other, 3, timeout=worker.settings.consumer_timeout_seconds + 6)
+        assert sorted(m.data() for _t, m in got) == [b"0", b"1", b"2"]
+        assert all(m.redelivery_count() >= 1 for _t, m in got)
+
+
+def test_unsubscribe(http, namespace, client):
+    make_topic(http)
+    consumer = client.subscribe(TOPIC, "gone", consumer_type=sluice.ConsumerType.Shared)
+    other = client.subscribe(TOPIC, "gone", consumer_type=sluice.ConsumerType.Shared)
+    with pytest.raises(sluice.SubscriptionBusy):
+        consumer.unsubscribe()
+    other.close()
+    consumer.unsubscribe()
+    assert "gone" not in http.get(f"{ADMIN}/persistent/acme/orders/created/subscriptions").json()
+
+
+def test_batched_messages_and_batch_acks(http, namespace, client):
+    make_topic(http)
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Exclusive)
+    producer = client.create_producer(
+        TOPIC, batching_enabled=True, batching_max_messages=5, batching_max_publish_delay_ms=50
+    )
+    ids = []
+    for i in range(5):
+        producer.send_async(str(i).encode(), lambda res, mid: ids.append((res, mid)))
+    producer.flush()
+    wait_until(lambda: len(ids) == 5)
+    assert {res for res, _ in ids} == {sluice.Result.Ok}
+    assert sorted(mid.batch_index() for _res, mid in ids) == [0, 1, 2, 3, 4]
+    messages = [consumer.receive(timeout_millis=5000) for _ in range(5)]
+    assert [m.data() for m in messages] == [b"0", b"1", b"2", b"3", b"4"]
+    for m in messages[:4]:
+        consumer.acknowledge(m)
+    stats = f"{ADMIN}/persistent/acme/orders/created/stats"
+    time.sleep(0.5)
+    assert http.get(stats).json()["subscriptions"]["sub"]["unackedMessages"] == 1
+    consumer.acknowledge(messages[4])
+    wait_until(lambda: http.get(stats).json()["subscriptions"]["sub"]["unackedMessages"] == 0)
+
+
+def test_key_routing_and_round_robin(http, namespace, client):
+    make_topic(http, partitions=4)
+    producer = client.create_producer(TOPIC)
+    keyed = {producer.send(b"k", partition_key="user-42").partition() for _ in range(5)}
+    assert keyed == {key_partition("user-42", 4)}
+    spread = {producer.send(b"r").partition() for _ in range(8)}
+    assert spread == {0, 1, 2, 3}
+    consumer = client.subscribe(TOPIC, "sub", initial_position=sluice.InitialPosition.Earliest)
+    assert len(drain(consumer, 13, timeout=5)) == 13
+    assert client.get_topic_partitions(TOPIC) == [f"{TOPIC}-partition-{i}" for i in range(4)]
+
+
+def test_auto_creation_and_its_switch(http, namespace, worker, client):
+    producer = client.create_producer("persistent://acme/orders/fresh")
+    producer.send(b"1")
+
+    def listed() -> bool:
+        return (
+            "persistent://acme/orders/fresh" in http.get(f"{ADMIN}/persistent/acme/orders").json()
+        )
+
+    wait_until(listed)
+    with pytest.raises(sluice.NamespaceNotFound):
+        client.create_producer("persistent://acme/nowhere/t")
+    assert (
+        http.post(f"{ADMIN}/brokers/configuration/allowAutoTopicCreation/false").status_code == 204
+    )
+    wait_until(
+        lambda: (
+            worker.call(lambda w: w.redis.hget("sl:meta:config", "allowAutoTopicCreation"))
+            == b"false"
+        )
+    )
+    with pytest.raises(sluice.TopicNotFound):
+        client.create_producer("persistent://acme/orders/never")

@@ -1,0 +1,164 @@
+"""The exact limiter: fixed windows, debt carried over, reservations (manual clock)."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.dispatch_rate import DispatchRate
+from models.resolution import Level, Limiter, ResolvedRate
+from workers.limiter import QuotaBucket, RateLimiter, combined_budget
+
+
+def resolved(msg=-1, byte=-1, period=1, kind=Limiter.TOPIC) -> ResolvedRate:
+    return ResolvedRate(
+        kind, DispatchRate(msg=msg, byte=byte, period=period), Level.NAMESPACE, msg, byte
+    )
+
+
+def test_bucket_starts_full_and_renews_each_period():
+    bucket = QuotaBucket(10, 1.0, now=0.0)
+    assert bucket.available == 10
+    bucket.available -= 10
+    bucket.refresh(0.99)
+    assert bucket.available == 0
+    bucket.refresh(1.0)
+    assert bucket.available == 10
+
+
+def test_unused_quota_is_not_saved():
+    bucket = QuotaBucket(10, 1.0, now=0.0)
+    bucket.available -= 3
+    bucket.refresh(5.5)
+    assert bucket.available == 10
+    assert bucket.next_refill() == 6.0
+
+
+def test_overuse_is_paid_back_in_later_periods():
+    # Classic limiter after PR #8611: limit 10, 11 delivered in period 1 -> 9 in period 2.
+    bucket = QuotaBucket(10, 1.0, now=0.0)
+    bucket.available -= 11
+    bucket.refresh(1.0)
+    assert bucket.available == 9
+    # A large debt takes several periods, without stalling longer than it must.
+    bucket.available -= 39  # -30
+    bucket.refresh(2.0)
+    assert bucket.available == -20
+    bucket.refresh(4.0)
+    assert bucket.available == 0
+    bucket.refresh(5.0)
+    assert bucket.available == 10
+
+
+def test_period_longer_than_a_second():
+    bucket = QuotaBucket(100, 360.0, now=0.0)
+    bucket.available -= 100
+    bucket.refresh(359.0)
+    assert bucket.available == 0
+    bucket.refresh(360.0)
+    assert bucket.available == 100
+
+
+def test_raising_the_limit_keeps_what_was_used_this_period():
+    bucket = QuotaBucket(100, 1.0, now=0.0)
+    bucket.available -= 100
+    bucket.update(1000, 1.0, now=0.5)
+    assert bucket.available == 900
+    bucket.update(50, 1.0, now=0.6)
+    assert bucket.available == -50
+
+
+def test_turning_a_limit_on_starts_a_fresh_window():
+    bucket = QuotaBucket(-1, 1.0, now=0.0)
+    bucket.update(10, 1.0, now=100.25)
+    assert bucket.available == 10
+    assert bucket.next_refill() == pytest.approx(101.25)
+
+
+def test_reservations_prevent_overselling_a_shared_limiter():
+    topic = RateLimiter(Limiter.TOPIC, 0.0, resolved(msg=100))
+    budget, exhausted = combined_budget([topic], 0.0)
+    assert (budget.messages, exhausted) == (100, [])
+    topic.reserve(100, None, 0.0)  # dispatcher A is in flight with the whole quota
+    budget, exhausted = combined_budget([topic], 0.0)
+    assert budget.messages == 0 and exhausted == [topic]
+    assert topic.has_reservations
+    topic.settle(100, None, 60, 0)  # A handed out 60: 40 come back
+    budget, _ = combined_budget([topic], 0.0)
+    assert budget.messages == 40
+    assert not topic.has_reservations
+
+
+def test_overshoot_of_the_last_entry_becomes_debt():
+    sub = RateLimiter(Limiter.SUBSCRIPTION, 0.0, resolved(byte=1000))
+    sub.reserve(None, 1000, 0.0)
+    sub.settle(None, 1000, 2, 1100)  # the last entry crossed the limit
+    assert sub.available(0.5).bytes == -100
+    assert sub.available(1.0).bytes == 900
+
+
+def test_combined_budget_is_the_minimum_per_dimension():
+    broker = RateLimiter(Limiter.BROKER, 0.0, resolved(byte=5000, kind=Limiter.BROKER))
+    topic = RateLimiter(Limiter.TOPIC, 0.0, resolved(msg=50, byte=1000))
+    sub = RateLimiter(Limiter.SUBSCRIPTION, 0.0)
+    budget, exhausted = combined_budget([broker, topic, sub], 0.0)
+    assert (budget.messages, budget.bytes, exhausted) == (50, 1000, [])
+
+
+def test_apply_in_place_keeps_accounting():
+    topic = RateLimiter(Limiter.TOPIC, 0.0, resolved(msg=10))
+    topic.charge(10, 0)
+    topic.apply(resolved(msg=20), 0.2)
+    assert topic.available(0.2).messages == 10
+    topic.apply(resolved(), 0.3)
+    assert not topic.enabled
+
+
+def test_first_use_after_a_quiet_period_starts_the_period():
+    # 30 backlogged at 10/period must span three periods from the first dispatch.
+    bucket = QuotaBucket(10, 1.0, now=0.0)
+    bucket.refresh(7.4)
+    bucket.take(10, now=7.4)
+    assert bucket.next_refill() == pytest.approx(8.4)
+    bucket.refresh(8.4)
+    bucket.take(10, now=8.4)
+    bucket.refresh(9.4)
+    assert bucket.available == 10
+
+
+def test_steady_use_keeps_fixed_periods():
+    bucket = QuotaBucket(10, 1.0, now=0.0)
+    bucket.take(10, now=0.0)
+    for second in range(1, 5):
+        bucket.refresh(second + 0.003)  # the dispatcher wakes a little after each refill
+        bucket.take(10, now=second + 0.003)
+        assert bucket.next_refill() == pytest.approx(second + 1.0)
+
+
+def test_a_period_carries_over_to_the_next_owner():
+    # Old owner: 100 msg/s, 70 used 0.4 s into the period.
+    old = QuotaBucket(100, 1.0, now=10.0)
+    old.take(70, 10.0)
+    assert old.export(10.4) == (70, pytest.approx(0.6))
+    # The new owner (its own clock) picks it up 0.1 s later: 30 left for the last 0.5 s.
+    new = QuotaBucket(100, 1.0, now=500.0)
+    new.restore(70, 0.6 - 0.1, 500.0)
+    new.refresh(500.2)
+    assert new.available == 30
+    new.refresh(500.5)
+    assert new.available == 100
+    # Nothing to carry: unused, or the period is over.
+    assert QuotaBucket(100, 1.0, now=0.0).export(0.5) is None
+    assert old.export(11.5) is None
+
+
+def test_limiter_export_restore_round_trip():
+    old = RateLimiter(Limiter.TOPIC, 0.0, resolved(msg=10, byte=1000))
+    old.reserve(4, 400, 0.0)
+    old.settle(4, 400, 4, 400)
+    state = old.export(0.25)
+    assert state == {"m": [4, 0.75], "b": [400, 0.75]}
+    new = RateLimiter(Limiter.TOPIC, 100.0, resolved(msg=10, byte=1000))
+    new.restore(state, 0.25, 100.0)
+    budget = new.available(100.0)
+    assert (budget.messages, budget.bytes) == (6, 600)
+    assert new.available(100.5).messages == 10

@@ -1,0 +1,205 @@
+"""Stats over REST, Prometheus metrics, reporting snapshots, policy propagation and resync."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import orjson
+import redis
+from sqlalchemy import text
+
+import sluice
+from models.stats import SNAPSHOT_STREAM, StatsSnapshot
+from tests.workers.conftest import ADMIN, drain, rate, wait_until
+from workers.http import create_http_app
+
+TOPIC = "persistent://acme/orders/created"
+PATH = f"{ADMIN}/persistent/acme/orders/created"
+
+
+def topic_permits(worker) -> int | None:
+    """The TOPIC limiter's message permits, or None until the worker runs the topic (its
+    partition lease may be a moment away)."""
+    runner = worker.runners.get(TOPIC)
+    return None if runner is None else runner.topic_limiter.msg.permits
+
+
+def test_topic_stats_counters_backlog_and_throttling(http, namespace, worker, client):
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(
+        TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared, receiver_queue_size=100
+    )
+    assert (
+        http.post(f"{ADMIN}/namespaces/acme/orders/dispatchRate", json=rate(10)).status_code == 204
+    )
+    wait_until(lambda: worker.call(lambda w: topic_permits(w)) == 10)
+    producer = client.create_producer(TOPIC)
+    for _ in range(25):
+        producer.send(b"s" * 50)
+    assert len(drain(consumer, 10, timeout=3)) == 10
+
+    def stats():
+        doc = http.get(f"{PATH}/stats").json()
+        sub = doc["subscriptions"]["sub"]
+        published = doc["owner"] is not None
+        if published and doc["msgInCounter"] == 25 and sub["msgOutCounter"] >= 10:
+            return doc
+        return None
+
+    doc = wait_until(stats, timeout=5)
+    assert doc["bytesInCounter"] == 25 * 50
+    sub = doc["subscriptions"]["sub"]
+    assert sub["type"] == "Shared"
+    assert sub["msgBacklog"] >= 5
+    assert sub["dispatchThrottledMsgEventsByTopicLimit"] >= 1
+    assert sub["dispatchThrottledMsgEventsBySubscriptionLimit"] == 0
+    assert len(sub["consumers"]) == 1
+    assert sub["consumers"][0]["availablePermits"] >= 0
+    assert doc["owner"] == "test-worker"
+    assert http.get(f"{PATH}/partitioned-stats").status_code == 404
+
+
+def test_partitioned_stats_aggregate(http, namespace, worker, client):
+    assert http.put(f"{PATH}/partitions", json=3).status_code == 204
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
+    producer = client.create_producer(TOPIC)
+    for _ in range(9):
+        producer.send(b"p")
+    assert len(drain(consumer, 9, timeout=5)) == 9
+
+    def totals():
+        doc = http.get(f"{PATH}/partitioned-stats").json()
+        return doc if doc["msgInCounter"] == 9 and doc["msgOutCounter"] == 9 else None
+
+    doc = wait_until(totals, timeout=5)
+    assert doc["metadata"] == {"partitions": 3}
+    assert set(doc["partitions"]) == {f"{TOPIC}-partition-{i}" for i in range(3)}
+    assert doc["subscriptions"]["sub"]["msgOutCounter"] == 9
+    without = http.get(f"{PATH}/partitioned-stats", params={"perPartition": "false"}).json()
+    assert without["partitions"] == {}
+    assert http.get(f"{PATH}-partition-1/stats").json()["msgInCounter"] == 3
+    assert http.get(f"{PATH}/stats").status_code == 404
+
+
+def test_metrics_endpoint(http, namespace, worker, client):
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
+    client.create_producer(TOPIC).send(b"m")
+    drain(consumer, 1, timeout=5)
+    wait_until(lambda: worker.call(lambda w: TOPIC in w.stats.docs), timeout=5)
+    app = create_http_app(worker.worker)
+    transport = httpx.ASGITransport(app=app)
+
+    async def scrape():
+        async with httpx.AsyncClient(transport=transport, base_url="http://worker") as c:
+            return [await c.get(p) for p in ("/metrics", "/healthz", "/readyz", "/limits")]
+
+    metrics, health, ready, limits = worker.call(lambda _w: scrape())
+    limits = limits.json()
+    assert limits["worker"] == "test-worker"
+    assert limits["partitions"][TOPIC]["subscriptions"]["sub"]["permitsPerPeriodInMsg"] == -1
+    assert health.status_code == ready.status_code == 200
+    body = metrics.text
+    assert f'sluice_topic_msg_in_total{{topic="{TOPIC}"}} 1.0' in body
+    assert "sluice_subscription_dispatch_throttled_msg_events_total{" in body
+    assert 'reason="broker"' in body
+    assert "sluice_worker_owned_partitions 1.0" in body
+
+
+def test_snapshots_for_reporting(http, namespace, worker, client, redis_server):
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
+    assert (
+        http.post(
+            f"{ADMIN}/namespaces/acme/orders/subscriptionDispatchRate", json=rate(50)
+        ).status_code
+        == 204
+    )
+    producer = client.create_producer(TOPIC)
+    for _ in range(5):
+        producer.send(b"x" * 10)
+    drain(consumer, 5, timeout=5)
+    plain = redis.Redis.from_url(redis_server.url)
+
+    def rows():
+        found = [
+            StatsSnapshot.from_json(fields[b"json"])
+            for _id, fields in plain.xrange(SNAPSHOT_STREAM)
+        ]
+        found = [r for r in found if r.subscription == "sub"]
+        return found if sum(r.msg_out for r in found) >= 5 else None
+
+    found = wait_until(rows, timeout=6)
+    assert sum(r.msg_in for r in found) >= 5
+    latest = found[-1]
+    assert latest.topic == TOPIC and latest.partition == -1
+    assert latest.limit_msg_per_s == 50.0
+    assert latest.limit_msg_limiter == "subscription"
+    assert latest.limit_msg_source == "namespace"
+    assert latest.interval_ms >= 900
+
+
+def test_policy_change_reaches_the_worker_quickly(http, namespace, worker, client):
+    assert http.put(PATH).status_code == 204
+    client.subscribe(TOPIC, "sub")
+    wait_until(
+        lambda: worker.call(lambda w: TOPIC in w.runners and "sub" in w.runners[TOPIC].dispatchers)
+    )
+    delays = []
+    for value in (100, 200, 300, 400, 500):
+        sent = time.monotonic()
+        assert http.post(f"{PATH}/dispatchRate", json=rate(value)).status_code == 204
+        wait_until(
+            lambda v=value: worker.call(lambda w: w.runners[TOPIC].topic_limiter.msg.permits) == v,
+            timeout=2,
+            every=0.002,
+        )
+        delays.append(time.monotonic() - sent)
+    # Generous bound for a shared machine; bench/propagation.py measures p50/p99.
+    assert max(delays) < 1.0
+
+
+def test_resync_heals_a_missed_event(http, namespace, worker_settings, db, client):
+    from tests.workers.conftest import WorkerThread
+
+    assert http.put(PATH).status_code == 204
+    # A second worker beside the fixture's: it owns every partition without a lease.
+    quick = WorkerThread(
+        worker_settings.model_copy(
+            update={"worker_resync_seconds": 0.5, "worker_ownership": "local"}
+        )
+    )
+    quick.start()
+    try:
+        wait_until(lambda: quick.call(lambda w: TOPIC in w.runners))
+        # A policy written behind the admin service's back: no change event at all.
+        with db.begin() as connection:
+            ns_id = connection.execute(text("SELECT id FROM namespaces")).scalar()
+            connection.execute(
+                text(
+                    "INSERT INTO dispatch_rate_policies (scope_key, namespace_id, kind, msg, byte,"
+                    " relative, period, updated_at) VALUES (:k, :n, 'dispatchRate', 77, -1,"
+                    " false, 1, now())"
+                ),
+                {"k": f"{ns_id}//dispatchRate/", "n": ns_id},
+            )
+        wait_until(
+            lambda: quick.call(lambda w: w.runners[TOPIC].topic_limiter.msg.permits) == 77,
+            timeout=5,
+        )
+    finally:
+        quick.stop()
+
+
+def test_catalog_records_client_created_subscriptions(http, namespace, worker, client):
+    assert http.put(PATH).status_code == 204
+    client.subscribe(TOPIC, "from-client")
+    assert "from-client" in http.get(f"{PATH}/subscriptions").json()
+    worker.call(lambda w: w.catalog.sync())
+    audit = http.get(f"{ADMIN}/audit", params={"entityType": "subscription"}).json()
+    assert any(
+        e["entity"] == f"{TOPIC}#from-client" and e["role"] == "sluice-worker" for e in audit
+    )
+    body = orjson.loads(http.get(f"{PATH}/effectiveDispatchRates").content)
+    assert "from-client" in body["subscriptions"]

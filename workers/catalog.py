@@ -1,0 +1,250 @@
+"""The catalog: keeps the database and Redis in agreement about topics and subscriptions.
+
+Database -> Redis: topics created over the admin API appear in the topic registry
+(``sl:meta:topics``), their subscriptions get consumer groups, the namespace set and the
+settings clients read (auto-creation, consumer timeout) are published.  Redis -> database:
+topics clients auto-created and subscriptions consumers created are recorded (with an audit
+entry by the worker's role), and subscriptions consumers deleted are removed.  Deleted topics
+lose their Redis data.  Runs fully at start and periodically; change events apply it piecewise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import orjson
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from models import keys
+from models.journal import record_change
+from models.names import TopicName
+from models.orm import Namespace, Subscription, Tenant, Topic
+from models.protocol import partitions_of, subscribe_call, unsubscribe_call
+
+if TYPE_CHECKING:
+    from workers.worker import Worker
+
+log = logging.getLogger(__name__)
+
+WORKER_ROLE = "sluice-worker"
+CLIENT_SETTINGS = ("allowAutoTopicCreation", "allowAutoTopicCreationType", "defaultNumPartitions")
+
+
+class Catalog:
+    """Topic registry mirror and the two-way sync."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.topics: dict[str, int] = {}
+        self._lock = asyncio.Lock()
+
+    def partitions(self) -> list[TopicName]:
+        """Every partition of every known topic."""
+        return [
+            p
+            for name, count in self.topics.items()
+            for p in partitions_of(TopicName.from_full(name), count)
+        ]
+
+    async def load_registry(self) -> dict[str, dict]:
+        """Read the topic registry from Redis."""
+        raw = await self.worker.redis.hgetall(keys.TOPICS)
+        records = {k.decode(): orjson.loads(v) for k, v in raw.items()}
+        self.topics = {name: int(r["partitions"]) for name, r in records.items()}
+        return records
+
+    # --- full sync ------------------------------------------------------------------------
+
+    async def sync(self) -> None:
+        """Reconcile everything, both ways (one pass at a time; a pass that loses a race
+        with another worker's insert is simply run again)."""
+        async with self._lock:
+            try:
+                await self._sync()
+            except IntegrityError:
+                await self._sync()
+
+    async def _sync(self) -> None:
+        redis = self.worker.redis
+        records = await self.load_registry()
+        async with self.worker.sessions() as session, session.begin():
+            rows = (
+                await session.execute(
+                    select(Topic, Namespace, Tenant.name)
+                    .join(Namespace, Topic.namespace_id == Namespace.id)
+                    .join(Tenant, Namespace.tenant_id == Tenant.id)
+                )
+            ).all()
+            db_topics = {TopicName(t, ns.name, topic.name).full: topic for topic, ns, t in rows}
+            namespaces = {
+                f"{t}/{ns}": ns_id
+                for ns_id, ns, t in (
+                    await session.execute(
+                        select(Namespace.id, Namespace.name, Tenant.name).join(Tenant)
+                    )
+                ).all()
+            }
+            for name, record in records.items():
+                if name in db_topics:
+                    continue
+                topic = TopicName.from_full(name)
+                if record.get("autoCreated") and topic.namespace_name in namespaces:
+                    row = Topic(
+                        namespace_id=namespaces[topic.namespace_name],
+                        name=topic.local,
+                        partitions=int(record["partitions"]),
+                        properties={},
+                    )
+                    session.add(row)
+                    await session.flush()
+                    db_topics[name] = row
+                    self._record(
+                        session,
+                        "topic",
+                        "topic",
+                        name,
+                        None,
+                        {"partitions": row.partitions},
+                        partitions=row.partitions,
+                    )
+                elif not record.get("autoCreated"):
+                    await self.drop_topic_data(topic, int(record["partitions"]))
+            await self._sync_subscriptions(session, db_topics)
+        pipe = redis.pipeline(transaction=True)
+        for name, row in db_topics.items():
+            pipe.hset(keys.TOPICS, name, orjson.dumps({"partitions": row.partitions}))
+        pipe.delete(keys.NAMESPACES)
+        if namespaces:
+            pipe.sadd(keys.NAMESPACES, *namespaces)
+        await pipe.execute()
+        await self.publish_client_config()
+        await self.load_registry()
+
+    async def publish_client_config(self) -> None:
+        """The broker settings clients read (auto-creation, consumer timeout)."""
+        runtime = self.worker.policy.broker.runtime()
+        config = {k: runtime[k] for k in CLIENT_SETTINGS}
+        config["consumerTimeoutMs"] = str(self.worker.consumer_timeout_ms)
+        await self.worker.redis.hset(keys.CLIENT_CONFIG, mapping=config)
+
+    async def _sync_subscriptions(self, session, db_topics: dict[str, Topic]) -> None:
+        redis = self.worker.redis
+        tombstones = {k.decode() for k in await redis.hkeys(keys.TOMBSTONES)}
+        subs = (await session.execute(select(Subscription))).scalars().all()
+        by_topic: dict[int, dict[str, Subscription]] = {}
+        for sub in subs:
+            by_topic.setdefault(sub.topic_id, {})[sub.name] = sub
+        for name, topic in db_topics.items():
+            known = by_topic.get(topic.id, {})
+            base = TopicName.from_full(name)
+            in_redis: set[str] = set()
+            for partition in partitions_of(base, topic.partitions):
+                in_redis |= {s.decode() for s in await redis.smembers(keys.subs(partition))}
+            for sub_name, sub in known.items():
+                if f"{name}#{sub_name}" in tombstones:
+                    await session.delete(sub)
+                    self._record(
+                        session,
+                        "subscription",
+                        "subscription",
+                        f"{name}#{sub_name}",
+                        {"name": sub_name},
+                        None,
+                        topic=name,
+                        subscription=sub_name,
+                    )
+                elif sub_name not in in_redis:
+                    await self.ensure_subscription(base, topic.partitions, sub_name)
+            for sub_name in in_redis - set(known):
+                session.add(Subscription(topic_id=topic.id, name=sub_name))
+                self._record(
+                    session,
+                    "subscription",
+                    "subscription",
+                    f"{name}#{sub_name}",
+                    None,
+                    {"name": sub_name},
+                    topic=name,
+                    subscription=sub_name,
+                )
+        if tombstones:
+            await redis.hdel(keys.TOMBSTONES, *tombstones)
+
+    def _record(self, session, kind, entity_type, entity, before, after, **payload) -> None:
+        record_change(
+            session,
+            role=WORKER_ROLE,
+            request_id=f"worker:{self.worker.id}",
+            kind=kind,
+            entity_type=entity_type,
+            entity=entity,
+            before=before,
+            after=after,
+            **payload,
+        )
+
+    # --- pieces ---------------------------------------------------------------------------
+
+    async def ensure_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
+        """Create a subscription's consumer groups (starting at the latest entry)."""
+        now_ms = int(time.time() * 1000)
+        for partition in partitions_of(topic, partitions):
+            script_keys, args = subscribe_call(
+                partition, name, "", "", "latest", now_ms, "{}", self.worker.consumer_timeout_ms
+            )
+            await self.worker.scripts["subscribe"](keys=script_keys, args=args)
+
+    async def drop_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
+        """Delete a subscription from every partition (administrative delete)."""
+        now_ms = int(time.time() * 1000)
+        for partition in partitions_of(topic, partitions):
+            script_keys, args = unsubscribe_call(partition, name, "", now_ms, 0)
+            await self.worker.scripts["unsubscribe"](keys=script_keys, args=args)
+
+    async def drop_topic_data(self, topic: TopicName, partitions: int) -> None:
+        """Delete every Redis key of a deleted topic and its registry record."""
+        redis = self.worker.redis
+        for partition in partitions_of(topic, max(partitions, 0)):
+            for sub in await redis.smembers(keys.subs(partition)):
+                await self.drop_subscription(partition, 0, sub.decode())
+            await redis.delete(
+                keys.log(partition),
+                keys.partition_stats(partition),
+                keys.idle(partition),
+                keys.subs(partition),
+                keys.doc(partition),
+                keys.quota(partition),
+            )
+        await redis.hdel(keys.TOPICS, topic.full)
+        self.topics.pop(topic.full, None)
+
+    async def apply_events(self, events: list[tuple[str, str, dict]]) -> None:
+        """Apply catalog events from the admin service, then rebalance partitions."""
+        for kind, entity, payload in events:
+            action = payload.get("action")
+            if kind == "topic":
+                topic = TopicName.from_full(entity)
+                if action == "delete":
+                    await self.drop_topic_data(topic, int(payload.get("partitions", 0)))
+                else:
+                    count = int(payload.get("partitions", 0))
+                    await self.worker.redis.hset(
+                        keys.TOPICS, entity, orjson.dumps({"partitions": count})
+                    )
+                    self.topics[entity] = count
+            elif kind == "subscription":
+                topic = TopicName.from_full(payload["topic"])
+                count = self.topics.get(topic.full, 0)
+                if action == "delete":
+                    await self.drop_subscription(topic, count, payload["subscription"])
+                else:
+                    await self.ensure_subscription(topic, count, payload["subscription"])
+            elif kind in ("namespace", "tenant"):
+                for name in payload.get("topics", []):
+                    await self.drop_topic_data(TopicName.from_full(name), self.topics.get(name, 0))
+                await self.sync()
+        await self.worker.claim_partitions()

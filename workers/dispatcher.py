@@ -1,0 +1,286 @@
+"""One dispatcher per subscription per partition: hands entries out under every limiter.
+
+Each step: ask the BROKER, TOPIC and SUBSCRIPTION limiters for the budget left in their
+periods, reserve it on all of them, let ``dispatch.lua`` move at most that much (redeliveries
+first) into the consumers' receiver queues in one round trip, then settle the reservations
+with what was really handed out.  When a limiter is exhausted the dispatcher sleeps until its
+next period (or until the limit changes); when there is no data or no permit it parks until a
+producer or consumer wakes it.
+
+Max-unacked limits (per subscription, per consumer) are checked inside ``dispatch.lua`` with
+an XPENDING summary, but only when they could bind: the dispatcher keeps an upper bound of the
+subscription's pending entries (exact after a checked call, plus what it handed out since),
+and skips the check while that bound plus one read stays under every limit.  A dispatcher
+stopped at a limit parks until an ack wakes it (``ack.lua`` clears the waitack flag).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from typing import TYPE_CHECKING
+
+from redis.exceptions import RedisError, ResponseError
+
+from models import keys
+from models.protocol import DispatchReason, DispatchResult
+from models.resolution import Limiter, ResolvedRate
+from workers.limiter import RateLimiter, combined_budget
+
+if TYPE_CHECKING:
+    from workers.partition import PartitionRunner
+
+log = logging.getLogger(__name__)
+
+PARK_FALLBACK_SECONDS = 5.0  # re-check a parked subscription even without a wake-up
+SINGLE_CONSUMER_TYPES = ("Exclusive", "Failover")
+
+
+class Fenced(Exception):
+    """The worker lost the partition's lease; it must stop dispatching it."""
+
+
+class Dispatcher:
+    """Dispatch loop of one subscription on one partition."""
+
+    def __init__(self, runner: PartitionRunner, subscription: str) -> None:
+        self.runner = runner
+        self.worker = runner.worker
+        self.subscription = subscription
+        self.limiter = RateLimiter(Limiter.SUBSCRIPTION, time.monotonic())
+        self.wake = asyncio.Event()
+        self.refresh_needed = True
+        self.sub_type = "Shared"
+        self.active = ""
+        self.consumers: list[str] = []
+        self.rr_offset = 0
+        self.messages_per_entry = 1.0
+        self.throttled: dict[tuple[str, str], int] = {}
+        self.dispatch_calls = 0
+        self.unthrottled_messages = 0
+        self.unacked_bound: int | None = None  # upper bound of pending entries; None = unknown
+        self.unacked_checks = 0
+        self.blocked_on_unacked = False
+        self._stopped = False
+        self._task: asyncio.Task | None = None
+        name = runner.partition
+        self._keys = [
+            keys.log(name),
+            keys.sub_key(name, subscription, "cursor"),
+            keys.sub_key(name, subscription, "permits"),
+            keys.sub_key(name, subscription, "redeliver"),
+            keys.sub_key(name, subscription, "stats"),
+            keys.idle(name),
+            keys.sub_key(name, subscription, "waitp"),
+            keys.lease(name),
+            keys.partition_stats(name),
+            keys.sub_key(name, subscription, "waitack"),
+        ]
+        self._queue_prefix = keys.sub_prefix(name, subscription) + "q:"
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the loop as a task."""
+        self._task = asyncio.create_task(self._run(), name=f"dispatch {self.subscription}")
+
+    async def stop(self) -> None:
+        """Stop the loop and wait for it."""
+        self._stopped = True
+        self.wake.set()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.wait([self._task], timeout=5.0)
+
+    def apply(self, resolved: ResolvedRate) -> None:
+        """Take a new SUBSCRIPTION limit in place."""
+        self.limiter.apply(resolved, time.monotonic())
+
+    async def _run(self) -> None:
+        backoff = 0.05
+        while not self._stopped:
+            try:
+                if self.refresh_needed:
+                    await self.refresh_consumers()
+                await self.step()
+                backoff = 0.05
+            except Fenced:
+                log.warning("lease lost for %s; stop dispatching", self.runner.partition.full)
+                self.runner.fenced()
+                return
+            except asyncio.CancelledError:
+                raise
+            except RedisError as exc:
+                log.warning(
+                    "dispatch %s/%s: %s", self.runner.partition.full, self.subscription, exc
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+                self.refresh_needed = True
+
+    # --- consumers ------------------------------------------------------------------------
+
+    async def refresh_consumers(self) -> None:
+        """Read the subscription type and live consumers; pick the active one if single."""
+        name, sub = self.runner.partition, self.subscription
+        redis = self.worker.redis
+        now_ms = int(time.time() * 1000)
+        pipe = redis.pipeline(transaction=False)
+        pipe.hget(keys.sub_key(name, sub, "meta"), "type")
+        pipe.zrangebyscore(
+            keys.sub_key(name, sub, "alive"), now_ms - self.worker.consumer_timeout_ms, "+inf"
+        )
+        sub_type, alive = await pipe.execute()
+        self.sub_type = (sub_type or b"Shared").decode()
+        self.consumers = sorted(c.decode() for c in alive)
+        self.refresh_needed = False
+        if self.sub_type in SINGLE_CONSUMER_TYPES and self.consumers:
+            index = max(name.partition_index, 0) if self.sub_type == "Failover" else 0
+            self.active = self.consumers[index % len(self.consumers)]
+        else:
+            self.active = ""
+
+    # --- one step -------------------------------------------------------------------------
+
+    async def step(self) -> None:
+        """Dispatch once, then wait as the outcome requires."""
+        worker = self.worker
+        config = worker.policy
+        limiters = [worker.broker_limiter, self.runner.topic_limiter, self.limiter]
+        skip_when_caught_up = not config.setting("dispatchThrottlingOnNonBacklogConsumerEnabled")
+        now = time.monotonic()
+        budget, exhausted = combined_budget(limiters, now)
+        if exhausted and not skip_when_caught_up:
+            await self._wait_for_quota(exhausted)
+            return
+        if self.sub_type in SINGLE_CONSUMER_TYPES and not self.active:
+            await self._park(-1)
+            return
+        max_entries = config.setting("dispatcherMaxReadBatchSize")
+        read_cap = config.setting("dispatcherMaxReadSizeBytes")
+        count_entries = config.setting("dispatchThrottlingOnBatchMessageEnabled")
+        per_entry = 1.0 if count_entries else self.messages_per_entry
+        reserve_msgs = None
+        if budget.messages is not None:
+            reserve_msgs = max(0, min(budget.messages, math.ceil(max_entries * per_entry * 1.5)))
+        reserve_bytes = None if budget.bytes is None else max(0, min(budget.bytes, read_cap))
+        enabled = [limiter for limiter in limiters if limiter.enabled]
+        for limiter in enabled:
+            limiter.reserve(reserve_msgs, reserve_bytes, now)
+        rr_chunk = (
+            max_entries if self.active else config.setting("dispatcherMaxRoundRobinBatchSize")
+        )
+        sub_limit, consumer_limit = self._unacked_limits(max_entries)
+        self.wake.clear()
+        try:
+            reply = await worker.scripts["dispatch"](
+                keys=self._keys,
+                args=[
+                    self.subscription,
+                    self._queue_prefix,
+                    int(time.time() * 1000),
+                    max_entries,
+                    -1 if reserve_msgs is None else reserve_msgs,
+                    -1 if reserve_bytes is None else reserve_bytes,
+                    read_cap,
+                    1 if count_entries else 0,
+                    self.active,
+                    rr_chunk,
+                    self.rr_offset,
+                    1 if skip_when_caught_up else 0,
+                    self.runner.fencing_token,
+                    sub_limit,
+                    consumer_limit,
+                ],
+            )
+        except ResponseError as exc:
+            for limiter in enabled:
+                limiter.settle(reserve_msgs, reserve_bytes, 0, 0)
+            if str(exc).startswith("FENCED"):
+                raise Fenced(str(exc)) from None
+            raise
+        except BaseException:
+            for limiter in enabled:
+                limiter.settle(reserve_msgs, reserve_bytes, 0, 0)
+            raise
+        result = DispatchResult.from_reply(reply)
+        self.dispatch_calls += 1
+        if result.unacked >= 0:
+            self.unacked_bound = result.unacked
+        elif self.unacked_bound is not None:
+            self.unacked_bound += result.entries - result.redelivered
+        self.blocked_on_unacked = result.reason is DispatchReason.UNACKED
+        if result.unthrottled:
+            for limiter in enabled:
+                limiter.settle(reserve_msgs, reserve_bytes, 0, 0)
+            self.unthrottled_messages += result.messages
+        else:
+            for limiter in enabled:
+                limiter.settle(reserve_msgs, reserve_bytes, result.units, result.bytes)
+        if result.entries:
+            self.rr_offset += 1
+            self.messages_per_entry = 0.8 * self.messages_per_entry + 0.2 * (
+                result.messages / result.entries
+            )
+        await self._after(result, limiters)
+
+    def _unacked_limits(self, max_entries: int) -> tuple[int, int]:
+        """The (subscription, consumer) limits to check in this call; 0 = do not check."""
+        flow = self.worker.policy.flow(self.runner.partition)
+        sub_limit = flow.max_unacked_per_subscription.value
+        consumer_limit = flow.max_unacked_per_consumer.value
+        limits = [limit for limit in (sub_limit, consumer_limit) if limit > 0]
+        if not limits:
+            return 0, 0
+        # A consumer never holds more than the whole subscription: while the bound plus one
+        # read stays under the smallest limit, no limit can bind in this call.
+        if self.unacked_bound is not None and self.unacked_bound + max_entries < min(limits):
+            return 0, 0
+        self.unacked_checks += 1
+        return max(sub_limit, 0), max(consumer_limit, 0)
+
+    async def _after(self, result: DispatchResult, limiters: list[RateLimiter]) -> None:
+        reason = result.reason
+        if reason is DispatchReason.MORE:
+            await asyncio.sleep(0)
+        elif reason in (DispatchReason.MSG_BUDGET, DispatchReason.BYTE_BUDGET):
+            _, exhausted = combined_budget(limiters, time.monotonic())
+            if exhausted:
+                await self._wait_for_quota(exhausted)
+        else:
+            if reason is DispatchReason.NO_PERMITS:
+                self.refresh_needed = True
+            await self._park(result.next_due_ms)
+
+    async def _wait_for_quota(self, exhausted: list[RateLimiter]) -> None:
+        """Count the throttling and sleep until the exhausted limiters get quota again."""
+        now = time.monotonic()
+        for limiter in exhausted:
+            budget = limiter.available(now)
+            if budget.messages is not None and budget.messages <= 0:
+                self._count("msg", limiter.kind)
+            if budget.bytes is not None and budget.bytes <= 0:
+                self._count("byte", limiter.kind)
+        deadline = max(limiter.next_refill() for limiter in exhausted)
+        busy = [limiter for limiter in exhausted if limiter.has_reservations]
+        if busy:
+            # Another dispatcher holds a reservation; it may hand part of it back.
+            await busy[0].wait_changed(max(deadline - now, 0.0))
+            return
+        await self.worker.wait_limits_changed(max(deadline - now, 0.0))
+
+    def _count(self, dimension: str, kind: Limiter) -> None:
+        key = (dimension, kind.value)
+        self.throttled[key] = self.throttled.get(key, 0) + 1
+
+    async def _park(self, next_due_ms: int) -> None:
+        """Wait for a wake-up (data, permits, consumers) or the next scheduled redelivery."""
+        timeout = PARK_FALLBACK_SECONDS
+        if next_due_ms >= 0:
+            timeout = min(timeout, max((next_due_ms - time.time() * 1000) / 1000, 0.0))
+        try:
+            await asyncio.wait_for(self.wake.wait(), timeout)
+        except TimeoutError:
+            self.refresh_needed = True

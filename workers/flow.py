@@ -1,0 +1,193 @@
+"""Flow control of one owned partition: backlog quota enforcement and message TTL.
+
+Every stats tick (about once a second) the worker knows the partition's backlog per
+subscription.  The backlog of the *slowest* subscription is checked against the resolved
+backlog quotas (``models.flow_resolution.quota_breach``):
+
+* ``producer_request_hold`` / ``producer_exception``: the worker sets ``sl:{P}:quota`` and
+  ``produce.lua`` refuses every send atomically until the backlog is under the quota again
+  (the client holds or retries).  The flag expires by itself if the worker goes away.
+* ``consumer_backlog_eviction``: producers are never refused; instead the oldest backlog of
+  each subscription over the quota is skipped (``skip.lua``: acknowledged if delivered,
+  passed by the group's cursor if not) down to 90 % of the limit, counted as evicted.
+
+The TTL runs in housekeeping: entries older than the TTL that no consumer got yet are passed
+by each subscription's cursor and counted as expired; they are never dispatched.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from models import keys
+from models.flow import QuotaType, RetentionPolicy
+from models.flow_resolution import (
+    Backlog,
+    Breach,
+    FlowLimits,
+    eviction_target,
+    needs_age,
+    quota_breach,
+)
+
+if TYPE_CHECKING:
+    from workers.partition import PartitionRunner
+    from workers.stats import SubscriptionSample
+
+log = logging.getLogger(__name__)
+
+QUOTA_FLAG_TTL_SECONDS = 10  # a refused producer is let go if no worker renews the flag
+SKIP_BATCH = 10_000  # most entries one skip.lua call passes (the rest go next tick)
+REFUSING = (RetentionPolicy.PRODUCER_REQUEST_HOLD, RetentionPolicy.PRODUCER_EXCEPTION)
+
+
+def _ms(stream_id: bytes | str) -> int:
+    text = stream_id.decode() if isinstance(stream_id, bytes) else stream_id
+    return int(text.split("-")[0])
+
+
+class PartitionFlow:
+    """Backlog quota and TTL of one partition; counters for its stats document."""
+
+    def __init__(self, runner: PartitionRunner) -> None:
+        self.runner = runner
+        self.breach: Breach | None = None
+        self.flag_set: bool | None = None  # None: unknown (clear it on the first tick)
+        self.evicted_entries = 0
+
+    @property
+    def limits(self) -> FlowLimits:
+        """The partition's resolved flow limits (cached per policy reload)."""
+        return self.runner.worker.policy.flow(self.runner.partition)
+
+    def _skip_call(
+        self, subscription: str, cutoff: str, budget: int, include_pending: bool, field: str
+    ):
+        partition = self.runner.partition
+        return self.runner.worker.scripts["skip"](
+            keys=[
+                keys.log(partition),
+                keys.sub_key(partition, subscription, "cursor"),
+                keys.sub_key(partition, subscription, "redeliver"),
+                keys.sub_key(partition, subscription, "stats"),
+                keys.lease(partition),
+            ],
+            args=[
+                subscription,
+                cutoff,
+                budget,
+                1 if include_pending else 0,
+                field,
+                self.runner.fencing_token,
+            ],
+        )
+
+    # --- message TTL ----------------------------------------------------------------------
+
+    async def expire(self, now_ms: int) -> int:
+        """Pass entries older than the TTL that were never dispatched; messages expired."""
+        ttl = self.limits.message_ttl.value
+        if ttl <= 0:
+            return 0
+        cutoff = f"{now_ms - ttl * 1000}-0"
+        expired = 0
+        for name in list(self.runner.dispatchers):
+            _entries, messages = await self._skip_call(name, cutoff, SKIP_BATCH, False, "expired")
+            expired += int(messages)
+        return expired
+
+    # --- backlog quota --------------------------------------------------------------------
+
+    async def check_quota(self, samples: dict[str, SubscriptionSample]) -> None:
+        """Compare the slowest subscription's backlog with the quotas and act on a breach."""
+        runner = self.runner
+        if not runner.worker.policy.setting("backlogQuotaCheckEnabled"):
+            await self._set_flag(None)
+            return
+        limits = self.limits
+        avg_size = runner.bytes_in / runner.msg_in if runner.msg_in else 0.0
+        backlogs = {name: s.lag + s.pending for name, s in samples.items()}
+        ages = await self._ages(samples) if needs_age(limits) else {}
+        slowest = max(backlogs.values(), default=0)
+        backlog = Backlog(
+            messages=slowest,
+            bytes=int(slowest * avg_size),
+            oldest_age_seconds=max(ages.values(), default=None),
+        )
+        breach = quota_breach(limits, backlog)
+        self.breach = breach
+        if breach is not None and breach.policy in REFUSING:
+            await self._set_flag(breach)
+            return
+        await self._set_flag(None)
+        if breach is not None:
+            await self._evict(limits, backlogs, avg_size)
+
+    async def _set_flag(self, breach: Breach | None) -> None:
+        redis = self.runner.worker.redis
+        flag = keys.quota(self.runner.partition)
+        if breach is None:
+            if self.flag_set is not False:
+                await redis.delete(flag)
+                self.flag_set = False
+            return
+        value = f"{breach.policy.value}\t{breach.describe(self.runner.partition.full)}"
+        await redis.set(flag, value, ex=QUOTA_FLAG_TTL_SECONDS)
+        if not self.flag_set:
+            log.info("%s", breach.describe(self.runner.partition.full))
+        self.flag_set = True
+
+    async def _ages(self, samples: dict[str, SubscriptionSample]) -> dict[str, float]:
+        """Age in seconds of each subscription's oldest unacknowledged entry."""
+        redis = self.runner.worker.redis
+        partition = self.runner.partition
+        stream = keys.log(partition)
+        now_ms = int(time.time() * 1000)
+        ages: dict[str, float] = {}
+        for name, sample in samples.items():
+            if sample.lag + sample.pending <= 0:
+                continue
+            oldest = None
+            if sample.pending:
+                summary = await redis.xpending(stream, name)
+                oldest = summary.get("min") if isinstance(summary, dict) else None
+            if oldest is None:
+                cursor = await redis.get(keys.sub_key(partition, name, "cursor")) or b"0-0"
+                first = await redis.xrange(stream, min=b"(" + cursor, max="+", count=1)
+                oldest = first[0][0] if first else None
+            if oldest is not None:
+                ages[name] = max(now_ms - _ms(oldest), 0) / 1000
+        return ages
+
+    async def _evict(self, limits: FlowLimits, backlogs: dict[str, int], avg_size: float) -> None:
+        """Skip the oldest backlog of every subscription that is over a quota."""
+        storage = limits.quotas[QuotaType.DESTINATION_STORAGE].value
+        age = limits.quotas[QuotaType.MESSAGE_AGE].value
+        now_ms = int(time.time() * 1000)
+        evict_storage = storage.policy is RetentionPolicy.CONSUMER_BACKLOG_EVICTION
+        for name, backlog in backlogs.items():
+            excess = 0
+            if not evict_storage:
+                pass
+            elif storage.limit_messages >= 0 and backlog >= storage.limit_messages:
+                excess = backlog - eviction_target(storage.limit_messages)
+            if (
+                storage.limit_size >= 0
+                and avg_size > 0
+                and backlog * avg_size >= storage.limit_size
+            ):
+                keep = int(eviction_target(storage.limit_size) / avg_size)
+                excess = max(excess, backlog - keep)
+            if excess > 0:
+                entries, _messages = await self._skip_call(
+                    name, "+", min(excess, SKIP_BATCH), True, "evicted"
+                )
+                self.evicted_entries += int(entries)
+            if age.limit_time >= 0 and age.policy is RetentionPolicy.CONSUMER_BACKLOG_EVICTION:
+                cutoff = f"{now_ms - age.limit_time * 1000}-0"
+                entries, _messages = await self._skip_call(
+                    name, cutoff, SKIP_BATCH, True, "evicted"
+                )
+                self.evicted_entries += int(entries)

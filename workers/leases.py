@@ -1,0 +1,230 @@
+"""Partition ownership for a fleet of workers: heartbeats, rendezvous assignment, leases.
+
+Every worker heartbeats into the registry (``sl:workers``, scored by Redis time, so hosts'
+clocks do not matter) every ``lease_ttl / 3``.  The live workers are those whose heartbeat
+has not expired; each partition belongs to the live worker with the highest rendezvous hash
+of (worker, partition), so every worker computes the same assignment, it is balanced, and a
+join or leave moves only the partitions that must move.
+
+Assignment is the wish; the lease is the proof.  A worker dispatches a partition only while
+it holds the partition's lease, a Redis key with a TTL whose value is a fencing token
+``<worker>:<epoch>`` taken from a per-partition counter.  Every dispatch call presents the
+token and ``dispatch.lua`` refuses a stale one, so a worker that was paused past its lease
+cannot dispatch once another took over, even before it notices.  A partition that moves is
+released by its old owner (runner stopped first, the limiters' current periods left behind
+as a handover note) and acquired by the new one on its next cycle; a dead owner's lease
+simply expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from typing import TYPE_CHECKING
+
+import mmh3
+from redis.exceptions import RedisError
+
+from models import keys
+from models.names import TopicName
+
+if TYPE_CHECKING:
+    from workers.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+def rendezvous_owner(workers: list[str], partition: str) -> str | None:
+    """The worker that should own ``partition`` (highest random weight), or None."""
+    best, best_score = None, -1
+    for worker in workers:
+        score = mmh3.hash128(f"{worker}\x00{partition}", signed=False)
+        if score > best_score:
+            best, best_score = worker, score
+    return best
+
+
+class LeaseOwnership:
+    """Owns the partitions that rendezvous hashing gives this worker, through leases."""
+
+    def __init__(self, lease_ttl_seconds: float) -> None:
+        self.ttl_ms = max(300, int(lease_ttl_seconds * 1000))
+        self.interval = self.ttl_ms / 3000
+        self.tokens: dict[str, str] = {}
+        self.live: list[str] = []
+        self.worker: Worker | None = None
+        self._task: asyncio.Task | None = None
+        self._lock = asyncio.Lock()
+
+    # --- Ownership protocol ---------------------------------------------------------------
+
+    async def start(self, worker: Worker) -> None:
+        """Register, take this worker's share of the partitions, and keep it up to date."""
+        self.worker = worker
+        await self._register()
+        await self.cycle(rebalance=False)
+        self._task = asyncio.create_task(self._run(), name="leases")
+
+    async def stop(self) -> None:
+        """Release every lease (the worker stopped its runners already) and deregister."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self.worker is None:
+            return
+        async with self._lock:
+            held, self.tokens = self.tokens, {}
+            with contextlib.suppress(RedisError):
+                await self._release(held, dict(self.worker.runners))
+        with contextlib.suppress(RedisError):
+            redis = self.worker.redis
+            await redis.zrem(keys.WORKERS, self.worker.id)
+            await redis.delete(keys.worker_info(self.worker.id))
+
+    def owns(self, partition: TopicName) -> bool:
+        """True while this worker holds the partition's lease."""
+        return partition.full in self.tokens
+
+    def token(self, partition: TopicName) -> str:
+        """The fencing token of the lease this worker holds."""
+        return self.tokens.get(partition.full, "")
+
+    def lost(self, partition: TopicName) -> None:
+        """A dispatch call was fenced off: the lease is gone."""
+        self.tokens.pop(partition.full, None)
+
+    # --- the cycle ------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.cycle()
+            except asyncio.CancelledError:
+                raise
+            except RedisError as exc:
+                log.warning("lease cycle: Redis unavailable (%s)", exc)
+            except Exception:
+                log.exception("lease cycle failed; will run again")
+
+    async def _register(self) -> None:
+        worker = self.worker
+        settings = worker.settings
+        host = settings.worker_advertised_address or socket.gethostname()
+        info = {
+            "id": worker.id,
+            "host": host,
+            "pid": os.getpid(),
+            "startedAt": int(time.time() * 1000),
+            # Present from the start, so the heartbeat's update of it reports 0 new fields
+            # unless the hash expired (which is how a long pause is noticed).
+            "partitions": len(self.tokens),
+            "httpUrl": (
+                f"http://{host}:{settings.worker_http_port}" if settings.worker_http_port else ""
+            ),
+        }
+        await worker.redis.hset(keys.worker_info(worker.id), mapping=info)
+
+    async def _heartbeat(self) -> int:
+        """Renew this worker's registration; return Redis time in ms."""
+        redis, me = self.worker.redis, self.worker.id
+        seconds, micros = await redis.time()
+        now_ms = seconds * 1000 + micros // 1000
+        async with redis.pipeline(transaction=False) as pipe:
+            pipe.zadd(keys.WORKERS, {me: now_ms + self.ttl_ms})
+            pipe.zremrangebyscore(keys.WORKERS, "-inf", now_ms)
+            pipe.zrangebyscore(keys.WORKERS, now_ms, "+inf")
+            pipe.hset(keys.worker_info(me), "partitions", len(self.tokens))
+            pipe.pexpire(keys.worker_info(me), self.ttl_ms * 2)
+            results = await pipe.execute()
+        self.live = sorted(w.decode() for w in results[2])
+        if results[3] == 1:  # the info hash had expired (a long pause): register again
+            await self._register()
+        return now_ms
+
+    async def cycle(self, rebalance: bool = True) -> None:
+        """Heartbeat, then renew, release and acquire leases to match the assignment."""
+        async with self._lock:
+            await self._heartbeat()
+            live = self.live if self.worker.id in self.live else [*self.live, self.worker.id]
+            wanted = {
+                p.full: p
+                for p in self.worker.catalog.partitions()
+                if rendezvous_owner(live, p.full) == self.worker.id
+            }
+            changed = await self._renew(wanted)
+            leaving = {name: token for name, token in self.tokens.items() if name not in wanted}
+            if leaving:
+                for name in leaving:
+                    del self.tokens[name]
+                runners = {n: self.worker.runners.get(n) for n in leaving}
+                await self.worker.rebalance()  # stops their runners before the leases go
+                await self._release(leaving, runners)
+                changed = False  # rebalanced already
+            missing = [p for name, p in wanted.items() if name not in self.tokens]
+            changed = await self._acquire(missing) or changed
+        if changed and rebalance:
+            await self.worker.rebalance()
+
+    async def _renew(self, wanted: dict[str, TopicName]) -> bool:
+        held = [(name, token) for name, token in self.tokens.items() if name in wanted]
+        if not held:
+            return False
+        script = self.worker.scripts["lease_renew"]
+        async with self.worker.redis.pipeline(transaction=False) as pipe:
+            for name, token in held:
+                await script(
+                    keys=[keys.lease(wanted[name])], args=[token, self.ttl_ms], client=pipe
+                )
+            results = await pipe.execute()
+        lost = [name for (name, _), ok in zip(held, results, strict=True) if not ok]
+        for name in lost:
+            log.warning("lease of %s lost; stop dispatching it", name)
+            # A fenced dispatcher may have dropped it already (``lost``) during the renewal.
+            self.tokens.pop(name, None)
+        return bool(lost)
+
+    async def _acquire(self, partitions: list[TopicName]) -> bool:
+        if not partitions:
+            return False
+        script = self.worker.scripts["lease_acquire"]
+        async with self.worker.redis.pipeline(transaction=False) as pipe:
+            for partition in partitions:
+                await script(
+                    keys=[keys.lease(partition), keys.lease_epoch(partition)],
+                    args=[self.worker.id, self.ttl_ms],
+                    client=pipe,
+                )
+            results = await pipe.execute()
+        taken = 0
+        for partition, token in zip(partitions, results, strict=True):
+            if token:
+                self.tokens[partition.full] = token.decode() if isinstance(token, bytes) else token
+                taken += 1
+        if taken:
+            log.info("acquired %d partition lease(s)", taken)
+        return taken > 0
+
+    async def _release(self, leases: dict[str, str], runners: dict) -> None:
+        """Give leases up, leaving each stopped runner's limiter periods for the next owner."""
+        if not leases:
+            return
+        script = self.worker.scripts["lease_release"]
+        now = time.monotonic()
+        async with self.worker.redis.pipeline(transaction=False) as pipe:
+            for name, token in leases.items():
+                partition = TopicName.from_full(name)
+                runner = runners.get(name)
+                note, life_ms = ("", 0) if runner is None else runner.handover_note(now)
+                await script(
+                    keys=[keys.lease(partition), keys.handover(partition)],
+                    args=[token, note, life_ms],
+                    client=pipe,
+                )
+            await pipe.execute()
+        log.info("released %d partition lease(s)", len(leases))

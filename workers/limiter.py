@@ -1,0 +1,231 @@
+"""Exact dispatch-rate limiters: fixed-window quotas with reservations.
+
+A ``QuotaBucket`` holds one dimension (messages or bytes): ``permits`` per ``period`` seconds.
+It starts full; each period boundary adds ``permits`` back but never above ``permits`` (unused
+quota is not saved up), and a negative balance left by over-use is paid back from the next
+periods (Pulsar's classic limiter, PR #8611).  A bucket that sat unused for a whole period
+starts its next period when it is next used, so a burst after a quiet spell is spread over
+exactly ``n`` periods; under steady load the periods stay fixed and do not drift.  A
+``RateLimiter`` pairs the two dimensions of one limiter (BROKER, TOPIC or SUBSCRIPTION).
+
+Pulsar over-delivers because dispatchers check permits, read, and deduct afterwards; several
+dispatchers sharing a limiter all see the same permits.  Here a dispatcher *reserves* its
+budget on every limiter before it calls Redis and settles (refunds or pays the overshoot of at
+most one entry) when the call returns, so concurrent dispatchers can never oversell a shared
+limiter, and no period exceeds its limit by more than one entry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from dataclasses import dataclass
+
+from models.resolution import Limiter, ResolvedRate
+
+UNLIMITED = -1
+
+
+class QuotaBucket:
+    """One dimension of one limiter; ``permits`` <= 0 means unlimited."""
+
+    __slots__ = ("available", "last_use", "period", "permits", "window_start")
+
+    def __init__(self, permits: int, period: float, now: float) -> None:
+        self.permits = permits
+        self.period = period
+        self.available = permits
+        self.window_start = now
+        self.last_use = float("-inf")
+
+    @property
+    def limited(self) -> bool:
+        """True when this dimension limits."""
+        return self.permits > 0
+
+    def refresh(self, now: float) -> None:
+        """Apply every period boundary passed since the last call."""
+        if not self.limited or now < self.window_start + self.period:
+            return
+        passed = math.floor((now - self.window_start) / self.period)
+        self.available = min(self.permits, self.available + passed * self.permits)
+        self.window_start += passed * self.period
+
+    def next_refill(self) -> float:
+        """When the next period starts (monotonic seconds)."""
+        return self.window_start + self.period
+
+    def take(self, amount: int, now: float) -> None:
+        """Use ``amount``; the first use after a whole quiet period starts a new period now."""
+        if self.available >= self.permits and self.last_use < self.window_start - self.period:
+            self.window_start = now
+        self.available -= amount
+        self.last_use = now
+
+    def export(self, now: float) -> tuple[int, float] | None:
+        """(used in the current period, seconds left in it); None when nothing carries over."""
+        if not self.limited:
+            return None
+        self.refresh(now)
+        used = self.permits - self.available
+        left = self.window_start + self.period - now
+        return (used, left) if used > 0 and left > 0 else None
+
+    def restore(self, used: int, left: float, now: float) -> None:
+        """Continue a period another owner started: ``used`` taken, ``left`` seconds to go."""
+        if not self.limited or left <= 0:
+            return
+        self.window_start = now + min(left, self.period) - self.period
+        self.available = self.permits - used
+        self.last_use = now
+
+    def update(self, permits: int, period: float, now: float) -> None:
+        """Change the limit in place, keeping what was used in the current period."""
+        self.refresh(now)
+        used = (self.permits - self.available) if self.limited else 0
+        if period != self.period or not self.limited:
+            self.window_start = now
+        self.permits, self.period = permits, period
+        self.available = permits - used if permits > 0 else permits
+
+
+@dataclass(slots=True)
+class Budget:
+    """What a dispatcher may hand out in one call: None = no limit in that dimension."""
+
+    messages: int | None
+    bytes: int | None
+
+    @property
+    def exhausted(self) -> bool:
+        """True when a limited dimension has nothing left."""
+        return (self.messages is not None and self.messages <= 0) or (
+            self.bytes is not None and self.bytes <= 0
+        )
+
+
+class RateLimiter:
+    """One BROKER, TOPIC or SUBSCRIPTION limiter: a message and a byte bucket.
+
+    ``throttled_msg_events`` / ``throttled_byte_events`` count the dispatch attempts this
+    limiter cut short (Pulsar's ``dispatchThrottled*EventsBy*Limit``).
+    """
+
+    def __init__(self, kind: Limiter, now: float, resolved: ResolvedRate | None = None) -> None:
+        self.kind = kind
+        self.msg = QuotaBucket(UNLIMITED, 1.0, now)
+        self.byte = QuotaBucket(UNLIMITED, 1.0, now)
+        self.resolved: ResolvedRate | None = None
+        self.throttled_msg_events = 0
+        self.throttled_byte_events = 0
+        self._reserved_msgs = 0
+        self._reserved_bytes = 0
+        self._changed = asyncio.Event()
+        if resolved is not None:
+            self.apply(resolved, now)
+
+    @property
+    def enabled(self) -> bool:
+        """True when at least one dimension limits."""
+        return self.msg.limited or self.byte.limited
+
+    def apply(self, resolved: ResolvedRate, now: float) -> None:
+        """Take a new resolved value, in place (no reconnect, no lost accounting)."""
+        self.resolved = resolved
+        period = float(resolved.period)
+        self.msg.update(resolved.permits_msg, period, now)
+        self.byte.update(resolved.permits_byte, period, now)
+        self._notify()
+
+    def export(self, now: float) -> dict[str, list[float]]:
+        """The current period's use, for the next owner of the partition (may be empty)."""
+        state = {}
+        for name, bucket in (("m", self.msg), ("b", self.byte)):
+            carried = bucket.export(now)
+            if carried is not None:
+                state[name] = [carried[0], carried[1]]
+        return state
+
+    def restore(self, state: dict[str, list[float]], elapsed: float, now: float) -> None:
+        """Continue the periods ``export`` described, ``elapsed`` seconds later."""
+        for name, bucket in (("m", self.msg), ("b", self.byte)):
+            if name in state:
+                used, left = state[name]
+                bucket.restore(int(used), left - elapsed, now)
+
+    def available(self, now: float) -> Budget:
+        """What is left in the current period (after outstanding reservations)."""
+        self.msg.refresh(now)
+        self.byte.refresh(now)
+        return Budget(
+            self.msg.available if self.msg.limited else None,
+            self.byte.available if self.byte.limited else None,
+        )
+
+    def reserve(self, messages: int | None, size: int | None, now: float) -> None:
+        """Take a budget out of the quota before handing anything out."""
+        if self.msg.limited and messages is not None:
+            self.msg.take(messages, now)
+            self._reserved_msgs += messages
+        if self.byte.limited and size is not None:
+            self.byte.take(size, now)
+            self._reserved_bytes += size
+
+    def settle(
+        self, reserved_msgs: int | None, reserved_bytes: int | None, messages: int, size: int
+    ) -> None:
+        """Replace a reservation by what was really handed out (refund or pay the rest)."""
+        if self.msg.limited and reserved_msgs is not None:
+            self.msg.available += reserved_msgs - messages
+            self._reserved_msgs -= reserved_msgs
+        elif self.msg.limited:
+            self.msg.available -= messages
+        if self.byte.limited and reserved_bytes is not None:
+            self.byte.available += reserved_bytes - size
+            self._reserved_bytes -= reserved_bytes
+        elif self.byte.limited:
+            self.byte.available -= size
+        self._notify()
+
+    def charge(self, messages: int, size: int) -> None:
+        """Count dispatches that were not reserved (e.g. an unthrottled catch-up)."""
+        self.settle(None, None, messages, size)
+
+    @property
+    def has_reservations(self) -> bool:
+        """True while another dispatcher holds part of the quota."""
+        return self._reserved_msgs > 0 or self._reserved_bytes > 0
+
+    def next_refill(self) -> float:
+        """The earliest moment a limited dimension gets new quota."""
+        times = [b.next_refill() for b in (self.msg, self.byte) if b.limited]
+        return min(times) if times else 0.0
+
+    async def wait_changed(self, timeout: float) -> None:
+        """Wait until a reservation settles or the limit changes (or ``timeout``)."""
+        event = self._changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout)
+
+    def _notify(self) -> None:
+        event, self._changed = self._changed, asyncio.Event()
+        event.set()
+
+
+def combined_budget(limiters: list[RateLimiter], now: float) -> tuple[Budget, list[RateLimiter]]:
+    """The smallest budget over the enabled limiters, and the limiters that are exhausted."""
+    messages: int | None = None
+    size: int | None = None
+    exhausted: list[RateLimiter] = []
+    for limiter in limiters:
+        if not limiter.enabled:
+            continue
+        budget = limiter.available(now)
+        if budget.exhausted:
+            exhausted.append(limiter)
+        if budget.messages is not None:
+            messages = budget.messages if messages is None else min(messages, budget.messages)
+        if budget.bytes is not None:
+            size = budget.bytes if size is None else min(size, budget.bytes)
+    return Budget(messages, size), exhausted

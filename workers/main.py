@@ -1,0 +1,65 @@
+"""``sluice worker``: build the worker's connections, run it, stop it cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+import uvicorn
+from redis.asyncio import Redis
+
+from models.db import make_async_engine, make_session_factory
+from models.settings import Settings
+from workers.http import create_http_app
+from workers.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
+    """Run one worker until ``stop`` is set or SIGTERM/SIGINT arrives."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    engine = make_async_engine(settings.effective_database_url, pool_size=4)
+    redis = Redis.from_url(settings.effective_redis_url, health_check_interval=30)
+    worker = Worker(settings, redis, make_session_factory(engine))
+    server = None
+    server_task = None
+    if settings.worker_http_port:
+        server = uvicorn.Server(
+            uvicorn.Config(
+                create_http_app(worker),
+                host=settings.http_host,
+                port=settings.worker_http_port,
+                log_level="warning",
+            )
+        )
+        server.install_signal_handlers = lambda: None
+        server_task = asyncio.create_task(server.serve())
+    try:
+        while True:
+            try:
+                await worker.start()
+                break
+            except Exception as exc:  # database or Redis not there yet
+                log.warning("worker start failed (%s); retrying in 2 s", exc)
+                await worker.stop()
+                try:
+                    await asyncio.wait_for(stop.wait(), 2)
+                    return
+                except TimeoutError:
+                    continue
+        await stop.wait()
+    finally:
+        log.info("worker %s stopping", worker.id)
+        await worker.stop()
+        if server is not None:
+            server.should_exit = True
+            await server_task
+        await redis.aclose()
+        await engine.dispose()

@@ -1,0 +1,70 @@
+"""Which partitions this worker owns.
+
+``Ownership`` is the seam where partition leases plug in: the worker asks it whether it owns
+a partition and which fencing token to present to Redis.  ``LocalOwnership`` owns every
+partition (a single worker) and presents no token; ``workers.leases.LeaseOwnership`` shares
+the partitions among a fleet of workers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from models.names import TopicName
+from models.settings import Settings
+
+if TYPE_CHECKING:
+    from workers.worker import Worker
+
+
+class Ownership(Protocol):
+    """Decides and proves which partitions a worker may dispatch."""
+
+    async def start(self, worker: Worker) -> None:
+        """Begin (register, acquire leases, ...)."""
+
+    async def stop(self) -> None:
+        """Give everything up (release leases) before the worker exits."""
+
+    def owns(self, partition: TopicName) -> bool:
+        """True when this worker should dispatch ``partition``."""
+
+    def token(self, partition: TopicName) -> str:
+        """Fencing token that ``dispatch.lua`` checks ("" = no check)."""
+
+    def lost(self, partition: TopicName) -> None:
+        """Redis refused the token: the partition is no longer this worker's."""
+
+
+class LocalOwnership:
+    """One worker owns everything."""
+
+    async def start(self, worker: Worker) -> None:
+        """Nothing to acquire."""
+
+    async def stop(self) -> None:
+        """Nothing to release."""
+
+    def owns(self, partition: TopicName) -> bool:
+        """Every partition."""
+        return True
+
+    def token(self, partition: TopicName) -> str:
+        """No fencing."""
+        return ""
+
+    def lost(self, partition: TopicName) -> None:
+        """Never happens without a token."""
+
+
+def default_ownership(settings: Settings) -> Ownership:
+    """The ownership the settings ask for: leases (default) or local."""
+    if settings.worker_ownership == "local":
+        return LocalOwnership()
+    if settings.worker_ownership != "lease":
+        raise ValueError(
+            f"SLUICE_WORKER_OWNERSHIP must be 'lease' or 'local', not {settings.worker_ownership!r}"
+        )
+    from workers.leases import LeaseOwnership
+
+    return LeaseOwnership(settings.worker_lease_ttl_seconds)

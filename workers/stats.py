@@ -1,0 +1,360 @@
+"""Worker statistics: Pulsar-shaped stats documents, reporting snapshots, rates.
+
+Every second the worker reads each owned partition's counters (published, dispatched,
+acknowledged) and gauges (backlog, unacked, consumers, permits) in one pipeline, computes rates
+over a few seconds, and stores a ``TopicStats``-shaped JSON document at ``sl:{P}:doc`` that the
+admin service serves at ``.../stats``.  Every ``stats_interval_seconds`` it appends one
+``StatsSnapshot`` per partition and subscription to the reporting stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import orjson
+from redis.exceptions import RedisError
+
+from models import keys
+from models.flow import QuotaType
+from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM, StatsSnapshot
+from workers.partition import RateMeter
+
+if TYPE_CHECKING:
+    from workers.dispatcher import Dispatcher
+    from workers.partition import PartitionRunner
+    from workers.worker import Worker
+
+log = logging.getLogger(__name__)
+
+DOC_TTL_SECONDS = 30
+REASONS = ("broker", "topic", "subscription")
+
+
+def _int(raw: dict, name: bytes) -> int:
+    return int(raw.get(name, b"0"))
+
+
+@dataclass
+class SubscriptionSample:
+    """What one tick read about one subscription."""
+
+    counters: dict[bytes, bytes]
+    lag: int
+    pending: int
+    consumers: list[tuple[str, int, int, dict]]  # id, permits, unacked, info
+
+
+@dataclass
+class Baseline:
+    """Counter values at the previous snapshot (to report per-interval deltas).
+
+    A ``fresh`` baseline starts at zero (a subscription born while this worker ran the
+    partition); otherwise the first value recorded is the starting point.
+    """
+
+    fresh: bool = False
+    values: dict[str, int] = field(default_factory=dict)
+
+    def delta(self, name: str, value: int) -> int:
+        before = self.values.get(name, 0 if self.fresh else value)
+        self.values[name] = value
+        return max(value - before, 0)
+
+
+class StatsPublisher:
+    """Reads, computes and publishes the stats of every owned partition."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.out_meters: dict[tuple[str, str], RateMeter] = {}
+        self.redeliver_meters: dict[tuple[str, str], RateMeter] = {}
+        self.expire_meters: dict[tuple[str, str], RateMeter] = {}
+        self.baselines: dict[tuple[str, str], Baseline] = {}
+        self.docs: dict[str, dict] = {}
+        self._last_snapshot = time.monotonic()
+
+    async def adopt(self, runner: PartitionRunner) -> None:
+        """Take counter baselines when this worker starts running a partition: what happened
+        before it is history, what happens after is reported interval by interval."""
+        samples = await self._read(runner)
+        partition = runner.partition.full
+        part_base = Baseline()
+        part_base.delta("msg_in", runner.msg_in)
+        part_base.delta("bytes_in", runner.bytes_in)
+        self.baselines[(partition, "")] = part_base
+        for name, sample in samples.items():
+            baseline = Baseline()
+            for key, field_name in (
+                ("msg_out", b"msg_out"),
+                ("bytes_out", b"bytes_out"),
+                ("redelivered", b"redelivered"),
+            ):
+                baseline.delta(key, _int(sample.counters, field_name))
+            self.baselines[(partition, name)] = baseline
+
+    def forget(self, partition: str) -> None:
+        """Drop what was kept for a partition this worker no longer runs."""
+        for key in [k for k in self.baselines if k[0] == partition]:
+            del self.baselines[key]
+        for meters in (self.out_meters, self.redeliver_meters, self.expire_meters):
+            for key in [k for k in meters if k[0] == partition]:
+                del meters[key]
+        self.docs.pop(partition, None)
+
+    async def tick(self) -> None:
+        """Read every owned partition, publish its document; snapshot when due."""
+        now = time.monotonic()
+        interval_ms = int((now - self._last_snapshot) * 1000)
+        snapshot_due = interval_ms >= self.worker.settings.stats_interval_seconds * 1000
+        snapshots: list[StatsSnapshot] = []
+        for runner in list(self.worker.runners.values()):
+            samples = await self._read(runner)
+            try:
+                await runner.flow.check_quota(samples)
+            except RedisError as exc:
+                log.warning("backlog quota check of %s: %s", runner.partition.full, exc)
+            runner.publish.add(now, runner.msg_in, runner.bytes_in)
+            if runner.relative:
+                runner.apply_limits()
+            doc = self._document(runner, samples, now)
+            self.docs[runner.partition.full] = doc
+            await self.worker.redis.set(
+                keys.doc(runner.partition), orjson.dumps(doc), ex=DOC_TTL_SECONDS
+            )
+            if snapshot_due:
+                snapshots.extend(self._snapshots(runner, samples, interval_ms))
+        if snapshot_due:
+            self._last_snapshot = now
+            if snapshots:
+                pipe = self.worker.redis.pipeline(transaction=False)
+                for snap in snapshots:
+                    pipe.xadd(
+                        SNAPSHOT_STREAM,
+                        {SNAPSHOT_FIELD: snap.to_json()},
+                        maxlen=self.worker.settings.stats_stream_maxlen,
+                        approximate=True,
+                    )
+                await pipe.execute()
+
+    async def _read(self, runner: PartitionRunner) -> dict[str, SubscriptionSample]:
+        redis = self.worker.redis
+        partition = runner.partition
+        names = list(runner.dispatchers)
+        pipe = redis.pipeline(transaction=False)
+        pipe.hgetall(keys.partition_stats(partition))
+        pipe.xinfo_groups(keys.log(partition))
+        for name in names:
+            pipe.hgetall(keys.sub_key(partition, name, "stats"))
+            pipe.xpending(keys.log(partition), name)
+            pipe.hgetall(keys.sub_key(partition, name, "permits"))
+            pipe.hgetall(keys.sub_key(partition, name, "info"))
+        replies = await pipe.execute(raise_on_error=False)
+        counters = replies[0] if isinstance(replies[0], dict) else {}
+        runner.msg_in, runner.bytes_in = _int(counters, b"msg_in"), _int(counters, b"bytes_in")
+        runner.quota_rejected = _int(counters, b"quota_rejected")
+        groups = replies[1] if isinstance(replies[1], list) else []
+        lag = {
+            (g["name"].decode() if isinstance(g["name"], bytes) else g["name"]): (
+                int(g.get("lag") or 0)
+            )
+            for g in groups
+        }
+        samples = {}
+        for i, name in enumerate(names):
+            stats, pending, permits, info = replies[2 + 4 * i : 6 + 4 * i]
+            pending = pending if isinstance(pending, dict) else {}
+            per_consumer = {
+                c["name"].decode(): int(c["pending"]) for c in pending.get("consumers") or []
+            }
+            consumers = [
+                (
+                    cid.decode(),
+                    int(p),
+                    per_consumer.get(cid.decode(), 0),
+                    orjson.loads(info.get(cid, b"{}")) if isinstance(info, dict) else {},
+                )
+                for cid, p in (permits.items() if isinstance(permits, dict) else [])
+            ]
+            samples[name] = SubscriptionSample(
+                stats if isinstance(stats, dict) else {},
+                lag.get(name, 0),
+                int(pending.get("pending") or 0),
+                consumers,
+            )
+        return samples
+
+    def _document(self, runner: PartitionRunner, samples, now: float) -> dict:
+        rate_in = runner.publish.rate()
+        flow = runner.flow.limits
+        consumer_limit = flow.max_unacked_per_consumer.value
+        subs = {}
+        msg_out_total = bytes_out_total = 0
+        rate_out_total = throughput_out_total = 0.0
+        avg_size = runner.bytes_in / runner.msg_in if runner.msg_in else 0.0
+        for name, sample in samples.items():
+            dispatcher = runner.dispatchers.get(name)
+            key = (runner.partition.full, name)
+            out = self.out_meters.setdefault(key, RateMeter())
+            redel = self.redeliver_meters.setdefault(key, RateMeter())
+            msg_out = _int(sample.counters, b"msg_out")
+            bytes_out = _int(sample.counters, b"bytes_out")
+            out.add(now, msg_out, bytes_out)
+            redel.add(now, _int(sample.counters, b"redelivered"), 0)
+            rate = out.rate()
+            msg_out_total += msg_out
+            bytes_out_total += bytes_out
+            rate_out_total += rate.msg_per_second
+            throughput_out_total += rate.byte_per_second
+            backlog = sample.lag + sample.pending
+            expired = self.expire_meters.setdefault(key, RateMeter())
+            expired.add(now, _int(sample.counters, b"expired"), 0)
+            subs[name] = {
+                "msgRateOut": rate.msg_per_second,
+                "msgThroughputOut": rate.byte_per_second,
+                "bytesOutCounter": bytes_out,
+                "msgOutCounter": msg_out,
+                "msgRateRedeliver": redel.rate().msg_per_second,
+                "msgBacklog": backlog,
+                "msgBacklogNoDelayed": backlog,
+                "backlogSize": int(backlog * avg_size),
+                "unackedMessages": sample.pending,
+                "msgAckCounter": _int(sample.counters, b"acked"),
+                "type": dispatcher.sub_type if dispatcher else "Shared",
+                "isDurable": True,
+                "blockedSubscriptionOnUnackedMsgs": bool(
+                    dispatcher and dispatcher.blocked_on_unacked
+                ),
+                "msgRateExpired": expired.rate().msg_per_second,
+                "totalMsgExpired": _int(sample.counters, b"expired"),
+                "msgEvictedCounter": _int(sample.counters, b"evicted"),
+                "consumers": [
+                    {
+                        "consumerName": info.get("name", cid),
+                        "consumerId": cid,
+                        "availablePermits": permits,
+                        "unackedMessages": unacked,
+                        "blockedConsumerOnUnackedMsgs": 0 < consumer_limit <= unacked,
+                        "connectedSince": info.get("since"),
+                    }
+                    for cid, permits, unacked, info in sample.consumers
+                ],
+                **_throttled(dispatcher),
+            }
+        return {
+            "msgRateIn": rate_in.msg_per_second,
+            "msgThroughputIn": rate_in.byte_per_second,
+            "msgRateOut": rate_out_total,
+            "msgThroughputOut": throughput_out_total,
+            "bytesInCounter": runner.bytes_in,
+            "msgInCounter": runner.msg_in,
+            "bytesOutCounter": bytes_out_total,
+            "msgOutCounter": msg_out_total,
+            "averageMsgSize": avg_size,
+            "backlogSize": sum(s["backlogSize"] for s in subs.values()),
+            "msgExpiredCounter": sum(s["totalMsgExpired"] for s in subs.values()),
+            "backlogQuotaLimitSize": flow.quotas[QuotaType.DESTINATION_STORAGE].value.limit_size,
+            "backlogQuotaLimitTime": flow.quotas[QuotaType.MESSAGE_AGE].value.limit_time,
+            "backlogQuotaExceeded": (
+                runner.flow.breach.describe(runner.partition.full) if runner.flow.breach else None
+            ),
+            "publishRejectedByBacklogQuota": runner.quota_rejected,
+            "publishers": [],
+            "subscriptions": subs,
+            "replication": {},
+            "owner": self.worker.id,
+            "updatedAt": int(time.time() * 1000),
+        }
+
+    def _snapshots(self, runner: PartitionRunner, samples, interval_ms: int) -> list[StatsSnapshot]:
+        partition = runner.partition
+        ts = int(time.time() * 1000)
+        base = partition.base
+        common = dict(
+            ts=ts,
+            interval_ms=interval_ms,
+            worker=self.worker.id,
+            tenant=partition.tenant,
+            namespace=partition.namespace,
+            topic=base.full,
+            partition=partition.partition_index,
+        )
+        part_base = self.baselines.setdefault((partition.full, ""), Baseline(fresh=True))
+        msg_in = part_base.delta("msg_in", runner.msg_in)
+        bytes_in = part_base.delta("bytes_in", runner.bytes_in)
+        if not samples:
+            return [StatsSnapshot(**common, subscription="", msg_in=msg_in, bytes_in=bytes_in)]
+        rows = []
+        doc = self.docs.get(partition.full, {}).get("subscriptions", {})
+        for name, sample in samples.items():
+            dispatcher = runner.dispatchers.get(name)
+            baseline = self.baselines.setdefault((partition.full, name), Baseline(fresh=True))
+            limits = self.worker.policy.limits(partition, name, runner.publish.rate())
+            sources = {
+                "broker": limits.broker,
+                "topic": limits.topic,
+                "subscription": limits.subscription,
+            }
+            throttled = _throttled(dispatcher)
+            rows.append(
+                StatsSnapshot(
+                    **common,
+                    subscription=name,
+                    msg_in=msg_in,
+                    bytes_in=bytes_in,
+                    msg_out=baseline.delta("msg_out", _int(sample.counters, b"msg_out")),
+                    bytes_out=baseline.delta("bytes_out", _int(sample.counters, b"bytes_out")),
+                    msg_redelivered=baseline.delta(
+                        "redelivered", _int(sample.counters, b"redelivered")
+                    ),
+                    throttled_broker=baseline.delta(
+                        "t_broker",
+                        throttled["dispatchThrottledMsgEventsByBrokerLimit"]
+                        + throttled["dispatchThrottledBytesEventsByBrokerLimit"],
+                    ),
+                    throttled_topic=baseline.delta(
+                        "t_topic",
+                        throttled["dispatchThrottledMsgEventsByTopicLimit"]
+                        + throttled["dispatchThrottledBytesEventsByTopicLimit"],
+                    ),
+                    throttled_subscription=baseline.delta(
+                        "t_sub",
+                        throttled["dispatchThrottledMsgEventsBySubscriptionLimit"]
+                        + throttled["dispatchThrottledBytesEventsBySubscriptionLimit"],
+                    ),
+                    backlog_msgs=sample.lag + sample.pending,
+                    backlog_bytes=doc.get(name, {}).get("backlogSize", 0),
+                    unacked=sample.pending,
+                    consumers=len(sample.consumers),
+                    limit_msg_per_s=limits.msg_per_second,
+                    limit_byte_per_s=limits.byte_per_second,
+                    limit_msg_limiter=limits.msg_limiter.value if limits.msg_limiter else None,
+                    limit_byte_limiter=limits.byte_limiter.value if limits.byte_limiter else None,
+                    limit_msg_source=(
+                        sources[limits.msg_limiter.value].source.value
+                        if limits.msg_limiter
+                        else None
+                    ),
+                    limit_byte_source=(
+                        sources[limits.byte_limiter.value].source.value
+                        if limits.byte_limiter
+                        else None
+                    ),
+                )
+            )
+        return rows
+
+
+def _throttled(dispatcher: Dispatcher | None) -> dict[str, int]:
+    counts = dispatcher.throttled if dispatcher else {}
+    out = {}
+    for reason, label in (
+        ("broker", "Broker"),
+        ("topic", "Topic"),
+        ("subscription", "Subscription"),
+    ):
+        out[f"dispatchThrottledMsgEventsBy{label}Limit"] = counts.get(("msg", reason), 0)
+        out[f"dispatchThrottledBytesEventsBy{label}Limit"] = counts.get(("byte", reason), 0)
+    return out

@@ -1,0 +1,48 @@
+"""Wake-ups from producers and consumers, received over Redis pub/sub.
+
+Producers publish when a subscription that found no data gets some; consumers when they give
+permits to a waiting subscription, join, leave or ask for redelivery.  Pub/sub can lose
+messages while the connection is down, so every (re)subscription wakes every dispatcher, and
+parked dispatchers also look again on their own every few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from redis.exceptions import RedisError
+
+from models import keys
+
+if TYPE_CHECKING:
+    from workers.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+async def listen_for_wakeups(worker: Worker) -> None:
+    """Route wake-up messages to dispatchers until cancelled; reconnect on errors."""
+    backoff = 0.1
+    while True:
+        pubsub = worker.redis.pubsub()
+        try:
+            await pubsub.subscribe(keys.WAKE_CHANNEL)
+            worker.wake_everything()
+            backoff = 0.1
+            while True:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                if message is not None and message["type"] == "message":
+                    await worker.on_wake(message["data"].decode())
+        except asyncio.CancelledError:
+            raise
+        except RedisError as exc:
+            log.warning("wake-up channel lost (%s); reconnecting", exc)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+        finally:
+            # Closing a connection cancelled mid-read can block: never wait long for it.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(pubsub.aclose(), 1.0)

@@ -1,0 +1,215 @@
+"""The broker worker: owns partitions and runs their dispatchers, limiters and housekeeping.
+
+Start-up order matters: note the change-event position, load every policy, sync the catalog,
+take the partitions ownership grants, then follow events from the noted position, so nothing
+that happens during start-up is missed.  The BROKER limiter belongs to the process and is
+shared by every dispatcher, as in Pulsar.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from models.names import TopicName
+from models.protocol import SCRIPT_NAMES, script_source
+from models.resolution import Limiter
+from models.settings import Settings
+from workers.catalog import Catalog
+from workers.events import follow_events, stream_position
+from workers.limiter import RateLimiter
+from workers.ownership import Ownership, default_ownership
+from workers.partition import PartitionRunner
+from workers.policy import PolicyState
+from workers.stats import StatsPublisher
+from workers.wakeups import listen_for_wakeups
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerMetrics:
+    """Process-level figures exported on /metrics."""
+
+    policy_reload_seconds: float = 0.0
+    resyncs: int = 0
+
+
+class Worker:
+    """One broker worker process."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        redis: Redis,
+        sessions: async_sessionmaker[AsyncSession],
+        ownership: Ownership | None = None,
+    ) -> None:
+        self.settings = settings
+        self.redis = redis
+        self.sessions = sessions
+        self.id = settings.worker_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.ownership = ownership or default_ownership(settings)
+        self.policy = PolicyState(sessions)
+        self.catalog = Catalog(self)
+        self.stats = StatsPublisher(self)
+        self.metrics = WorkerMetrics()
+        self.broker_limiter = RateLimiter(Limiter.BROKER, time.monotonic())
+        self.scripts = {name: redis.register_script(script_source(name)) for name in SCRIPT_NAMES}
+        self.runners: dict[str, PartitionRunner] = {}
+        self.consumer_timeout_ms = int(settings.consumer_timeout_seconds * 1000)
+        self.ready = False
+        self._limits_changed = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+        self._rebalance_lock = asyncio.Lock()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load, sync, take partitions, and start the background loops."""
+        position = await stream_position(self)
+        await self.policy.reload()
+        self.apply_limits()
+        await self.catalog.sync()
+        await self.ownership.start(self)
+        await self.rebalance()
+        self._tasks = [
+            asyncio.create_task(listen_for_wakeups(self), name="wakeups"),
+            asyncio.create_task(follow_events(self, position), name="events"),
+            asyncio.create_task(self._every(1.0, self._tick), name="tick"),
+            asyncio.create_task(
+                self._every(self.settings.worker_resync_seconds, self.resync), name="resync"
+            ),
+        ]
+        self.ready = True
+        log.info("worker %s ready with %d partitions", self.id, len(self.runners))
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Stop dispatching, give up ownership, stop the loops (each step time-bounded)."""
+        self.ready = False
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=timeout)
+        runners = list(self.runners.values())
+        if runners:
+            await asyncio.wait([asyncio.ensure_future(r.stop()) for r in runners], timeout=timeout)
+        # The runners are stopped but still listed: ownership hands their limiter state over.
+        await asyncio.wait_for(self.ownership.stop(), timeout)
+        self.runners = {}
+
+    async def _every(self, seconds: float, job) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await job()
+            except asyncio.CancelledError:
+                raise
+            except RedisError as exc:
+                log.warning("%s: Redis unavailable (%s)", job.__name__, exc)
+            except Exception:
+                log.exception("%s failed; will run again", job.__name__)
+
+    async def _tick(self) -> None:
+        for runner in list(self.runners.values()):
+            await runner.housekeeping()
+        await self.stats.tick()
+
+    async def resync(self) -> None:
+        """Reload policies and the catalog from the database (heals missed events)."""
+        await self.policy.reload()
+        self.apply_limits()
+        await self.catalog.sync()
+        await self.claim_partitions()
+        self.metrics.resyncs += 1
+
+    # --- partitions -----------------------------------------------------------------------
+
+    async def rebalance(self) -> None:
+        """Run exactly the partitions this worker owns."""
+        async with self._rebalance_lock:
+            wanted = {p.full: p for p in self.catalog.partitions() if self.ownership.owns(p)}
+            # A runner whose lease changed hands since it started presents a stale token.
+            stale = {
+                name
+                for name, runner in self.runners.items()
+                if name in wanted and runner.fencing_token != self.ownership.token(wanted[name])
+            }
+            for name in (set(self.runners) - set(wanted)) | stale:
+                runner = self.runners.pop(name)
+                await runner.stop()
+                self.stats.forget(name)
+            for name in set(wanted) - set(self.runners):
+                partition = wanted[name]
+                runner = PartitionRunner(self, partition, self.ownership.token(partition))
+                await runner.start()
+                await self.stats.adopt(runner)
+                self.runners[name] = runner
+
+    async def claim_partitions(self) -> None:
+        """The catalog changed: let ownership claim what is ours now, then run it."""
+        refresh = getattr(self.ownership, "cycle", None)
+        if refresh is not None:
+            await refresh()
+        await self.rebalance()
+
+    def partition_lost(self, partition: TopicName) -> None:
+        """A dispatcher was fenced off: stop the partition (ownership decides what next)."""
+        self.ownership.lost(partition)
+        runner = self.runners.pop(partition.full, None)
+        if runner is not None:
+            self.stats.forget(partition.full)
+            asyncio.get_running_loop().create_task(runner.stop())
+
+    # --- limits ---------------------------------------------------------------------------
+
+    def apply_limits(self) -> None:
+        """Re-resolve every limiter in place after a policy change."""
+        now = time.monotonic()
+        any_partition = TopicName("_", "_", "_")
+        self.broker_limiter.apply(self.policy.limits(any_partition).broker, now)
+        for runner in self.runners.values():
+            runner.apply_limits()
+        event, self._limits_changed = self._limits_changed, asyncio.Event()
+        event.set()
+
+    async def wait_limits_changed(self, timeout: float) -> None:
+        """Sleep up to ``timeout`` seconds, waking early when a limit changes."""
+        event = self._limits_changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout)
+
+    # --- wake-ups -------------------------------------------------------------------------
+
+    def wake_everything(self) -> None:
+        """Every dispatcher looks again (after a missed-message window)."""
+        for runner in self.runners.values():
+            for dispatcher in runner.dispatchers.values():
+                dispatcher.refresh_needed = True
+            runner.wake_all()
+
+    async def on_wake(self, message: str) -> None:
+        """Route one wake-up message."""
+        kind, _, rest = message.partition("\t")
+        if kind == "d":
+            runner = self.runners.get(rest)
+            if runner is not None:
+                runner.wake_all()
+        elif kind == "s":
+            partition, _, subscription = rest.partition("\t")
+            runner = self.runners.get(partition)
+            if runner is not None:
+                await runner.wake_subscription(subscription)
+        elif kind == "t":
+            # A topic was created (possibly by a client): record it and take its partitions.
+            await self.catalog.sync()
+            await self.claim_partitions()
