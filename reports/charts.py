@@ -22,6 +22,14 @@ def _times(rows: list[dict]) -> list[datetime]:
     return [datetime.fromisoformat(r["windowStart"]) for r in rows]
 
 
+def _legend_or_empty(axes, has_rows: bool, empty: str) -> None:
+    """A legend for plotted series, or a note saying there was nothing to plot."""
+    if has_rows:
+        axes.legend(loc="upper left")
+    else:
+        axes.text(0.5, 0.5, empty, ha="center", va="center", transform=axes.transAxes)
+
+
 def _figure(title: str, rates: list[dict], backlog: list[dict]) -> Figure:
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     figure.suptitle(title)
@@ -45,7 +53,7 @@ def _figure(title: str, rates: list[dict], backlog: list[dict]) -> Figure:
                 color="tab:red",
             )
     top.set_ylabel("msg/s")
-    top.legend(loc="upper left")
+    _legend_or_empty(top, bool(rates), "no rate report rows in this range")
     top.grid(alpha=0.3)
     if backlog:
         bottom.plot(
@@ -55,7 +63,7 @@ def _figure(title: str, rates: list[dict], backlog: list[dict]) -> Figure:
             label="backlog",
         )
     bottom.set_ylabel("messages")
-    bottom.legend(loc="upper left")
+    _legend_or_empty(bottom, bool(backlog), "no backlog report rows in this range")
     bottom.grid(alpha=0.3)
     figure.autofmt_xdate()
     return figure

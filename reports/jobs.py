@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import reduce
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     DateType,
@@ -33,17 +32,10 @@ from pyspark.sql.types import (
 from models.reports import REPORT_JOBS, WINDOW_SECONDS
 from reports.lake import ARROW_SCHEMA, snapshots_path
 from reports.store import RunStore
-from reports.transforms import (
-    backlog_report_from_intervals,
-    rate_report_from_intervals,
-    subscription_intervals,
-)
+from reports.transforms import BACKLOG, RATES, Report, finest_window, subscription_intervals
 
-# Each job's transform from subscription intervals (computed once per run) to report rows.
-TRANSFORMS: dict[str, Callable[[DataFrame, str], DataFrame]] = {
-    "rates": rate_report_from_intervals,
-    "backlog": backlog_report_from_intervals,
-}
+# Each job's report, computed from subscription intervals for every window of a run.
+REPORTS: dict[str, Report] = {"rates": RATES, "backlog": BACKLOG}
 JOBS = REPORT_JOBS
 
 _SPARK_TYPES = {"string": StringType(), "int64": LongType(), "double": DoubleType()}
@@ -117,19 +109,6 @@ def time_budget(spark: SparkSession, seconds: float, group: str) -> Iterator[Non
         raise TimeBudgetExceeded(f"time budget of {seconds:g} s exceeded")
 
 
-def job_frame(
-    intervals: DataFrame, job: str, windows: tuple[str, ...], starts: dict[str, datetime]
-) -> DataFrame:
-    """The result rows of ``job`` for every window kind, each from its own start (intervals
-    that began before it would make a partial window)."""
-    transform = TRANSFORMS[job]
-    began = F.col("ts") - (F.col("seconds") * 1000).cast("long")
-    frames = [
-        transform(intervals.where(began >= int(starts[w].timestamp() * 1000)), w) for w in windows
-    ]
-    return reduce(DataFrame.unionByName, frames)
-
-
 def run_job(
     spark: SparkSession,
     store: RunStore,
@@ -143,7 +122,7 @@ def run_job(
     attempt: int = 1,
 ) -> RunResult:
     """Run one job over ``[since, until)``; record it; return what it wrote."""
-    if job not in TRANSFORMS:
+    if job not in REPORTS:
         raise ValueError(f"unknown report job '{job}': use one of {', '.join(JOBS)}")
     unknown = [w for w in windows if w not in WINDOW_SECONDS]
     if unknown or not windows:
@@ -161,12 +140,16 @@ def run_job(
     try:
         with time_budget(spark, budget_seconds, f"sluice-run-{run_id}"):
             snapshots = read_snapshots(spark, lake_url, earliest, until)
-            intervals = subscription_intervals(snapshots).persist()
+            report = REPORTS[job]
+            # The finest window's aggregates feed every coarser window: computed once.
+            finest = report.partials(
+                subscription_intervals(snapshots), finest_window(windows)
+            ).persist()
             try:
-                frame = job_frame(intervals, job, windows, starts)
+                frame = report.from_partials(finest, {w: starts[w] for w in windows})
                 store.write(job, run_id, frame.withColumn("run_id", F.lit(run_id).cast("long")))
             finally:
-                intervals.unpersist()
+                finest.unpersist()
         rows = store.succeed(job, run_id, starts)
     except BaseException as exc:
         store.fail(job, run_id, "".join(traceback.format_exception_only(exc)).strip())
