@@ -8,7 +8,10 @@ pool of persistent connections and parses only the status line and Content-Lengt
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import time
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 
@@ -50,7 +53,27 @@ async def connect(url: str, count: int) -> list[Connection]:
 
 
 async def open_loop(url: str, raw: bytes, rate: float, seconds: float) -> list[float]:
-    """Requests at a fixed rate whatever the answers (latency includes any queueing), ms."""
+    """Requests at a fixed rate whatever the answers (latency includes any queueing), ms.
+
+    Latency counts from when a request was due, so a late client counts against the server
+    too; the client's garbage collector is kept off while it runs so that its own pauses do
+    not."""
+    with _collector_paused():
+        return await _open_loop(url, raw, rate, seconds)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+async def _open_loop(url: str, raw: bytes, rate: float, seconds: float) -> list[float]:
     pool = await connect(url, 64)
     idle: asyncio.Queue[Connection] = asyncio.Queue()
     for connection in pool:
