@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from importlib import resources
-from typing import NamedTuple
 
 import msgpack
 
@@ -89,21 +88,10 @@ class DispatchResult:
         )
 
 
-class Packet(NamedTuple):
-    """An entry as a consumer receives it: id, fields and how many times it was delivered."""
-
-    entry_id: str
-    fields: dict[bytes, bytes]
-    delivery_count: int
-
-
-def decode_packets(raw: bytes) -> list[Packet]:
-    """Decode one element of a receiver queue: a run of entries for one consumer."""
-    packets = []
-    for entry_id, flat, count in msgpack.unpackb(raw, raw=True):
-        pairs = iter(flat)
-        packets.append(Packet(entry_id.decode(), dict(zip(pairs, pairs, strict=False)), count))
-    return packets
+def unpack_packets(raw: bytes) -> list[tuple[bytes, list[bytes], int]]:
+    """One element of a receiver queue as ``(entry id, flat field list, delivery count)``
+    triples, undecoded: what the consumer's hot path reads."""
+    return msgpack.unpackb(raw, raw=True)
 
 
 def pack_batch(messages: list[tuple[bytes, str | None, str | None, int | None]]) -> bytes:

@@ -28,13 +28,12 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from models import keys
 from models.names import TopicName
 from models.protocol import (
-    Packet,
     ack_call,
     ack_cumulative_call,
-    decode_packets,
     release_call,
     subscribe_call,
     unpack_batch,
+    unpack_packets,
     unsubscribe_call,
     wake_subscription,
 )
@@ -111,6 +110,7 @@ class Consumer:
         self._name = consumer_name or uuid.uuid4().hex[:5]
         self._id = f"{self._name}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._permits = permits
+        self._flow_every = max(permits // 2, 1)  # permits go back half a queue at a time
         self._nack_delay_ms = nack_delay_ms
         self._dlq = dead_letter_policy
         self._dlq_producer: Producer | None = None
@@ -180,10 +180,12 @@ class Consumer:
 
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (sent grouped, within 100 ms)."""
-        self._check_open()
-        message_id = self._message_id(message)
-        part = self._part_of(message_id)
-        if self._acks.ack(part, message_id):
+        if self._closed:
+            raise AlreadyClosed("consumer is closed")
+        message_id = message.message_id() if type(message) is Message else self._message_id(message)
+        part = self._by_topic.get(message_id.topic) or self._part_of(message_id)
+        # A whole entry no one tracks needs no bookkeeping before it is sent.
+        if (message_id.batch < 0 and not self._acks.tracking) or self._acks.ack(part, message_id):
             with self._lock:
                 part.pending_acks.append(message_id.stream_id)
                 full = len(part.pending_acks) >= ACK_GROUP_MAX
@@ -266,60 +268,79 @@ class Consumer:
             return
         queue, elements = reply
         part = self._by_queue[queue]
-        messages = [
-            m
-            for raw in elements
-            for packet in decode_packets(raw)
-            for m in self._decode(part, packet)
-        ]
+        messages: list[Message] = []
+        for raw in elements:
+            self._decode(part, raw, messages)
         with self._lock:
             self._buffer.extend(messages)
 
-    def _decode(self, part: Part, packet: Packet) -> list[Message]:
-        fields = packet.fields
-        publish = int(fields.get(b"t", 0))
-        redeliveries = packet.delivery_count - 1 if packet.delivery_count > 1 else 0
+    def _decode(self, part: Part, raw: bytes, out: list[Message]) -> None:
+        """Append the messages of one receiver-queue element (a run of entries) to ``out``.
+
+        The receive hot path: one loop over the unpacked entries, no intermediate objects."""
         topic = part.topic
         index = part.index_in_topic
-        entry = packet.entry_id
-        if b"n" in fields:
-            batch = unpack_batch(fields[b"d"])
-            self._acks.expect_batch(part, entry, len(batch))
-            return [
+        for entry_id, flat, delivery_count in unpack_packets(raw):
+            entry = entry_id.decode()
+            redeliveries = delivery_count - 1 if delivery_count > 1 else 0
+            if len(flat) == 4 and flat[0] == b"t" and flat[2] == b"d":
+                # The common entry: publish time and payload, nothing else.
+                out.append(
+                    Message(
+                        flat[3],
+                        MessageId(entry, index, -1, topic),
+                        key=None,
+                        properties={},
+                        publish_time=int(flat[1]),
+                        event_time=0,
+                        redelivery_count=redeliveries,
+                        topic=topic,
+                    )
+                )
+                continue
+            pairs = iter(flat)
+            fields = dict(zip(pairs, pairs, strict=False))
+            publish = int(fields.get(b"t", 0))
+            if b"n" in fields:
+                batch = unpack_batch(fields[b"d"])
+                self._acks.expect_batch(part, entry, len(batch))
+                out.extend(
+                    Message(
+                        payload,
+                        MessageId(entry, index, i, topic),
+                        key=key,
+                        properties=orjson.loads(props) if props else {},
+                        publish_time=publish,
+                        event_time=event or 0,
+                        redelivery_count=redeliveries,
+                        topic=topic,
+                        batch_size=len(batch),
+                    )
+                    for i, (payload, key, props, event) in enumerate(batch)
+                )
+                continue
+            key = fields.get(b"k")
+            props = fields.get(b"p")
+            event = fields.get(b"e")
+            out.append(
                 Message(
-                    payload,
-                    MessageId(entry, index, i, topic),
-                    key=key,
+                    fields.get(b"d", b""),
+                    MessageId(entry, index, -1, topic),
+                    key=key.decode() if key is not None else None,
                     properties=orjson.loads(props) if props else {},
                     publish_time=publish,
-                    event_time=event or 0,
+                    event_time=int(event) if event is not None else 0,
                     redelivery_count=redeliveries,
                     topic=topic,
-                    batch_size=len(batch),
                 )
-                for i, (payload, key, props, event) in enumerate(batch)
-            ]
-        key = fields.get(b"k")
-        props = fields.get(b"p")
-        event = fields.get(b"e")
-        return [
-            Message(
-                fields.get(b"d", b""),
-                MessageId(entry, index, -1, topic),
-                key=key.decode() if key is not None else None,
-                properties=orjson.loads(props) if props else {},
-                publish_time=publish,
-                event_time=int(event) if event is not None else 0,
-                redelivery_count=redeliveries,
-                topic=topic,
             )
-        ]
 
     def _hand_out(self, message: Message) -> Message:
-        part = self._part_of(message.message_id())
-        self._acks.track(part, message)
+        part = self._by_topic[message.topic_name()]
+        if self._acks.tracking:
+            self._acks.track(part, message)
         part.received += 1
-        if part.received >= max(self._permits // 2, 1):
+        if part.received >= self._flow_every:
             self._flow(part, part.received)
             part.received = 0
         return message

@@ -43,6 +43,16 @@ def test_message_accessors_and_ids(http, namespace, client):
     assert producer.last_sequence_id() == 0
     consumer.acknowledge(message)
 
+    # A message with a payload only (the consumer's fast path) has the same accessors.
+    plain_id = producer.send(b"plain")
+    plain = consumer.receive(timeout_millis=5000)
+    assert (plain.data(), plain.message_id(), plain.topic_name()) == (b"plain", plain_id, TOPIC)
+    assert (plain.properties(), plain.partition_key(), plain.event_timestamp()) == ({}, "", 0)
+    assert abs(plain.publish_timestamp() - time.time() * 1000) < 60_000
+    assert plain.publish_timestamp() >= message.publish_timestamp()
+    assert plain.redelivery_count() == 0
+    consumer.acknowledge(plain)
+
 
 def test_exclusive_subscription_refuses_a_second_consumer(http, namespace, client):
     make_topic(http)
