@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from api import clusters
 from api.audit.router import router as audit_router
-from api.auth import AccessControl, authorize
+from api.auth import AccessControl, AuthenticationMiddleware, authorize
 from api.brokers.router import router as brokers_router
 from api.dataplane import DataPlane
 from api.errors import install_error_handlers
@@ -119,6 +119,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ):
         app.include_router(router)
     install_error_handlers(app)
+    if access_control.authentication:
+        # Innermost of the middlewares: CORS preflights and body limits come first.
+        app.add_middleware(AuthenticationMiddleware, control=access_control)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

@@ -347,6 +347,32 @@ def test_unauthenticated_answers_carry_reason_and_challenge(admin: Admin) -> Non
     assert basic.status_code == 401
 
 
+def test_the_token_is_checked_before_the_body_is_read(admin: Admin) -> None:
+    # Pulsar answers an unauthenticated call 401 whatever it sent: no 400 about the body, no
+    # 404 about the path, no 413 below the size cap.
+    path = "/admin/v2/namespaces/acme/ns/dispatchRate"
+    bad_json = {"Content-Type": "application/json"}
+    for caller in ("anonymous", "expired", "bad-signature"):
+        token = admin.tokens[caller]
+        headers = {**bad_json, **({"Authorization": f"Bearer {token}"} if token else {})}
+        answer = admin.client.post(path, content=b"{not json", headers=headers)
+        assert answer.status_code == 401, (caller, answer.text)
+        assert answer.headers["WWW-Authenticate"] == "Bearer"
+        assert answer.json()["reason"]
+    unknown = admin.call("anonymous", "GET", "/admin/v2/no-such-thing")
+    assert unknown.status_code == 401
+    # Authenticated, the same body is refused for what it is.
+    answer = admin.client.post(
+        path,
+        content=b"{not json",
+        headers={**bad_json, "Authorization": f"Bearer {admin.tokens['super']}"},
+    )
+    assert answer.status_code == 400 and answer.json()["reason"]
+    # Open paths need no token.
+    assert admin.call("anonymous", "GET", "/admin/v2/brokers/health").status_code == 200
+    assert admin.call("anonymous", "GET", "/openapi.json").status_code == 200
+
+
 def test_tenant_admin_is_refused_where_the_tenant_changed(admin: Admin) -> None:
     admin.reset()
     admin.dirty = True
