@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-import orjson
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api.errors import reason_response
 from models.errors import Forbidden, SluiceError
 from models.names import is_valid_name
 from models.orm import Tenant
@@ -50,6 +50,7 @@ class Access(StrEnum):
 # and the audit log (which spans all tenants) are super-user only, as in Pulsar.
 POLICY: dict[str, Access] = {
     "/docs": Access.OPEN,
+    "/docs/oauth2-redirect": Access.OPEN,
     "/redoc": Access.OPEN,
     "/openapi.json": Access.OPEN,
     "/admin/v2/brokers/health": Access.OPEN,
@@ -66,6 +67,10 @@ POLICY: dict[str, Access] = {
     "/admin/v2/reports/charts/{tenant}": Access.TENANT_ADMIN,
     "/admin/v2/reports/runs": Access.SUPER_USER,
 }
+
+
+# The open resources have no path parameters: requests for them are recognised by their path.
+OPEN_PATHS = frozenset(prefix for prefix, level in POLICY.items() if level is Access.OPEN)
 
 
 def required_access(path_template: str) -> Access:
@@ -149,11 +154,11 @@ class AccessControl:
             raise _unauthorized(exc.reason) from None
 
 
+UNAUTHORIZED_CHALLENGE = "Bearer"
+
+
 def _unauthorized(reason: str) -> HTTPException:
     return HTTPException(401, reason, headers={"WWW-Authenticate": UNAUTHORIZED_CHALLENGE})
-
-
-UNAUTHORIZED_CHALLENGE = "Bearer"
 
 
 class AuthenticationMiddleware:
@@ -168,7 +173,7 @@ class AuthenticationMiddleware:
         self.control = control
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or required_access(scope["path"]) is Access.OPEN:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         header = None
@@ -179,19 +184,9 @@ class AuthenticationMiddleware:
         try:
             role = self.control.authenticate(header)
         except HTTPException as exc:
-            body = orjson.dumps({"reason": exc.detail})
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                        (b"www-authenticate", UNAUTHORIZED_CHALLENGE.encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            response = reason_response(401, exc.detail)
+            response.headers["WWW-Authenticate"] = UNAUTHORIZED_CHALLENGE
+            await response(scope, receive, send)
             return
         scope.setdefault("state", {})["role"] = role
         await self.app(scope, receive, send)
@@ -224,11 +219,7 @@ async def authorize(
     control: AccessControl = request.app.state.access_control
     if access is Access.OPEN or not control.authentication:
         return
-    state = request.scope.setdefault("state", {})
-    role = state.get("role")
-    if role is None:  # not behind AuthenticationMiddleware
-        role = control.authenticate(request.headers.get("authorization"))
-        state["role"] = role
+    role = request.scope["state"]["role"]  # set by AuthenticationMiddleware
     if not control.authorization or role in control.super_users:
         return
     if access is Access.TENANT_ADMIN:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import uuid
 
-import orjson
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.errors import reason_response
 
 REQUEST_ID_HEADER = b"x-request-id"
 
@@ -35,7 +36,7 @@ class RequestContextMiddleware:
         request_id = request_id or uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         if length > self.max_body_bytes:
-            await _too_large(send, request_id, self.max_body_bytes)
+            await _too_large(scope, receive, send, request_id, self.max_body_bytes)
             return
 
         received = 0
@@ -60,7 +61,7 @@ class RequestContextMiddleware:
         try:
             await self.app(scope, capped_receive, send_with_id)
         except BodyTooLarge:
-            await _too_large(send, request_id, limit)
+            await _too_large(scope, receive, send, request_id, limit)
 
 
 class BodyTooLarge(HTTPException):
@@ -70,17 +71,9 @@ class BodyTooLarge(HTTPException):
         super().__init__(413, f"Request body larger than {limit} bytes")
 
 
-async def _too_large(send: Send, request_id: str, limit: int) -> None:
-    body = orjson.dumps({"reason": f"Request body larger than {limit} bytes"})
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (REQUEST_ID_HEADER, request_id.encode("latin-1")),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+async def _too_large(
+    scope: Scope, receive: Receive, send: Send, request_id: str, limit: int
+) -> None:
+    response = reason_response(413, f"Request body larger than {limit} bytes")
+    response.headers[REQUEST_ID_HEADER.decode()] = request_id
+    await response(scope, receive, send)

@@ -147,6 +147,23 @@ def duckdb_rate_report(lake: Path, since: datetime, until: datetime, window: str
     return rows
 
 
+def both_jobs(spark, store, lake: Path, since, until, windows) -> dict:
+    """Run the rates and the backlog job as the scheduler does; their results by job."""
+    return {
+        job: run_job(
+            spark,
+            store,
+            str(lake),
+            job,
+            since=since,
+            until=until,
+            windows=windows,
+            budget_seconds=3600,
+        )
+        for job in ("rates", "backlog")
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
@@ -169,17 +186,7 @@ def main() -> None:
         if not args.quick:
             lake = tmp / "warm-up"
             since, until = generate(spark, lake, 200_000)
-            for job in ("rates", "backlog"):
-                run_job(
-                    spark,
-                    store,
-                    str(lake),
-                    job,
-                    since=since,
-                    until=until,
-                    windows=windows,
-                    budget_seconds=3600,
-                )
+            both_jobs(spark, store, lake, since, until, windows)
             shutil.rmtree(lake, ignore_errors=True)
         for rows in sizes:
             lake = tmp / f"lake-{rows}"
@@ -187,19 +194,10 @@ def main() -> None:
             started = time.perf_counter()
             answer = duckdb_rate_report(lake, since, until, windows[0])
             duck = time.perf_counter() - started
-            job_seconds = {}
-            for job in ("rates", "backlog"):
-                result = run_job(
-                    spark,
-                    store,
-                    str(lake),
-                    job,
-                    since=since,
-                    until=until,
-                    windows=windows,
-                    budget_seconds=3600,
-                )
-                job_seconds[job] = (result.seconds, result.rows)
+            job_seconds = {
+                job: (result.seconds, result.rows)
+                for job, result in both_jobs(spark, store, lake, since, until, windows).items()
+            }
             both = sum(s for s, _ in job_seconds.values())
             figures.append(
                 {

@@ -146,7 +146,7 @@ def run_job(
                 subscription_intervals(snapshots), finest_window(windows)
             ).persist()
             try:
-                frame = report.from_partials(finest, {w: starts[w] for w in windows})
+                frame = report.from_partials(finest, starts)
                 store.write(job, run_id, frame.withColumn("run_id", F.lit(run_id).cast("long")))
             finally:
                 finest.unpersist()

@@ -25,9 +25,9 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         "spark.driver.extraJavaOptions": UTC_JVM,
         "spark.executor.extraJavaOptions": UTC_JVM,
         "spark.sql.shuffle.partitions": str(settings.spark_shuffle_partitions),
-        # Keep hash aggregation for the quantile sketches of up to this many groups per task
-        # (Spark's default of 128 falls back to sorting every input row); a sketch of one
-        # window holds at most a few kB.
+        # Keep hash aggregation for the quantile sketches of up to this many groups per task;
+        # past it a task falls back to sorting its rows (Spark's default of 128 sorted every
+        # input row of a report run).
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "50000",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

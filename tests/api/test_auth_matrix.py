@@ -368,8 +368,9 @@ def test_the_token_is_checked_before_the_body_is_read(admin: Admin) -> None:
         headers={**bad_json, "Authorization": f"Bearer {admin.tokens['super']}"},
     )
     assert answer.status_code == 400 and answer.json()["reason"]
-    # Open paths need no token.
+    # Open paths need no token; a path below one (a cluster named "health") is not open.
     assert admin.call("anonymous", "GET", "/admin/v2/brokers/health").status_code == 200
+    assert admin.call("anonymous", "GET", "/admin/v2/brokers/health/workers").status_code == 401
     assert admin.call("anonymous", "GET", "/openapi.json").status_code == 200
 
 
