@@ -59,6 +59,17 @@ def drain(consumer) -> None:
             return
 
 
+def current_owner(plain: redis.Redis, lease: str, timeout: float = 10.0) -> str:
+    """The worker holding ``lease``; waits while the partition is being handed over (a
+    worker that just joined may take it gracefully, and the key is absent in between)."""
+    deadline = time.monotonic() + timeout
+    while (token := plain.get(lease)) is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nobody holds {lease} after {timeout:g} s")
+        time.sleep(0.01)
+    return token.decode().rpartition(":")[0]
+
+
 def measure_failover(kills: int) -> list[dict]:
     env = {"SLUICE_WORKER_LEASE_TTL_SECONDS": str(LEASE_TTL)}
     with Stack(worker=False, worker_env=env) as stack:
@@ -78,7 +89,7 @@ def measure_failover(kills: int) -> list[dict]:
             for k in range(kills):
                 for _ in range(3):
                     baseline.append(first_delivery(producer, consumer, f"alive{k}"))
-                owner = plain.get(lease).decode().rpartition(":")[0]
+                owner = current_owner(plain, lease)
                 workers.pop(owner).kill()
                 delays.append(first_delivery(producer, consumer, f"after{k}"))
                 name = f"w{k + 2}"
