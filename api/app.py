@@ -25,6 +25,7 @@ from api.audit.router import router as audit_router
 from api.auth import AccessControl, AuthenticationMiddleware, authorize
 from api.brokers.router import router as brokers_router
 from api.dataplane import DataPlane
+from api.enforcement import Enforcement
 from api.errors import install_error_handlers
 from api.flow.router import router as flow_router
 from api.middleware import RequestContextMiddleware
@@ -77,10 +78,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await cache.reload()
         except Exception as exc:  # the database may come later; reads fall back meanwhile
             log.warning("policy cache not loaded at start: %s", exc)
-        app.state.sluice = AppState(settings, engine, sessions, redis, relay, data_plane, cache)
+        enforcement = Enforcement(redis, settings.apply_timeout_seconds)
+        app.state.sluice = AppState(
+            settings, engine, sessions, redis, relay, data_plane, cache, enforcement
+        )
         tasks = [
             asyncio.create_task(relay.run(), name="outbox-relay"),
             asyncio.create_task(cache.run(), name="policy-cache"),
+            asyncio.create_task(enforcement.run(), name="enforcement"),
         ]
         # Objects made at start-up live as long as the process: keeping them out of the
         # collector's generations shortens the full collections that show up as latency spikes.

@@ -1,10 +1,10 @@
 """What the admin service reads from and projects into the data plane (Redis).
 
-After a commit the admin service writes topic metadata and consumer groups at once, so a
-client that connects right after the admin call sees them (workers reconcile the same state
-from the database, so a failure here only delays it).  Stats come from the documents the
-owning workers publish every second; for a partition no worker has published yet, a document
-is assembled from the raw counters.
+After a commit, and before it answers, the admin service writes namespaces, topic metadata
+and consumer groups, so a client that connects right after the admin call sees them (workers
+reconcile the same state from the database, so a failure here only delays it).  Stats come
+from the documents the owning workers publish every second; for a partition no worker has
+published yet, a document is assembled from the raw counters.
 """
 
 from __future__ import annotations
@@ -42,6 +42,15 @@ class DataPlane:
         """Publish a topic's partition count to clients."""
         await self.redis.hset(keys.TOPICS, topic.full, orjson.dumps({"partitions": partitions}))
         await self.redis.publish(keys.WAKE_CHANNEL, wake_topic(topic.full))
+
+    async def register_namespace(self, namespace: str) -> None:
+        """Let clients auto-create topics in a new namespace (``tenant/ns``) at once."""
+        await self.redis.sadd(keys.NAMESPACES, namespace)
+
+    async def unregister_namespaces(self, namespaces: list[str]) -> None:
+        """Stop clients from using deleted namespaces (workers delete their topics' data)."""
+        if namespaces:
+            await self.redis.srem(keys.NAMESPACES, *namespaces)
 
     async def unregister_topic(self, topic: TopicName) -> None:
         """Stop clients from using a deleted topic (workers delete its data)."""

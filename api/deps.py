@@ -63,15 +63,34 @@ async def get_unit_of_work(
             await session.rollback()
             return
         await session.commit()
-    if uow.emitted:
-        state.cache.local_write()
-        state.relay.notify()
     for hook in uow.after_commit_hooks:
         # Best effort: workers reconcile the data plane from the database anyway.
         try:
             await hook()
         except Exception as exc:
             log.warning("after-commit step failed (workers will reconcile): %s", exc)
+    if uow.emitted:
+        state.cache.local_write()
+        await enforce(request, state)
+
+
+async def enforce(request: Request, state: AppState) -> None:
+    """Publish the request's change events and wait until every worker enforces them.
+
+    The answer says so when that could not be confirmed (``X-Sluice-Enforcement``): the
+    change is committed either way and reaches the workers as soon as Redis allows."""
+    try:
+        position = await state.relay.publish_now()
+    except Exception as exc:
+        log.warning("change events not published yet (the relay retries): %s", exc)
+        state.relay.notify()
+        request.state.enforcement = "pending"
+        return
+    outcome = await state.enforcement.wait(position)
+    if outcome.pending:
+        request.state.enforcement = "pending"
+    elif outcome.fenced:
+        request.state.enforcement = "fenced " + ",".join(outcome.fenced)
 
 
 UowDep = Annotated[UnitOfWork, Depends(get_unit_of_work, scope="function")]

@@ -1,5 +1,8 @@
 """ASGI middleware: a request id on every request, and a cap on request body size.
 
+A write whose enforcement by the workers could not be confirmed (``api.deps.enforce``) says
+so in ``X-Sluice-Enforcement`` (``pending``, or ``fenced <workers>``).
+
 Written as plain ASGI (not ``BaseHTTPMiddleware``) to keep the per-request cost small.
 """
 
@@ -13,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.errors import reason_response
 
 REQUEST_ID_HEADER = b"x-request-id"
+ENFORCEMENT_HEADER = b"x-sluice-enforcement"
 
 
 class RequestContextMiddleware:
@@ -34,7 +38,8 @@ class RequestContextMiddleware:
             elif name == b"content-length" and value.isdigit():
                 length = int(value)
         request_id = request_id or uuid.uuid4().hex
-        scope.setdefault("state", {})["request_id"] = request_id
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
         if length > self.max_body_bytes:
             await _too_large(scope, receive, send, request_id, self.max_body_bytes)
             return
@@ -55,6 +60,9 @@ class RequestContextMiddleware:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 headers.append((REQUEST_ID_HEADER, request_id.encode("latin-1")))
+                enforcement = state.get("enforcement")
+                if enforcement:
+                    headers.append((ENFORCEMENT_HEADER, enforcement.encode("latin-1")))
                 message = {**message, "headers": headers}
             await send(message)
 

@@ -3,9 +3,10 @@
 Events are rows written in the same transaction as the change they describe, so a rolled-back
 write never produces one and a committed write always does.  After each commit the request
 wakes the relay; a periodic sweep retries whatever could not be published (Redis down), so
-events go out once Redis is back.  Publishing is at-least-once and in id order: a relay holds a
-database lock while it publishes, so two admin replicas never interleave.  Workers treat events
-as "re-read this entity", so a duplicate is harmless.
+events go out once Redis is back.  A request that needs its events out before it answers
+(read-your-writes, ``api.enforcement``) calls ``publish_now``.  Publishing is at-least-once
+and in id order: a relay holds a database lock while it publishes, so two admin replicas never
+interleave.  Workers treat events as "re-read this entity", so a duplicate is harmless.
 """
 
 from __future__ import annotations
@@ -91,6 +92,13 @@ class OutboxRelay:
                     break
         self.published += total
         return total
+
+    async def publish_now(self) -> str:
+        """Publish what is pending (this request's events included); return the stream's
+        newest entry id, which is at or past every event committed before the call."""
+        await self.publish_pending()
+        newest = await self.redis.xrevrange(self.stream, count=1)
+        return newest[0][0].decode() if newest else "0-0"
 
     async def _publish_batch(self) -> int:
         async with self.sessions() as session, session.begin():

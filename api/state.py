@@ -8,6 +8,7 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from api.dataplane import DataPlane
+from api.enforcement import Enforcement
 from api.outbox import OutboxRelay
 from api.policy_cache import PolicyCache
 from models.settings import Settings
@@ -15,7 +16,8 @@ from models.settings import Settings
 
 @dataclass
 class AppState:
-    """Engine, sessions, Redis client, outbox relay, data-plane access and policy cache."""
+    """Engine, sessions, Redis client, outbox relay, data-plane access, policy cache and the
+    workers' confirmations."""
 
     settings: Settings
     engine: AsyncEngine
@@ -24,6 +26,7 @@ class AppState:
     relay: OutboxRelay
     data_plane: DataPlane
     cache: PolicyCache
+    enforcement: Enforcement
 
     @property
     def cluster(self) -> str:

@@ -49,6 +49,13 @@ class UnitOfWork:
         """Run ``hook`` once the transaction has committed (never after a rollback)."""
         self.after_commit_hooks.append(hook)
 
+    def project(self, step: Callable[[DataPlane], Awaitable[None]]) -> None:
+        """After the commit, apply ``step(data_plane)`` to Redis, before the answer goes out,
+        so a client that calls right after the answer sees the change."""
+        data_plane = self.data_plane
+        if data_plane is not None:
+            self.after_commit(lambda: step(data_plane))
+
     def record(
         self,
         kind: str,

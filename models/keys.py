@@ -17,10 +17,11 @@ and one Lua call can touch them all.  Keys::
     sl:{P}:s:{S}:waitp             flag: the dispatcher waits for permits
     sl:{P}:s:{S}:waitack           flag: the dispatcher waits for acks (max unacked reached)
     sl:{P}:s:{S}:stats             hash: msg_out, bytes_out, redelivered, acked, throttled_*
+    sl:{P}:s:{S}:lim               hash: the subscription's SUBSCRIPTION limiter
     sl:{P}:s:{S}:q:{C}             list: consumer C's receiver queue (packed entries)
     sl:{P}:lease                   fencing token of the worker that owns the partition
     sl:{P}:epoch                   counter the fencing tokens are numbered from
-    sl:{P}:handover                limiter state left by an owner that handed the partition over
+    sl:{P}:lim                     hash: the partition's TOPIC limiter (see dispatch.lua)
     sl:{P}:doc                     JSON stats document published by the owning worker
     sl:{P}:quota                   "policy<TAB>reason" while the backlog quota refuses producers
 
@@ -28,8 +29,11 @@ Cluster-wide keys (no partition): ``sl:meta:topics`` (hash: base topic -> JSON w
 partitions), ``sl:meta:namespaces`` (set of ``tenant/ns``), ``sl:meta:config`` (hash: broker
 settings clients need), ``sl:meta:unsubscribed`` (hash: ``topic#subscription`` -> time, for
 subscriptions deleted by their consumers), the worker registry ``sl:workers`` (zset: worker
-id -> heartbeat expiry, ms of Redis time) with ``sl:worker:{id}`` (hash: how to reach it),
-and the pub/sub channel ``sl:wake`` that wakes workers.
+id -> heartbeat expiry, ms of Redis time) with ``sl:worker:{id}`` (hash: how to reach it) and
+``sl:worker:{id}:leases`` (set of the partitions whose lease it holds), ``sl:meta:applied``
+(hash: worker id -> position in the change-event stream up to which it enforces every
+change) with its pub/sub channel ``sl:applied``, and the pub/sub channel ``sl:wake`` that wakes
+workers.
 """
 
 from __future__ import annotations
@@ -43,11 +47,18 @@ TOMBSTONES = "sl:meta:unsubscribed"
 CLIENT_CONFIG = "sl:meta:config"
 WAKE_CHANNEL = "sl:wake"
 WORKERS = "sl:workers"
+APPLIED = "sl:meta:applied"
+APPLIED_CHANNEL = "sl:applied"
 
 
 def worker_info(worker_id: str) -> str:
     """A live worker's registration: host, HTTP URL, start time, owned partitions."""
     return f"sl:worker:{worker_id}"
+
+
+def worker_leases(worker_id: str) -> str:
+    """The partitions a worker holds leases on (so a worker can be fenced off as a whole)."""
+    return f"sl:worker:{worker_id}:leases"
 
 
 def tag(partition: TopicName) -> str:
@@ -90,9 +101,9 @@ def lease_epoch(partition: TopicName) -> str:
     return partition_prefix(partition) + "epoch"
 
 
-def handover(partition: TopicName) -> str:
-    """Limiter state an owner leaves for the next one when it hands the partition over."""
-    return partition_prefix(partition) + "handover"
+def limiter(partition: TopicName) -> str:
+    """The partition's TOPIC limiter state (quota periods kept by ``dispatch.lua``)."""
+    return partition_prefix(partition) + "lim"
 
 
 def doc(partition: TopicName) -> str:
@@ -130,4 +141,5 @@ SUB_KEYS = (
     "waitp",
     "waitack",
     "stats",
+    "lim",
 )

@@ -70,6 +70,8 @@ class DispatchResult:
     next_due_ms: int  # when the next scheduled redelivery is due, -1 = none
     units: int  # what the message budget counted: messages, or entries
     unacked: int = -1  # the subscription's pending entries afterwards; -1 = not counted
+    exhausted: int = 0  # Redis-side limiters left without quota (bits, see dispatch.lua)
+    wait_ms: int = 0  # until every exhausted Redis-side limiter has quota again
 
     @classmethod
     def from_reply(cls, reply: list[int]) -> DispatchResult:
@@ -85,6 +87,8 @@ class DispatchResult:
             int(due),
             int(units),
             int(rest[0]) if rest else -1,
+            int(rest[1]) if len(rest) > 1 else 0,
+            int(rest[2]) if len(rest) > 2 else 0,
         )
 
 
@@ -102,6 +106,12 @@ def pack_batch(messages: list[tuple[bytes, str | None, str | None, int | None]])
 def unpack_batch(payload: bytes) -> list[tuple[bytes, str | None, str | None, int | None]]:
     """Inverse of ``pack_batch``."""
     return [tuple(m) for m in msgpack.unpackb(payload, raw=False)]
+
+
+def parse_position(entry_id: str) -> tuple[int, int]:
+    """A stream entry id (``ms-seq``) as a tuple that orders like the stream does."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
 
 
 def wake_data(partition: str) -> str:

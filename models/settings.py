@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     # Stream that carries change events to the workers, and its approximate max length.
     events_stream: str = "sluice:events"
     events_stream_maxlen: int = 100_000
+    # A write is answered once every live worker enforces it; a worker that has not
+    # confirmed within this many seconds is fenced off (its partition leases are deleted).
+    apply_timeout_seconds: float = 5.0
 
     # --- security (Pulsar's authenticationEnabled, authorizationEnabled, superUserRoles) ----
     # Require a JWT (Authorization: Bearer) on every admin call except health and docs.

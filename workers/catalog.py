@@ -218,6 +218,7 @@ class Catalog:
                 keys.subs(partition),
                 keys.doc(partition),
                 keys.quota(partition),
+                keys.limiter(partition),
             )
         await redis.hdel(keys.TOPICS, topic.full)
         self.topics.pop(topic.full, None)
@@ -243,7 +244,8 @@ class Catalog:
                     await self.drop_subscription(topic, count, payload["subscription"])
                 else:
                     await self.ensure_subscription(topic, count, payload["subscription"])
-            elif kind in ("namespace", "tenant"):
+            elif kind in ("namespace", "tenant") and action == "delete":
+                # The admin service updated the namespace set; the data goes here.
                 for name in payload.get("topics", []):
                     await self.drop_topic_data(TopicName.from_full(name), self.topics.get(name, 0))
                 await self.sync()

@@ -1,11 +1,16 @@
 """One dispatcher per subscription per partition: hands entries out under every limiter.
 
-Each step: ask the BROKER, TOPIC and SUBSCRIPTION limiters for the budget left in their
-periods, reserve it on all of them, let ``dispatch.lua`` move at most that much (redeliveries
-first) into the consumers' receiver queues in one round trip, then settle the reservations
-with what was really handed out.  When a limiter is exhausted the dispatcher sleeps until its
-next period (or until the limit changes); when there is no data or no permit it parks until a
-producer or consumer wakes it.
+Each step: reserve what the BROKER limiter (this process's) allows, then let ``dispatch.lua``
+check and charge the TOPIC and SUBSCRIPTION quotas (kept in Redis, in the partition's slot)
+and move at most what all three allow (redeliveries first) into the consumers' receiver
+queues, in one atomic round trip; settle the BROKER reservation with what really went out.
+When a limiter is exhausted the dispatcher sleeps until its next period (or until a limit
+changes); when there is no data or no permit it parks until a producer or consumer wakes it.
+
+The limits a call enforces are passed in by the caller (``rates``): the partition runner
+resolves them from the worker's policy view, and a policy change is in force for every call
+made after ``Worker.apply_limits`` returns.  Calls already on their way are counted by the
+worker's ``DispatchGate`` so that a change is confirmed only once none of them remain.
 
 Max-unacked limits (per subscription, per consumer) are checked inside ``dispatch.lua`` with
 an XPENDING summary, but only when they could bind: the dispatcher keeps an upper bound of the
@@ -27,7 +32,6 @@ from redis.exceptions import RedisError, ResponseError
 from models import keys
 from models.protocol import DispatchReason, DispatchResult
 from models.resolution import Limiter, ResolvedRate
-from workers.limiter import RateLimiter, combined_budget
 
 if TYPE_CHECKING:
     from workers.partition import PartitionRunner
@@ -36,10 +40,24 @@ log = logging.getLogger(__name__)
 
 PARK_FALLBACK_SECONDS = 5.0  # re-check a parked subscription even without a wake-up
 SINGLE_CONSUMER_TYPES = ("Exclusive", "Failover")
+# Bits of ``DispatchResult.exhausted``: the Redis-side limiters left without quota.
+EXHAUSTED_BITS = (
+    (1, "msg", Limiter.TOPIC),
+    (2, "byte", Limiter.TOPIC),
+    (4, "msg", Limiter.SUBSCRIPTION),
+    (8, "byte", Limiter.SUBSCRIPTION),
+)
 
 
 class Fenced(Exception):
     """The worker lost the partition's lease; it must stop dispatching it."""
+
+
+def limit_args(rate: ResolvedRate | None) -> tuple[int, int, int]:
+    """``dispatch.lua``'s (message permits, byte permits, period s) for a resolved limit."""
+    if rate is None:
+        return -1, -1, 1
+    return rate.permits_msg, rate.permits_byte, max(int(rate.period), 1)
 
 
 class Dispatcher:
@@ -49,7 +67,7 @@ class Dispatcher:
         self.runner = runner
         self.worker = runner.worker
         self.subscription = subscription
-        self.limiter = RateLimiter(Limiter.SUBSCRIPTION, time.monotonic())
+        self.rate: ResolvedRate | None = None  # the SUBSCRIPTION limit in force
         self.wake = asyncio.Event()
         self.refresh_needed = True
         self.sub_type = "Shared"
@@ -77,6 +95,8 @@ class Dispatcher:
             keys.lease(name),
             keys.partition_stats(name),
             keys.sub_key(name, subscription, "waitack"),
+            keys.limiter(name),
+            keys.sub_key(name, subscription, "lim"),
         ]
         self._queue_prefix = keys.sub_prefix(name, subscription) + "q:"
 
@@ -95,8 +115,8 @@ class Dispatcher:
             await asyncio.wait([self._task], timeout=5.0)
 
     def apply(self, resolved: ResolvedRate) -> None:
-        """Take a new SUBSCRIPTION limit in place."""
-        self.limiter.apply(resolved, time.monotonic())
+        """Take a new SUBSCRIPTION limit: every later call enforces it."""
+        self.rate = resolved
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -148,12 +168,11 @@ class Dispatcher:
         """Dispatch once, then wait as the outcome requires."""
         worker = self.worker
         config = worker.policy
-        limiters = [worker.broker_limiter, self.runner.topic_limiter, self.limiter]
+        broker = worker.broker_limiter
         skip_when_caught_up = not config.setting("dispatchThrottlingOnNonBacklogConsumerEnabled")
         now = time.monotonic()
-        budget, exhausted = combined_budget(limiters, now)
-        if exhausted and not skip_when_caught_up:
-            await self._wait_for_quota(exhausted)
+        if broker.enabled and broker.available(now).exhausted and not skip_when_caught_up:
+            await self._wait_for_broker()
             return
         if self.sub_type in SINGLE_CONSUMER_TYPES and not self.active:
             await self._park(-1)
@@ -161,19 +180,24 @@ class Dispatcher:
         max_entries = config.setting("dispatcherMaxReadBatchSize")
         read_cap = config.setting("dispatcherMaxReadSizeBytes")
         count_entries = config.setting("dispatchThrottlingOnBatchMessageEnabled")
-        per_entry = 1.0 if count_entries else self.messages_per_entry
-        reserve_msgs = None
-        if budget.messages is not None:
-            reserve_msgs = max(0, min(budget.messages, math.ceil(max_entries * per_entry * 1.5)))
-        reserve_bytes = None if budget.bytes is None else max(0, min(budget.bytes, read_cap))
-        enabled = [limiter for limiter in limiters if limiter.enabled]
-        for limiter in enabled:
-            limiter.reserve(reserve_msgs, reserve_bytes, now)
+        reserve_msgs = reserve_bytes = None
+        if broker.enabled:
+            budget = broker.available(now)
+            per_entry = 1.0 if count_entries else self.messages_per_entry
+            if budget.messages is not None:
+                cap = math.ceil(max_entries * per_entry * 1.5)
+                reserve_msgs = max(0, min(budget.messages, cap))
+            if budget.bytes is not None:
+                reserve_bytes = max(0, min(budget.bytes, read_cap))
+            broker.reserve(reserve_msgs, reserve_bytes, now)
         rr_chunk = (
             max_entries if self.active else config.setting("dispatcherMaxRoundRobinBatchSize")
         )
         sub_limit, consumer_limit = self._unacked_limits(max_entries)
+        topic_msg, topic_byte, topic_period = limit_args(self.runner.topic_rate)
+        sub_msg, sub_byte, sub_period = limit_args(self.rate)
         self.wake.clear()
+        generation = worker.gate.enter()
         try:
             reply = await worker.scripts["dispatch"](
                 keys=self._keys,
@@ -193,18 +217,26 @@ class Dispatcher:
                     self.runner.fencing_token,
                     sub_limit,
                     consumer_limit,
+                    topic_msg,
+                    topic_byte,
+                    topic_period,
+                    sub_msg,
+                    sub_byte,
+                    sub_period,
                 ],
             )
         except ResponseError as exc:
-            for limiter in enabled:
-                limiter.settle(reserve_msgs, reserve_bytes, 0, 0)
+            if broker.enabled:
+                broker.settle(reserve_msgs, reserve_bytes, 0, 0)
             if str(exc).startswith("FENCED"):
                 raise Fenced(str(exc)) from None
             raise
         except BaseException:
-            for limiter in enabled:
-                limiter.settle(reserve_msgs, reserve_bytes, 0, 0)
+            if broker.enabled:
+                broker.settle(reserve_msgs, reserve_bytes, 0, 0)
             raise
+        finally:
+            worker.gate.leave(generation)
         result = DispatchResult.from_reply(reply)
         self.dispatch_calls += 1
         if result.unacked >= 0:
@@ -212,19 +244,19 @@ class Dispatcher:
         elif self.unacked_bound is not None:
             self.unacked_bound += result.entries - result.redelivered
         self.blocked_on_unacked = result.reason is DispatchReason.UNACKED
+        if broker.enabled:
+            if result.unthrottled:
+                broker.settle(reserve_msgs, reserve_bytes, 0, 0)
+            else:
+                broker.settle(reserve_msgs, reserve_bytes, result.units, result.bytes)
         if result.unthrottled:
-            for limiter in enabled:
-                limiter.settle(reserve_msgs, reserve_bytes, 0, 0)
             self.unthrottled_messages += result.messages
-        else:
-            for limiter in enabled:
-                limiter.settle(reserve_msgs, reserve_bytes, result.units, result.bytes)
         if result.entries:
             self.rr_offset += 1
             self.messages_per_entry = 0.8 * self.messages_per_entry + 0.2 * (
                 result.messages / result.entries
             )
-        await self._after(result, limiters)
+        await self._after(result)
 
     def _unacked_limits(self, max_entries: int) -> tuple[int, int]:
         """The (subscription, consumer) limits to check in this call; 0 = do not check."""
@@ -241,35 +273,51 @@ class Dispatcher:
         self.unacked_checks += 1
         return max(sub_limit, 0), max(consumer_limit, 0)
 
-    async def _after(self, result: DispatchResult, limiters: list[RateLimiter]) -> None:
+    async def _after(self, result: DispatchResult) -> None:
         reason = result.reason
         if reason is DispatchReason.MORE:
             await asyncio.sleep(0)
         elif reason in (DispatchReason.MSG_BUDGET, DispatchReason.BYTE_BUDGET):
-            _, exhausted = combined_budget(limiters, time.monotonic())
-            if exhausted:
-                await self._wait_for_quota(exhausted)
+            await self._wait_for_quota(result)
         else:
             if reason is DispatchReason.NO_PERMITS:
                 self.refresh_needed = True
             await self._park(result.next_due_ms)
 
-    async def _wait_for_quota(self, exhausted: list[RateLimiter]) -> None:
-        """Count the throttling and sleep until the exhausted limiters get quota again."""
+    async def _wait_for_quota(self, result: DispatchResult) -> None:
+        """Count the throttling and sleep until every exhausted limiter has quota again."""
+        for bit, dimension, kind in EXHAUSTED_BITS:
+            if result.exhausted & bit:
+                self._count(dimension, kind)
+        wait = result.wait_ms / 1000
+        broker = self.worker.broker_limiter
         now = time.monotonic()
-        for limiter in exhausted:
-            budget = limiter.available(now)
-            if budget.messages is not None and budget.messages <= 0:
-                self._count("msg", limiter.kind)
-            if budget.bytes is not None and budget.bytes <= 0:
-                self._count("byte", limiter.kind)
-        deadline = max(limiter.next_refill() for limiter in exhausted)
-        busy = [limiter for limiter in exhausted if limiter.has_reservations]
-        if busy:
-            # Another dispatcher holds a reservation; it may hand part of it back.
-            await busy[0].wait_changed(max(deadline - now, 0.0))
+        if broker.enabled and broker.available(now).exhausted:
+            self._count_broker(now)
+            if broker.has_reservations and not result.exhausted:
+                # Another dispatcher holds a reservation; it may hand part of it back.
+                await broker.wait_changed(max(broker.next_refill() - now, 0.0))
+                return
+            wait = max(wait, broker.next_refill() - now)
+        await self.worker.wait_limits_changed(max(wait, 0.0))
+
+    async def _wait_for_broker(self) -> None:
+        """The BROKER limiter is exhausted before the call: wait for its next period."""
+        broker = self.worker.broker_limiter
+        now = time.monotonic()
+        self._count_broker(now)
+        deadline = broker.next_refill()
+        if broker.has_reservations:
+            await broker.wait_changed(max(deadline - now, 0.0))
             return
         await self.worker.wait_limits_changed(max(deadline - now, 0.0))
+
+    def _count_broker(self, now: float) -> None:
+        budget = self.worker.broker_limiter.available(now)
+        if budget.messages is not None and budget.messages <= 0:
+            self._count("msg", Limiter.BROKER)
+        if budget.bytes is not None and budget.bytes <= 0:
+            self._count("byte", Limiter.BROKER)
 
     def _count(self, dimension: str, kind: Limiter) -> None:
         key = (dimension, kind.value)

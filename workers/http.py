@@ -16,6 +16,8 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from models.resolution import ResolvedRate
+
 if TYPE_CHECKING:
     from workers.worker import Worker
 
@@ -125,10 +127,8 @@ def create_http_app(worker: Worker) -> Starlette:
             if wanted and not name.startswith(wanted):
                 continue
             partitions[name] = {
-                "topic": _limiter_json(runner.topic_limiter),
-                "subscriptions": {
-                    sub: _limiter_json(d.limiter) for sub, d in runner.dispatchers.items()
-                },
+                "topic": _rate_json(runner.topic_rate),
+                "subscriptions": {sub: _rate_json(d.rate) for sub, d in runner.dispatchers.items()},
             }
         body = {
             "worker": worker.id,
@@ -146,6 +146,18 @@ def create_http_app(worker: Worker) -> Starlette:
             Route("/limits", limits),
         ]
     )
+
+
+def _rate_json(rate: ResolvedRate | None) -> dict:
+    """A TOPIC or SUBSCRIPTION limit in force (its quota is kept in Redis)."""
+    if rate is None:
+        return {"permitsPerPeriodInMsg": -1, "permitsPerPeriodInByte": -1, "periodInSecond": 1}
+    return {
+        "permitsPerPeriodInMsg": rate.permits_msg,
+        "permitsPerPeriodInByte": rate.permits_byte,
+        "periodInSecond": rate.period,
+        "source": rate.source.value,
+    }
 
 
 def _limiter_json(limiter) -> dict:

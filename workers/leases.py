@@ -11,9 +11,9 @@ it holds the partition's lease, a Redis key with a TTL whose value is a fencing 
 ``<worker>:<epoch>`` taken from a per-partition counter.  Every dispatch call presents the
 token and ``dispatch.lua`` refuses a stale one, so a worker that was paused past its lease
 cannot dispatch once another took over, even before it notices.  A partition that moves is
-released by its old owner (runner stopped first, the limiters' current periods left behind
-as a handover note) and acquired by the new one on its next cycle; a dead owner's lease
-simply expires.
+released by its old owner (runner stopped first) and acquired by the new one on its next
+cycle; a dead owner's lease simply expires.  The TOPIC and SUBSCRIPTION limiters' periods live
+in Redis, so the new owner continues them exactly.
 """
 
 from __future__ import annotations
@@ -62,10 +62,15 @@ class LeaseOwnership:
 
     # --- Ownership protocol ---------------------------------------------------------------
 
-    async def start(self, worker: Worker) -> None:
-        """Register, take this worker's share of the partitions, and keep it up to date."""
+    async def join(self, worker: Worker) -> None:
+        """Register in the fleet (heartbeat), holding no partition yet."""
         self.worker = worker
         await self._register()
+        await self._heartbeat()
+
+    async def start(self, worker: Worker) -> None:
+        """Take this worker's share of the partitions, and keep it up to date."""
+        self.worker = worker
         await self.cycle(rebalance=False)
         self._task = asyncio.create_task(self._run(), name="leases")
 
@@ -80,11 +85,12 @@ class LeaseOwnership:
         async with self._lock:
             held, self.tokens = self.tokens, {}
             with contextlib.suppress(RedisError):
-                await self._release(held, dict(self.worker.runners))
+                await self._release(held)
         with contextlib.suppress(RedisError):
             redis = self.worker.redis
             await redis.zrem(keys.WORKERS, self.worker.id)
-            await redis.delete(keys.worker_info(self.worker.id))
+            await redis.delete(keys.worker_info(self.worker.id), keys.worker_leases(self.worker.id))
+            await redis.hdel(keys.APPLIED, self.worker.id)
 
     def owns(self, partition: TopicName) -> bool:
         """True while this worker holds the partition's lease."""
@@ -141,11 +147,31 @@ class LeaseOwnership:
             pipe.zrangebyscore(keys.WORKERS, now_ms, "+inf")
             pipe.hset(keys.worker_info(me), "partitions", len(self.tokens))
             pipe.pexpire(keys.worker_info(me), self.ttl_ms * 2)
+            pipe.pexpire(keys.worker_leases(me), self.ttl_ms * 2)
+            pipe.hget(keys.worker_info(me), "fenced")
             results = await pipe.execute()
         self.live = sorted(w.decode() for w in results[2])
         if results[3] == 1:  # the info hash had expired (a long pause): register again
             await self._register()
+        if results[6] is not None:
+            await self._recover_from_fence(results[6].decode())
         return now_ms
+
+    async def _recover_from_fence(self, position: str) -> None:
+        """The admin service fenced this worker off (it did not confirm a change in time):
+        give every partition up, re-read everything, then take partitions again."""
+        worker = self.worker
+        log.error("fenced off by the admin service at change %s: re-reading everything", position)
+        self.tokens = {}
+        await worker.rebalance()
+        await worker.policy.reload()
+        worker.apply_limits()
+        await worker.catalog.sync()
+        if worker.events is not None:
+            target = await worker.redis.xrevrange(worker.settings.events_stream, count=1)
+            if target and not await worker.events.caught_up(target[0][0].decode(), 10):
+                return  # still behind: stay fenced, try again on the next cycle
+        await worker.redis.hdel(keys.worker_info(worker.id), "fenced")
 
     async def cycle(self, rebalance: bool = True) -> None:
         """Heartbeat, then renew, release and acquire leases to match the assignment."""
@@ -162,9 +188,8 @@ class LeaseOwnership:
             if leaving:
                 for name in leaving:
                     del self.tokens[name]
-                runners = {n: self.worker.runners.get(n) for n in leaving}
                 await self.worker.rebalance()  # stops their runners before the leases go
-                await self._release(leaving, runners)
+                await self._release(leaving)
                 changed = False  # rebalanced already
             missing = [p for name, p in wanted.items() if name not in self.tokens]
             changed = await self._acquire(missing) or changed
@@ -201,30 +226,25 @@ class LeaseOwnership:
                     client=pipe,
                 )
             results = await pipe.execute()
-        taken = 0
+        taken = []
         for partition, token in zip(partitions, results, strict=True):
             if token:
                 self.tokens[partition.full] = token.decode() if isinstance(token, bytes) else token
-                taken += 1
+                taken.append(partition.full)
         if taken:
-            log.info("acquired %d partition lease(s)", taken)
-        return taken > 0
+            await self.worker.redis.sadd(keys.worker_leases(self.worker.id), *taken)
+            log.info("acquired %d partition lease(s)", len(taken))
+        return bool(taken)
 
-    async def _release(self, leases: dict[str, str], runners: dict) -> None:
-        """Give leases up, leaving each stopped runner's limiter periods for the next owner."""
+    async def _release(self, leases: dict[str, str]) -> None:
+        """Give leases up (their runners were stopped first)."""
         if not leases:
             return
         script = self.worker.scripts["lease_release"]
-        now = time.monotonic()
         async with self.worker.redis.pipeline(transaction=False) as pipe:
             for name, token in leases.items():
                 partition = TopicName.from_full(name)
-                runner = runners.get(name)
-                note, life_ms = ("", 0) if runner is None else runner.handover_note(now)
-                await script(
-                    keys=[keys.lease(partition), keys.handover(partition)],
-                    args=[token, note, life_ms],
-                    client=pipe,
-                )
+                await script(keys=[keys.lease(partition)], args=[token], client=pipe)
+            pipe.srem(keys.worker_leases(self.worker.id), *leases)
             await pipe.execute()
         log.info("released %d partition lease(s)", len(leases))

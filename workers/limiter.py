@@ -1,18 +1,19 @@
-"""Exact dispatch-rate limiters: fixed-window quotas with reservations.
+"""The BROKER limiter: an exact fixed-window quota per worker process, with reservations.
 
-A ``QuotaBucket`` holds one dimension (messages or bytes): ``permits`` per ``period`` seconds.
+The TOPIC and SUBSCRIPTION limiters live in Redis and are checked and charged inside
+``dispatch.lua`` (one partition, one slot, one atomic call).  The BROKER limiter is shared by
+every partition a worker process dispatches, as in Pulsar, so it lives here.  A
+``QuotaBucket`` holds one dimension (messages or bytes): ``permits`` per ``period`` seconds.
 It starts full; each period boundary adds ``permits`` back but never above ``permits`` (unused
 quota is not saved up), and a negative balance left by over-use is paid back from the next
 periods (Pulsar's classic limiter, PR #8611).  A bucket that sat unused for a whole period
-starts its next period when it is next used, so a burst after a quiet spell is spread over
-exactly ``n`` periods; under steady load the periods stay fixed and do not drift.  A
-``RateLimiter`` pairs the two dimensions of one limiter (BROKER, TOPIC or SUBSCRIPTION).
+starts its next period when it is next used; under steady load the periods stay fixed.  The
+rules are the same as the Redis-side limiters' (see the header of ``dispatch.lua``).
 
 Pulsar over-delivers because dispatchers check permits, read, and deduct afterwards; several
 dispatchers sharing a limiter all see the same permits.  Here a dispatcher *reserves* its
-budget on every limiter before it calls Redis and settles (refunds or pays the overshoot of at
-most one entry) when the call returns, so concurrent dispatchers can never oversell a shared
-limiter, and no period exceeds its limit by more than one entry.
+budget before it calls Redis and settles (refunds or pays the overshoot of at most one entry)
+when the call returns, so concurrent dispatchers can never oversell the shared limiter.
 """
 
 from __future__ import annotations
@@ -61,23 +62,6 @@ class QuotaBucket:
         if self.available >= self.permits and self.last_use < self.window_start - self.period:
             self.window_start = now
         self.available -= amount
-        self.last_use = now
-
-    def export(self, now: float) -> tuple[int, float] | None:
-        """(used in the current period, seconds left in it); None when nothing carries over."""
-        if not self.limited:
-            return None
-        self.refresh(now)
-        used = self.permits - self.available
-        left = self.window_start + self.period - now
-        return (used, left) if used > 0 and left > 0 else None
-
-    def restore(self, used: int, left: float, now: float) -> None:
-        """Continue a period another owner started: ``used`` taken, ``left`` seconds to go."""
-        if not self.limited or left <= 0:
-            return
-        self.window_start = now + min(left, self.period) - self.period
-        self.available = self.permits - used
         self.last_use = now
 
     def update(self, permits: int, period: float, now: float) -> None:
@@ -137,22 +121,6 @@ class RateLimiter:
         self.msg.update(resolved.permits_msg, period, now)
         self.byte.update(resolved.permits_byte, period, now)
         self._notify()
-
-    def export(self, now: float) -> dict[str, list[float]]:
-        """The current period's use, for the next owner of the partition (may be empty)."""
-        state = {}
-        for name, bucket in (("m", self.msg), ("b", self.byte)):
-            carried = bucket.export(now)
-            if carried is not None:
-                state[name] = [carried[0], carried[1]]
-        return state
-
-    def restore(self, state: dict[str, list[float]], elapsed: float, now: float) -> None:
-        """Continue the periods ``export`` described, ``elapsed`` seconds later."""
-        for name, bucket in (("m", self.msg), ("b", self.byte)):
-            if name in state:
-                used, left = state[name]
-                bucket.restore(int(used), left - elapsed, now)
 
     def available(self, now: float) -> Budget:
         """What is left in the current period (after outstanding reservations)."""

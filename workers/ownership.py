@@ -20,8 +20,11 @@ if TYPE_CHECKING:
 class Ownership(Protocol):
     """Decides and proves which partitions a worker may dispatch."""
 
+    async def join(self, worker: Worker) -> None:
+        """Register in the fleet without taking partitions yet."""
+
     async def start(self, worker: Worker) -> None:
-        """Begin (register, acquire leases, ...)."""
+        """Begin taking partitions (acquire leases, ...)."""
 
     async def stop(self) -> None:
         """Give everything up (release leases) before the worker exits."""
@@ -37,7 +40,10 @@ class Ownership(Protocol):
 
 
 class LocalOwnership:
-    """One worker owns everything."""
+    """One worker owns everything (it does not join the fleet: writes do not wait for it)."""
+
+    async def join(self, worker: Worker) -> None:
+        """Nothing to register."""
 
     async def start(self, worker: Worker) -> None:
         """Nothing to acquire."""

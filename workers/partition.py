@@ -1,9 +1,10 @@
 """Everything a worker does for one partition it owns.
 
-A ``PartitionRunner`` holds the partition's TOPIC limiter (shared by its subscriptions), one
-``Dispatcher`` per subscription, the measured publish rate (for relative limits), and the
-housekeeping: releasing consumers that stopped heartbeating, expiring entries past the
-message TTL (``workers.flow``) and trimming entries every subscription has acknowledged.
+A ``PartitionRunner`` holds the partition's resolved TOPIC limit (whose quota, shared by its
+subscriptions, ``dispatch.lua`` keeps in Redis), one ``Dispatcher`` per subscription, the
+measured publish rate (for relative limits), and the housekeeping: releasing consumers that
+stopped heartbeating, expiring entries past the message TTL (``workers.flow``) and trimming
+entries every subscription has acknowledged.
 """
 
 from __future__ import annotations
@@ -14,15 +15,12 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
-import orjson
-
 from models import keys
 from models.names import TopicName
 from models.protocol import release_call
-from models.resolution import Limiter, PublishRate
+from models.resolution import PublishRate, ResolvedRate
 from workers.dispatcher import Dispatcher
 from workers.flow import PartitionFlow
-from workers.limiter import RateLimiter
 
 if TYPE_CHECKING:
     from workers.worker import Worker
@@ -63,7 +61,7 @@ class PartitionRunner:
         self.worker = worker
         self.partition = partition
         self.fencing_token = fencing_token
-        self.topic_limiter = RateLimiter(Limiter.TOPIC, time.monotonic())
+        self.topic_rate: ResolvedRate | None = None  # the TOPIC limit in force
         self.dispatchers: dict[str, Dispatcher] = {}
         self.publish = RateMeter()
         self.flow = PartitionFlow(self)
@@ -72,50 +70,14 @@ class PartitionRunner:
         self.quota_rejected = 0  # sends refused by the backlog quota (counter)
         self._last_trim = 0.0
         self._lock = asyncio.Lock()
-        self._handover: dict = {}
-        self._handover_elapsed = 0.0
 
     async def start(self) -> None:
-        """Apply the limits, continue a previous owner's limiter periods, start dispatchers."""
+        """Resolve the limits and start a dispatcher per subscription.
+
+        The limiters' periods live in Redis, so a partition that changes owner continues them
+        where the previous owner left off."""
         self.apply_limits()
-        await self._take_handover()
         await self.sync_subscriptions()
-
-    def handover_note(self, now: float) -> tuple[str, int]:
-        """The limiters' current periods as a note for the next owner, and its lifetime (ms).
-
-        Without it, a partition moved mid-period would start fresh periods on its new owner
-        and could deliver up to one extra period's worth in that second.
-        """
-        state: dict = {"topic": self.topic_limiter.export(now), "subs": {}}
-        for name, dispatcher in self.dispatchers.items():
-            exported = dispatcher.limiter.export(now)
-            if exported:
-                state["subs"][name] = exported
-        lefts = [
-            left for part in (state["topic"], *state["subs"].values()) for _, left in part.values()
-        ]
-        if not lefts:
-            return "", 0
-        life_ms = int(max(lefts) * 1000) + 1
-        return orjson.dumps({"life": life_ms, **state}).decode(), life_ms
-
-    async def _take_handover(self) -> None:
-        """Read (and consume) the note a previous owner left, if it is still current."""
-        key = keys.handover(self.partition)
-        async with self.worker.redis.pipeline(transaction=True) as pipe:
-            pipe.get(key)
-            pipe.pttl(key)
-            pipe.delete(key)
-            note, ttl_ms, _ = await pipe.execute()
-        self._handover = {}
-        if not note or ttl_ms is None or ttl_ms <= 0:
-            return
-        state = orjson.loads(note)
-        self._handover_elapsed = (state.get("life", ttl_ms) - ttl_ms) / 1000
-        now = time.monotonic()
-        self.topic_limiter.restore(state.get("topic", {}), self._handover_elapsed, now)
-        self._handover = state.get("subs", {})
 
     async def stop(self) -> None:
         """Stop every dispatcher."""
@@ -143,9 +105,6 @@ class PartitionRunner:
         limits = self.worker.policy.limits(self.partition, subscription, self.publish.rate())
         assert limits.subscription is not None
         dispatcher.apply(limits.subscription)
-        carried = self._handover.pop(subscription, None)
-        if carried:
-            dispatcher.limiter.restore(carried, self._handover_elapsed, time.monotonic())
         self.dispatchers[subscription] = dispatcher
         dispatcher.start()
         return dispatcher
@@ -171,9 +130,8 @@ class PartitionRunner:
     def apply_limits(self) -> None:
         """Re-resolve the TOPIC and SUBSCRIPTION limiters (policy change or new rate)."""
         rate = self.publish.rate()
-        now = time.monotonic()
         policy = self.worker.policy
-        self.topic_limiter.apply(policy.limits(self.partition, None, rate).topic, now)
+        self.topic_rate = policy.limits(self.partition, None, rate).topic
         for name, dispatcher in self.dispatchers.items():
             resolved = policy.limits(self.partition, name, rate).subscription
             assert resolved is not None
@@ -182,8 +140,8 @@ class PartitionRunner:
     @property
     def relative(self) -> bool:
         """True when a limiter of this partition follows the publish rate."""
-        limiters = [self.topic_limiter] + [d.limiter for d in self.dispatchers.values()]
-        return any(lim.resolved is not None and lim.resolved.rate.relative for lim in limiters)
+        rates = [self.topic_rate] + [d.rate for d in self.dispatchers.values()]
+        return any(rate is not None and rate.rate.relative for rate in rates)
 
     # --- housekeeping ---------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
 """The broker worker: owns partitions and runs their dispatchers, limiters and housekeeping.
 
 Start-up order matters: note the change-event position, load every policy, sync the catalog,
-take the partitions ownership grants, then follow events from the noted position, so nothing
-that happens during start-up is missed.  The BROKER limiter belongs to the process and is
-shared by every dispatcher, as in Pulsar.
+follow events from the noted position, join the fleet, catch up with every event published
+until then, and only then take partitions.  So nothing that happens during start-up is missed,
+and a worker dispatches nothing before it enforces every write the admin service has answered
+(``api.enforcement`` waits only for workers that have joined).  The BROKER limiter belongs to
+the process and is shared by every dispatcher, as in Pulsar.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from models.protocol import SCRIPT_NAMES, script_source
 from models.resolution import Limiter
 from models.settings import Settings
 from workers.catalog import Catalog
-from workers.events import follow_events, stream_position
+from workers.events import EventFollower, stream_position
+from workers.gate import DispatchGate
 from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
 from workers.partition import PartitionRunner
@@ -64,6 +67,8 @@ class Worker:
         self.stats = StatsPublisher(self)
         self.metrics = WorkerMetrics()
         self.broker_limiter = RateLimiter(Limiter.BROKER, time.monotonic())
+        self.gate = DispatchGate()
+        self.events: EventFollower | None = None
         self.scripts = {name: redis.register_script(script_source(name)) for name in SCRIPT_NAMES}
         self.runners: dict[str, PartitionRunner] = {}
         self.consumer_timeout_ms = int(settings.consumer_timeout_seconds * 1000)
@@ -75,16 +80,24 @@ class Worker:
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Load, sync, take partitions, and start the background loops."""
+        """Load, sync, catch up, take partitions, and start the background loops."""
         position = await stream_position(self)
         await self.policy.reload()
         self.apply_limits()
         await self.catalog.sync()
+        self.events = EventFollower(self, position)
+        self._tasks = [asyncio.create_task(self.events.run(), name="events")]
+        await self.ownership.join(self)
+        # Everything published before this worker joined must be applied before it
+        # dispatches: the admin service did not wait for it.
+        target = await stream_position(self)
+        if not await self.events.caught_up(target, timeout=30):
+            raise RuntimeError("could not apply the change events at start")
+        await self.events.confirm(self.events.position)
         await self.ownership.start(self)
         await self.rebalance()
-        self._tasks = [
+        self._tasks += [
             asyncio.create_task(listen_for_wakeups(self), name="wakeups"),
-            asyncio.create_task(follow_events(self, position), name="events"),
             asyncio.create_task(self._every(1.0, self._tick), name="tick"),
             asyncio.create_task(
                 self._every(self.settings.worker_resync_seconds, self.resync), name="resync"
@@ -175,6 +188,7 @@ class Worker:
     def apply_limits(self) -> None:
         """Re-resolve every limiter in place after a policy change."""
         now = time.monotonic()
+        self.gate.advance()
         any_partition = TopicName("_", "_", "_")
         self.broker_limiter.apply(self.policy.limits(any_partition).broker, now)
         for runner in self.runners.values():

@@ -62,6 +62,7 @@ async def create_namespace(
     uow.session.add(Namespace(tenant_id=owner.id, name=namespace, policies=policies))
     await uow.session.flush()
     uow.record("namespace", "namespace", full, None, policies)
+    uow.project(lambda dp: dp.register_namespace(full))
 
 
 async def read_policies(uow: UnitOfWork, tenant: str, namespace: str, local: str) -> dict:
@@ -135,3 +136,4 @@ async def delete_namespace(uow: UnitOfWork, tenant: str, namespace: str, force: 
         None,
         topics=sorted(TopicName(tenant, namespace, t).full for t in topics),
     )
+    uow.project(lambda dp: dp.unregister_namespaces([full]))

@@ -78,3 +78,5 @@ async def delete_tenant(uow: UnitOfWork, name: str, force: bool) -> None:
     before = tenant_json(tenant)
     await uow.session.delete(tenant)
     uow.record("tenant", "tenant", name, before, None, namespaces=sorted(namespaces))
+    gone = [f"{name}/{ns}" for ns in namespaces]
+    uow.project(lambda dp: dp.unregister_namespaces(gone))

@@ -104,7 +104,7 @@ async def _create_topic(
     uow.session.add(row)
     await uow.session.flush()
     uow.record("topic", "topic", topic.full, None, _topic_json(row), partitions=partitions)
-    _project(uow, lambda dp: dp.register_topic(topic, partitions))
+    uow.project(lambda dp: dp.register_topic(topic, partitions))
 
 
 async def update_partitions(uow: UnitOfWork, topic: TopicName, partitions: int) -> None:
@@ -119,7 +119,7 @@ async def update_partitions(uow: UnitOfWork, topic: TopicName, partitions: int) 
     before = _topic_json(row)
     row.partitions = partitions
     uow.record("topic", "topic", topic.full, before, _topic_json(row), partitions=partitions)
-    _project(uow, lambda dp: dp.register_topic(topic, partitions))
+    uow.project(lambda dp: dp.register_topic(topic, partitions))
 
 
 async def partition_count(uow: UnitOfWork, topic: TopicName) -> int:
@@ -152,7 +152,7 @@ async def delete_topic(
     before = _topic_json(row)
     await uow.session.delete(row)
     uow.record("topic", "topic", topic.full, before, None, partitions=row.partitions)
-    _project(uow, lambda dp: dp.unregister_topic(topic))
+    uow.project(lambda dp: dp.unregister_topic(topic))
 
 
 async def list_subscriptions(uow: UnitOfWork, topic: TopicName) -> list[str]:
@@ -187,7 +187,7 @@ async def create_subscription(uow: UnitOfWork, topic: TopicName, name: str) -> N
     await uow.session.flush()
     base = TopicName(topic.tenant, topic.namespace, row.name)
     _record_subscription(uow, base, name, None, {"name": name})
-    _project(uow, lambda dp: dp.ensure_subscription(base, row.partitions, name))
+    uow.project(lambda dp: dp.ensure_subscription(base, row.partitions, name))
 
 
 async def delete_subscription(
@@ -210,7 +210,7 @@ async def delete_subscription(
     if existing is not None:
         await uow.session.delete(existing)
     _record_subscription(uow, base, name, {"name": name}, None)
-    _project(uow, lambda dp: dp.drop_subscription(base, row.partitions, name))
+    uow.project(lambda dp: dp.drop_subscription(base, row.partitions, name))
 
 
 def _record_subscription(uow: UnitOfWork, base: TopicName, name: str, before, after) -> None:
@@ -223,13 +223,6 @@ def _record_subscription(uow: UnitOfWork, base: TopicName, name: str, before, af
         topic=base.full,
         subscription=name,
     )
-
-
-def _project(uow: UnitOfWork, step) -> None:
-    """After the commit, apply ``step(data_plane)`` to Redis (best effort)."""
-    data_plane = uow.data_plane
-    if data_plane is not None:
-        uow.after_commit(lambda: step(data_plane))
 
 
 async def topic_stats(uow: UnitOfWork, topic: TopicName) -> dict:

@@ -1,34 +1,51 @@
--- dispatch: hand entries of one subscription to its consumers' receiver queues, within a
--- budget of entries, messages and bytes, redeliveries first.  The caller (the worker) holds
--- the budget as a reservation on its limiters and charges what this returns.
+-- dispatch: hand entries of one subscription to its consumers' receiver queues, within the
+-- budgets of every limiter, redeliveries first.  The TOPIC and SUBSCRIPTION limiters live here,
+-- in the partition's slot: their quotas are checked and charged in the same atomic call that
+-- hands entries out, on Redis's clock, so no reordering, restart or change of owner can
+-- oversell a period.  The BROKER limiter belongs to the worker process, which reserves a
+-- budget on it before the call and settles it with what this returns.
 -- KEYS[1] stream, KEYS[2] cursor, KEYS[3] permits hash, KEYS[4] redeliver zset,
 -- KEYS[5] subscription stats hash, KEYS[6] partition idle set, KEYS[7] waitp flag,
--- KEYS[8] partition lease, KEYS[9] partition stats hash, KEYS[10] waitack flag
+-- KEYS[8] partition lease, KEYS[9] partition stats hash, KEYS[10] waitack flag,
+-- KEYS[11] TOPIC limiter hash, KEYS[12] SUBSCRIPTION limiter hash
 -- ARGV[1]  subscription (group name)
 -- ARGV[2]  queue key prefix ("sl:{P}:s:{S}:q:")
--- ARGV[3]  now, ms
+-- ARGV[3]  now, ms (the caller's clock; redelivery due times are on it)
 -- ARGV[4]  max entries (dispatcherMaxReadBatchSize)
--- ARGV[5]  message budget in units (messages, or entries if ARGV[8] = 1; -1 = no limit)
--- ARGV[6]  byte budget (-1 = no limit)
+-- ARGV[5]  BROKER message budget in units (messages, or entries if ARGV[8] = 1; -1 = none)
+-- ARGV[6]  BROKER byte budget (-1 = none)
 -- ARGV[7]  read size cap in bytes (dispatcherMaxReadSizeBytes; at least one entry is read)
--- ARGV[8]  1 = count entries, not messages, against the message budget
+-- ARGV[8]  1 = count entries, not messages, against the message budgets
 -- ARGV[9]  active consumer for Exclusive/Failover, "" for Shared (round robin)
 -- ARGV[10] round-robin chunk per consumer (dispatcherMaxRoundRobinBatchSize)
 -- ARGV[11] round-robin start offset
--- ARGV[12] 1 = a caught-up subscription is not throttled (budgets ignored)
+-- ARGV[12] 1 = a caught-up subscription is not throttled (budgets ignored, nothing charged)
 -- ARGV[13] fencing token: the lease must hold it ("" = no ownership check)
 -- ARGV[14] max unacked entries of the subscription (0 = not checked)
 -- ARGV[15] max unacked entries per consumer (0 = not checked)
+-- ARGV[16..18] TOPIC limit: message permits, byte permits (<= 0 = unlimited), period (s)
+-- ARGV[19..21] SUBSCRIPTION limit: message permits, byte permits, period (s)
+-- Limiter hashes hold per dimension (prefix "m" messages, "b" bytes): pm permits, pp period
+-- (ms), ws start of the current period (ms, Redis time), av quota left in it, lu last use.
+-- A quota renews each period but never above its permits (unused quota is not saved up); a
+-- negative balance (the one-entry overshoot of a byte limit) is paid back by later periods.
+-- A dimension that was not used during a whole period starts its next period when it is
+-- next used, so the first entry after a quiet spell opens a fresh period; under steady load
+-- the periods stay back to back and do not drift.  A changed limit keeps what the current
+-- period used (a changed period length starts a new period now).
 -- Max-unacked limits count pending entries (XPENDING); only new entries are held back by the
 -- subscription limit (redeliveries are already pending), a consumer at its limit gets nothing.
--- Budgets are checked before each entry, so the last entry may overshoot by itself only.
+-- Budgets are checked before each entry, so the last entry may overshoot a byte budget only.
 -- Each run of entries for one consumer is pushed as one packet:
 -- msgpack [[id, fields, delivery count], ...].
 -- Returns {entries, messages, bytes, redelivered, reason, unthrottled, next_due_ms, units,
--- unacked} where reason is 0 more may follow, 1 no data, 2 no permits, 3 message budget,
--- 4 byte budget, 5 max unacked reached (the waitack flag is set; an ack wakes the worker), and
--- unacked is the subscription's pending count afterwards (-1 when limits were not checked);
--- or the error "FENCED" when the caller no longer owns the partition.
+-- unacked, exhausted, wait_ms} where reason is 0 more may follow, 1 no data, 2 no permits,
+-- 3 message budget, 4 byte budget, 5 max unacked reached (the waitack flag is set; an ack
+-- wakes the worker); unacked is the subscription's pending count afterwards (-1 when limits
+-- were not checked); exhausted flags the limiters left without quota (1 TOPIC messages,
+-- 2 TOPIC bytes, 4 SUBSCRIPTION messages, 8 SUBSCRIPTION bytes) and wait_ms is how long until
+-- all of them have quota again; or the error "FENCED" when the caller no longer owns the
+-- partition.
 local call = redis.call
 local group, qprefix, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local max_entries, msg_budget, byte_budget = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -36,6 +53,68 @@ local read_cap, count_entries = tonumber(ARGV[7]), ARGV[8] == '1'
 local active, rr_chunk, rr_offset = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
 if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
   return redis.error_reply('FENCED partition lease lost')
+end
+
+-- The TOPIC and SUBSCRIPTION quotas, on Redis's clock (ms).
+local clock = call('TIME')
+local tnow = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
+local buckets = {}
+local function bucket(key, prefix, flag, permits, period)
+  if permits <= 0 then return end
+  local f = {prefix .. 'pm', prefix .. 'pp', prefix .. 'ws', prefix .. 'av', prefix .. 'lu'}
+  local s = call('HMGET', key, f[1], f[2], f[3], f[4], f[5])
+  local b = {key = key, f = f, flag = flag, pm = permits, pp = period}
+  local opm, opp = tonumber(s[1]), tonumber(s[2])
+  if not opm or not opp or opp <= 0 then
+    b.ws, b.av, b.lu = tnow, permits, -1
+  else
+    b.ws, b.av, b.lu = tonumber(s[3]), tonumber(s[4]), tonumber(s[5])
+    -- Periods that ended under the limit in force then, then the new limit (if changed).
+    if tnow >= b.ws + opp then
+      local passed = math.floor((tnow - b.ws) / opp)
+      b.av = math.min(opm, b.av + passed * opm)
+      b.ws = b.ws + passed * opp
+    end
+    if opm ~= permits or opp ~= period then
+      if opp ~= period then b.ws = tnow end
+      b.av = permits - (opm - b.av)
+    end
+  end
+  buckets[#buckets + 1] = b
+  return b
+end
+local period_t, period_s = tonumber(ARGV[18]) * 1000, tonumber(ARGV[21]) * 1000
+local tm = bucket(KEYS[11], 'm', 1, tonumber(ARGV[16]), period_t)
+local tb = bucket(KEYS[11], 'b', 2, tonumber(ARGV[17]), period_t)
+local sm = bucket(KEYS[12], 'm', 4, tonumber(ARGV[19]), period_s)
+local sb = bucket(KEYS[12], 'b', 8, tonumber(ARGV[20]), period_s)
+local function tighter(budget, b)
+  if not b then return budget end
+  local left = math.max(b.av, 0)
+  if budget < 0 or left < budget then return left end
+  return budget
+end
+msg_budget = tighter(tighter(msg_budget, tm), sm)
+byte_budget = tighter(tighter(byte_budget, tb), sb)
+
+-- Charge what went out (nothing when a caught-up subscription was not throttled) and report
+-- the limiters left without quota: {exhausted flags, ms until all of them renew}.
+local function settle(used_units, used_bytes, free)
+  local exhausted, wait = 0, 0
+  for _, b in ipairs(buckets) do
+    local used = (b.flag == 1 or b.flag == 4) and used_units or used_bytes
+    if used > 0 and not free then
+      if b.av >= b.pm and b.lu < b.ws - b.pp then b.ws = tnow end
+      b.av = b.av - used
+      b.lu = tnow
+      call('HSET', b.key, b.f[1], b.pm, b.f[2], b.pp, b.f[3], b.ws, b.f[4], b.av, b.f[5], b.lu)
+    end
+    if b.av <= 0 then
+      exhausted = exhausted + b.flag
+      wait = math.max(wait, b.ws + b.pp - tnow)
+    end
+  end
+  return exhausted, math.ceil(wait)
 end
 
 -- Max-unacked limits: room left for new pending entries (-1 = unlimited).
@@ -82,7 +161,7 @@ end
 
 if #consumers == 0 then
   call('SET', KEYS[7], '1')
-  return {0, 0, 0, 0, 2, 0, next_due(), 0, pending_total}
+  return {0, 0, 0, 0, 2, 0, next_due(), 0, pending_total, 0, 0}
 end
 
 local entries, messages, units, bytes, redelivered, reason = 0, 0, 0, 0, 0, 0
@@ -283,5 +362,6 @@ if entries > 0 then
   if redelivered > 0 then call('HINCRBY', KEYS[5], 'redelivered', redelivered) end
 end
 if pending_total >= 0 then pending_total = pending_total + entries - redelivered end
+local exhausted, wait_ms = settle(units, bytes, unthrottled == 1)
 return {entries, messages, bytes, redelivered, reason, unthrottled, next_due(), units,
-  pending_total}
+  pending_total, exhausted, wait_ms}

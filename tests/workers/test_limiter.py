@@ -132,33 +132,3 @@ def test_steady_use_keeps_fixed_periods():
         bucket.refresh(second + 0.003)  # the dispatcher wakes a little after each refill
         bucket.take(10, now=second + 0.003)
         assert bucket.next_refill() == pytest.approx(second + 1.0)
-
-
-def test_a_period_carries_over_to_the_next_owner():
-    # Old owner: 100 msg/s, 70 used 0.4 s into the period.
-    old = QuotaBucket(100, 1.0, now=10.0)
-    old.take(70, 10.0)
-    assert old.export(10.4) == (70, pytest.approx(0.6))
-    # The new owner (its own clock) picks it up 0.1 s later: 30 left for the last 0.5 s.
-    new = QuotaBucket(100, 1.0, now=500.0)
-    new.restore(70, 0.6 - 0.1, 500.0)
-    new.refresh(500.2)
-    assert new.available == 30
-    new.refresh(500.5)
-    assert new.available == 100
-    # Nothing to carry: unused, or the period is over.
-    assert QuotaBucket(100, 1.0, now=0.0).export(0.5) is None
-    assert old.export(11.5) is None
-
-
-def test_limiter_export_restore_round_trip():
-    old = RateLimiter(Limiter.TOPIC, 0.0, resolved(msg=10, byte=1000))
-    old.reserve(4, 400, 0.0)
-    old.settle(4, 400, 4, 400)
-    state = old.export(0.25)
-    assert state == {"m": [4, 0.75], "b": [400, 0.75]}
-    new = RateLimiter(Limiter.TOPIC, 100.0, resolved(msg=10, byte=1000))
-    new.restore(state, 0.25, 100.0)
-    budget = new.available(100.0)
-    assert (budget.messages, budget.bytes) == (6, 600)
-    assert new.available(100.5).messages == 10

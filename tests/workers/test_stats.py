@@ -22,7 +22,7 @@ def topic_permits(worker) -> int | None:
     """The TOPIC limiter's message permits, or None until the worker runs the topic (its
     partition lease may be a moment away)."""
     runner = worker.runners.get(TOPIC)
-    return None if runner is None else runner.topic_limiter.msg.permits
+    return None if runner is None or runner.topic_rate is None else runner.topic_rate.permits_msg
 
 
 def test_topic_stats_counters_backlog_and_throttling(http, namespace, worker, client):
@@ -151,7 +151,7 @@ def test_policy_change_reaches_the_worker_quickly(http, namespace, worker, clien
         sent = time.monotonic()
         assert http.post(f"{PATH}/dispatchRate", json=rate(value)).status_code == 204
         wait_until(
-            lambda v=value: worker.call(lambda w: w.runners[TOPIC].topic_limiter.msg.permits) == v,
+            lambda v=value: worker.call(lambda w: w.runners[TOPIC].topic_rate.permits_msg) == v,
             timeout=2,
             every=0.002,
         )
@@ -185,7 +185,7 @@ def test_resync_heals_a_missed_event(http, namespace, worker_settings, db, clien
                 {"k": f"{ns_id}//dispatchRate/", "n": ns_id},
             )
         wait_until(
-            lambda: quick.call(lambda w: w.runners[TOPIC].topic_limiter.msg.permits) == 77,
+            lambda: quick.call(lambda w: w.runners[TOPIC].topic_rate.permits_msg) == 77,
             timeout=5,
         )
     finally:

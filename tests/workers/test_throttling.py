@@ -33,16 +33,16 @@ def applied(worker, topic: str, subscription: str | None, field: str, expected) 
             runner = w.runners.get(name.full)
             if runner is None:
                 return None
-            limiter = (
-                runner.topic_limiter
+            resolved = (
+                runner.topic_rate
                 if subscription is None
-                else runner.dispatchers[subscription].limiter
+                else runner.dispatchers[subscription].rate
                 if subscription in runner.dispatchers
                 else None
             )
-            if limiter is None or limiter.resolved is None:
+            if resolved is None:
                 return None
-            return getattr(limiter.resolved, field)
+            return getattr(resolved, field)
 
         return worker.call(read) == expected
 

@@ -1,0 +1,143 @@
+"""Read-your-writes for the data plane: a write is answered once every worker enforces it.
+
+A committed change reaches the workers as events on the change-event stream.  Each worker
+applies what it reads (policies re-resolved, catalog changes made), waits until no dispatch
+call issued under the superseded limits is still running, and then confirms the stream
+position it has reached (``sl:meta:applied`` and the ``sl:applied`` channel).  After the
+commit a request publishes its events itself and waits here until every live worker has
+confirmed a position at or past them, so that once the answer is out no entry is dispatched
+under a superseded limit and every worker knows the new topics and subscriptions.
+
+A worker that does not confirm within ``timeout`` (stuck, or cut off from the database) is
+fenced: its partition leases are deleted, so its next dispatch call is refused, and it may
+take partitions again only after it has re-read everything.  A worker whose heartbeat expires
+meanwhile has left the fleet and is no longer waited for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from models import keys
+from models.names import TopicName
+from models.protocol import parse_position
+
+log = logging.getLogger(__name__)
+
+RECHECK_SECONDS = 0.25  # re-read the fleet and the confirmations this often while waiting
+
+# Deletes a lease only while the given worker holds it (its token is "<worker>:<epoch>").
+FENCE_SCRIPT = """
+local token = redis.call('GET', KEYS[1])
+if token and string.sub(token, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+"""
+
+
+@dataclass
+class Outcome:
+    """How a wait ended: the workers fenced for not confirming, or why it could not wait."""
+
+    fenced: list[str] = field(default_factory=list)
+    pending: str = ""  # a reason when enforcement could not be confirmed (Redis down)
+
+
+class Enforcement:
+    """Tracks the workers' confirmations and waits for a stream position."""
+
+    def __init__(self, redis: Redis, timeout: float) -> None:
+        self.redis = redis
+        self.timeout = timeout
+        self.applied: dict[str, tuple[int, int]] = {}
+        self._changed = asyncio.Event()
+        self._fence = redis.register_script(FENCE_SCRIPT)
+
+    async def run(self) -> None:
+        """Follow the confirmations channel until cancelled (reconnecting on errors)."""
+        while True:
+            pubsub = self.redis.pubsub()
+            try:
+                await pubsub.subscribe(keys.APPLIED_CHANNEL)
+                while True:
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1)
+                    if message is not None and message["type"] == "message":
+                        worker, _, position = message["data"].decode().partition("\t")
+                        self._note(worker, parse_position(position))
+            except asyncio.CancelledError:
+                raise
+            except RedisError as exc:
+                log.warning("confirmation channel lost (%s); reconnecting", exc)
+                await asyncio.sleep(0.5)
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(pubsub.aclose(), 1.0)
+
+    def _note(self, worker: str, position: tuple[int, int]) -> None:
+        if position > self.applied.get(worker, (0, 0)):
+            self.applied[worker] = position
+            event, self._changed = self._changed, asyncio.Event()
+            event.set()
+
+    async def wait(self, position: str) -> Outcome:
+        """Return once every live worker enforces everything up to ``position``."""
+        target = parse_position(position)
+        deadline = time.monotonic() + self.timeout
+        try:
+            while True:
+                live = await self._live_workers()
+                missing = [w for w in live if self.applied.get(w, (0, 0)) < target]
+                if missing:
+                    # Confirmations sent before this process listened, or lost: read them.
+                    stored = await self.redis.hmget(keys.APPLIED, missing)
+                    for worker, raw in zip(missing, stored, strict=True):
+                        if raw:
+                            self._note(worker, parse_position(raw.decode()))
+                    missing = [w for w in missing if self.applied.get(w, (0, 0)) < target]
+                if not missing:
+                    return Outcome()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    await self._fence_off(missing, position)
+                    return Outcome(fenced=missing)
+                end = time.monotonic() + min(RECHECK_SECONDS, left)
+                while time.monotonic() < end and any(
+                    self.applied.get(w, (0, 0)) < target for w in missing
+                ):
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), end - time.monotonic())
+        except RedisError as exc:
+            log.warning("cannot confirm enforcement (Redis unavailable): %s", exc)
+            return Outcome(pending=f"Redis unavailable: {exc}")
+
+    async def _live_workers(self) -> list[str]:
+        """Workers whose heartbeat has not expired (by Redis time)."""
+        seconds, micros = await self.redis.time()
+        now_ms = seconds * 1000 + micros // 1000
+        return [w.decode() for w in await self.redis.zrangebyscore(keys.WORKERS, now_ms, "+inf")]
+
+    async def _fence_off(self, workers: list[str], position: str) -> None:
+        """Delete the leases of workers that did not confirm; mark them to re-read all."""
+        for worker in workers:
+            log.error(
+                "worker %s did not confirm change %s within %.1f s: fencing it off",
+                worker,
+                position,
+                self.timeout,
+            )
+            await self.redis.hset(keys.worker_info(worker), "fenced", position)
+            partitions = await self.redis.smembers(keys.worker_leases(worker))
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for name in partitions:
+                    lease = keys.lease(TopicName.from_full(name.decode()))
+                    await self._fence(keys=[lease], args=[worker], client=pipe)
+                await pipe.execute()
