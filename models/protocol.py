@@ -263,6 +263,89 @@ def release_call(partition: TopicName, subscription: str, consumer: str, now_ms:
     )
 
 
+def dispatch_keys(partition: TopicName, subscription: str) -> list[str]:
+    """KEYS of ``dispatch.lua`` for one subscription on one partition."""
+    return [
+        keys.log(partition),
+        keys.sub_key(partition, subscription, "cursor"),
+        keys.sub_key(partition, subscription, "permits"),
+        keys.sub_key(partition, subscription, "redeliver"),
+        keys.sub_key(partition, subscription, "stats"),
+        keys.idle(partition),
+        keys.sub_key(partition, subscription, "waitp"),
+        keys.lease(partition),
+        keys.partition_stats(partition),
+        keys.sub_key(partition, subscription, "waitack"),
+        keys.limiter(partition),
+        keys.sub_key(partition, subscription, "lim"),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class LimitArgs:
+    """A TOPIC or SUBSCRIPTION limit as ``dispatch.lua`` takes it (<= 0 = unlimited)."""
+
+    msg: int = -1
+    byte: int = -1
+    period: int = 1  # seconds
+    relative: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchArgs:
+    """ARGV of ``dispatch.lua`` (see its header)."""
+
+    subscription: str
+    queue_prefix: str
+    now_ms: int
+    max_entries: int = 100
+    broker_msg: int = -1
+    broker_byte: int = -1
+    read_cap: int = 5 * 1024 * 1024
+    count_entries: bool = False
+    active: str = ""
+    rr_chunk: int = 20
+    rr_offset: int = 0
+    skip_when_caught_up: bool = False
+    fencing_token: str = ""
+    max_unacked_subscription: int = 0
+    max_unacked_consumer: int = 0
+    topic: LimitArgs = LimitArgs()
+    sub: LimitArgs = LimitArgs()
+    clock_ms: float | None = None  # the limiters' clock; None = Redis's TIME
+
+    def argv(self) -> list:
+        """The script's ARGV."""
+        argv = [
+            self.subscription,
+            self.queue_prefix,
+            self.now_ms,
+            self.max_entries,
+            self.broker_msg,
+            self.broker_byte,
+            self.read_cap,
+            1 if self.count_entries else 0,
+            self.active,
+            self.rr_chunk,
+            self.rr_offset,
+            1 if self.skip_when_caught_up else 0,
+            self.fencing_token,
+            self.max_unacked_subscription,
+            self.max_unacked_consumer,
+            self.topic.msg,
+            self.topic.byte,
+            self.topic.period,
+            self.sub.msg,
+            self.sub.byte,
+            self.sub.period,
+            1 if self.topic.relative else 0,
+            1 if self.sub.relative else 0,
+        ]
+        if self.clock_ms is not None:
+            argv.append(repr(float(self.clock_ms)))
+        return argv
+
+
 def partitions_of(topic: TopicName, count: int) -> list[TopicName]:
     """The partitions of a topic, or the topic itself when non-partitioned."""
     return [topic.partition(i) for i in range(count)] if count else [topic]

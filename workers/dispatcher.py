@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING
 from redis.exceptions import RedisError, ResponseError
 
 from models import keys
-from models.protocol import DispatchReason, DispatchResult
+from models.protocol import (
+    DispatchArgs,
+    DispatchReason,
+    DispatchResult,
+    LimitArgs,
+    dispatch_keys,
+)
 from models.resolution import Limiter, ResolvedRate
 
 if TYPE_CHECKING:
@@ -53,11 +59,13 @@ class Fenced(Exception):
     """The worker lost the partition's lease; it must stop dispatching it."""
 
 
-def limit_args(rate: ResolvedRate | None) -> tuple[int, int, int]:
-    """``dispatch.lua``'s (message permits, byte permits, period s) for a resolved limit."""
+def limit_args(rate: ResolvedRate | None) -> LimitArgs:
+    """A resolved TOPIC or SUBSCRIPTION limit as ``dispatch.lua`` takes it."""
     if rate is None:
-        return -1, -1, 1
-    return rate.permits_msg, rate.permits_byte, max(int(rate.period), 1)
+        return LimitArgs()
+    return LimitArgs(
+        rate.permits_msg, rate.permits_byte, max(int(rate.period), 1), rate.rate.relative
+    )
 
 
 class Dispatcher:
@@ -83,22 +91,8 @@ class Dispatcher:
         self.blocked_on_unacked = False
         self._stopped = False
         self._task: asyncio.Task | None = None
-        name = runner.partition
-        self._keys = [
-            keys.log(name),
-            keys.sub_key(name, subscription, "cursor"),
-            keys.sub_key(name, subscription, "permits"),
-            keys.sub_key(name, subscription, "redeliver"),
-            keys.sub_key(name, subscription, "stats"),
-            keys.idle(name),
-            keys.sub_key(name, subscription, "waitp"),
-            keys.lease(name),
-            keys.partition_stats(name),
-            keys.sub_key(name, subscription, "waitack"),
-            keys.limiter(name),
-            keys.sub_key(name, subscription, "lim"),
-        ]
-        self._queue_prefix = keys.sub_prefix(name, subscription) + "q:"
+        self._keys = dispatch_keys(runner.partition, subscription)
+        self._queue_prefix = keys.sub_prefix(runner.partition, subscription) + "q:"
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -194,37 +188,29 @@ class Dispatcher:
             max_entries if self.active else config.setting("dispatcherMaxRoundRobinBatchSize")
         )
         sub_limit, consumer_limit = self._unacked_limits(max_entries)
-        topic_msg, topic_byte, topic_period = limit_args(self.runner.topic_rate)
-        sub_msg, sub_byte, sub_period = limit_args(self.rate)
+        args = DispatchArgs(
+            subscription=self.subscription,
+            queue_prefix=self._queue_prefix,
+            now_ms=int(time.time() * 1000),
+            max_entries=max_entries,
+            broker_msg=-1 if reserve_msgs is None else reserve_msgs,
+            broker_byte=-1 if reserve_bytes is None else reserve_bytes,
+            read_cap=read_cap,
+            count_entries=count_entries,
+            active=self.active,
+            rr_chunk=rr_chunk,
+            rr_offset=self.rr_offset,
+            skip_when_caught_up=skip_when_caught_up,
+            fencing_token=self.runner.fencing_token,
+            max_unacked_subscription=sub_limit,
+            max_unacked_consumer=consumer_limit,
+            topic=limit_args(self.runner.topic_rate),
+            sub=limit_args(self.rate),
+        )
         self.wake.clear()
         generation = worker.gate.enter()
         try:
-            reply = await worker.scripts["dispatch"](
-                keys=self._keys,
-                args=[
-                    self.subscription,
-                    self._queue_prefix,
-                    int(time.time() * 1000),
-                    max_entries,
-                    -1 if reserve_msgs is None else reserve_msgs,
-                    -1 if reserve_bytes is None else reserve_bytes,
-                    read_cap,
-                    1 if count_entries else 0,
-                    self.active,
-                    rr_chunk,
-                    self.rr_offset,
-                    1 if skip_when_caught_up else 0,
-                    self.runner.fencing_token,
-                    sub_limit,
-                    consumer_limit,
-                    topic_msg,
-                    topic_byte,
-                    topic_period,
-                    sub_msg,
-                    sub_byte,
-                    sub_period,
-                ],
-            )
+            reply = await worker.scripts["dispatch"](keys=self._keys, args=args.argv())
         except ResponseError as exc:
             if broker.enabled:
                 broker.settle(reserve_msgs, reserve_bytes, 0, 0)

@@ -25,14 +25,19 @@
 -- ARGV[15] max unacked entries per consumer (0 = not checked)
 -- ARGV[16..18] TOPIC limit: message permits, byte permits (<= 0 = unlimited), period (s)
 -- ARGV[19..21] SUBSCRIPTION limit: message permits, byte permits, period (s)
+-- ARGV[22], ARGV[23] 1 = the TOPIC / SUBSCRIPTION limit follows the publish rate (relative)
+-- ARGV[24] (optional) the limiters' clock in ms instead of Redis's TIME (for tests)
 -- Limiter hashes hold per dimension (prefix "m" messages, "b" bytes): pm permits, pp period
 -- (ms), ws start of the current period (ms, Redis time), av quota left in it, lu last use.
 -- A quota renews each period but never above its permits (unused quota is not saved up); a
 -- negative balance (the one-entry overshoot of a byte limit) is paid back by later periods.
 -- A dimension that was not used during a whole period starts its next period when it is
 -- next used, so the first entry after a quiet spell opens a fresh period; under steady load
--- the periods stay back to back and do not drift.  A changed limit keeps what the current
--- period used (a changed period length starts a new period now).
+-- the periods stay back to back and do not drift.  A changed limit starts a new period at
+-- once, less what the interrupted period used (at most the whole new quota: a lowered limit
+-- never stalls dispatch for more than one period), so from the moment of a change every
+-- period holds at most the new limit.  A relative limit, which moves with the publish rate,
+-- keeps its periods when only its value moves.
 -- Max-unacked limits count pending entries (XPENDING); only new entries are held back by the
 -- subscription limit (redeliveries are already pending), a consumer at its limit gets nothing.
 -- Budgets are checked before each entry, so the last entry may overshoot a byte budget only.
@@ -56,10 +61,13 @@ if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
 end
 
 -- The TOPIC and SUBSCRIPTION quotas, on Redis's clock (ms).
-local clock = call('TIME')
-local tnow = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
+local tnow = tonumber(ARGV[24] or '')
+if not tnow then
+  local clock = call('TIME')
+  tnow = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
+end
 local buckets = {}
-local function bucket(key, prefix, flag, permits, period)
+local function bucket(key, prefix, flag, permits, period, relative)
   if permits <= 0 then return end
   local f = {prefix .. 'pm', prefix .. 'pp', prefix .. 'ws', prefix .. 'av', prefix .. 'lu'}
   local s = call('HMGET', key, f[1], f[2], f[3], f[4], f[5])
@@ -76,18 +84,19 @@ local function bucket(key, prefix, flag, permits, period)
       b.ws = b.ws + passed * opp
     end
     if opm ~= permits or opp ~= period then
-      if opp ~= period then b.ws = tnow end
-      b.av = permits - (opm - b.av)
+      if opp ~= period or not relative then b.ws = tnow end
+      b.av = permits - math.min(opm - b.av, permits)
     end
   end
   buckets[#buckets + 1] = b
   return b
 end
 local period_t, period_s = tonumber(ARGV[18]) * 1000, tonumber(ARGV[21]) * 1000
-local tm = bucket(KEYS[11], 'm', 1, tonumber(ARGV[16]), period_t)
-local tb = bucket(KEYS[11], 'b', 2, tonumber(ARGV[17]), period_t)
-local sm = bucket(KEYS[12], 'm', 4, tonumber(ARGV[19]), period_s)
-local sb = bucket(KEYS[12], 'b', 8, tonumber(ARGV[20]), period_s)
+local rel_t, rel_s = ARGV[22] == '1', ARGV[23] == '1'
+local tm = bucket(KEYS[11], 'm', 1, tonumber(ARGV[16]), period_t, rel_t)
+local tb = bucket(KEYS[11], 'b', 2, tonumber(ARGV[17]), period_t, rel_t)
+local sm = bucket(KEYS[12], 'm', 4, tonumber(ARGV[19]), period_s, rel_s)
+local sb = bucket(KEYS[12], 'b', 8, tonumber(ARGV[20]), period_s, rel_s)
 local function tighter(budget, b)
   if not b then return budget end
   local left = math.max(b.av, 0)

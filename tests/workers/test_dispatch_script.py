@@ -1,0 +1,209 @@
+"""``dispatch.lua``'s TOPIC and SUBSCRIPTION limiters, on a real Redis with a given clock.
+
+Each test builds one partition with a backlog and consumers with permits through the same
+scripts clients use, then calls the dispatch script directly with the limiters' clock passed
+in (``DispatchArgs.clock_ms``), so periods are exact and nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+
+from models import keys
+from models.names import TopicName
+from models.protocol import (
+    SCRIPT_NAMES,
+    DispatchArgs,
+    DispatchReason,
+    DispatchResult,
+    LimitArgs,
+    dispatch_keys,
+    produce_keys,
+    script_source,
+    subscribe_call,
+    wake_data,
+    wake_subscription,
+)
+
+NOW_MS = 1_700_000_000_000
+
+
+class Partition:
+    """A partition with a backlog and subscriptions, driven through the data-plane scripts."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self.scripts = {name: client.register_script(script_source(name)) for name in SCRIPT_NAMES}
+        self.name = TopicName("t", "ns", f"topic-{uuid.uuid4().hex[:8]}")
+
+    def produce(self, count: int, size: int = 10) -> None:
+        args = [keys.WAKE_CHANNEL, wake_data(self.name.full), count]
+        for _ in range(count):
+            args += [1, "d", b"x" * size]
+        self.scripts["produce"](keys=produce_keys(self.name)[:3], args=args)
+
+    def subscribe(self, subscription: str, consumer: str = "c1", permits: int = 100_000) -> None:
+        call = subscribe_call(
+            self.name, subscription, consumer, "Shared", "earliest", NOW_MS, "{}", 60_000
+        )
+        self.scripts["subscribe"](keys=call[0], args=call[1])
+        self.scripts["flow"](
+            keys=[
+                keys.sub_key(self.name, subscription, "permits"),
+                keys.sub_key(self.name, subscription, "waitp"),
+                keys.sub_key(self.name, subscription, "alive"),
+            ],
+            args=[
+                consumer,
+                permits,
+                NOW_MS,
+                keys.WAKE_CHANNEL,
+                wake_subscription(self.name.full, subscription),
+            ],
+        )
+
+    def dispatch(self, subscription: str, at: float, **kwargs) -> DispatchResult:
+        """One dispatch call with the limiters' clock at ``at`` seconds."""
+        args = DispatchArgs(
+            subscription=subscription,
+            queue_prefix=keys.sub_prefix(self.name, subscription) + "q:",
+            now_ms=NOW_MS,
+            clock_ms=NOW_MS + at * 1000,
+            **kwargs,
+        )
+        reply = self.scripts["dispatch"](
+            keys=dispatch_keys(self.name, subscription), args=args.argv()
+        )
+        return DispatchResult.from_reply(reply)
+
+
+@pytest.fixture
+def part(redis_server) -> Partition:
+    client = redis.Redis.from_url(redis_server.url)
+    yield Partition(client)
+    client.close()
+
+
+def topic(msg: int = -1, byte: int = -1, period: int = 1, relative: bool = False) -> LimitArgs:
+    return LimitArgs(msg, byte, period, relative)
+
+
+def test_a_period_hands_out_its_quota_and_says_how_long_until_the_next(part):
+    part.produce(100)
+    part.subscribe("s")
+    first = part.dispatch("s", 0.0, topic=topic(10))
+    assert (first.entries, first.reason) == (10, DispatchReason.MSG_BUDGET)
+    assert first.exhausted == 1 and first.wait_ms == 1000
+    later = part.dispatch("s", 0.4, topic=topic(10))
+    assert later.entries == 0 and later.wait_ms == 600
+    assert part.dispatch("s", 1.0, topic=topic(10)).entries == 10
+
+
+def test_unused_quota_is_not_saved_up(part):
+    part.produce(100)
+    part.subscribe("s")
+    assert part.dispatch("s", 0.0, topic=topic(10)).entries == 10
+    assert part.dispatch("s", 5.5, topic=topic(10)).entries == 10
+
+
+def test_first_use_after_a_quiet_period_opens_a_fresh_period(part):
+    part.produce(100)
+    part.subscribe("s")
+    part.dispatch("s", 0.0, topic=topic(10))
+    # Quiet from 0.0 until 2.7: the period that begins then runs until 3.7, not 3.0.
+    resumed = part.dispatch("s", 2.7, topic=topic(10))
+    assert resumed.entries == 10 and resumed.wait_ms == 1000
+
+
+def test_steady_use_keeps_periods_back_to_back(part):
+    part.produce(100)
+    part.subscribe("s")
+    part.dispatch("s", 0.0, topic=topic(10))
+    for second in (1, 2, 3):
+        result = part.dispatch("s", second + 0.003, topic=topic(10))
+        assert result.entries == 10
+        assert result.wait_ms == 997  # the next period still starts on the whole second
+
+
+def test_the_tightest_of_topic_subscription_and_broker_wins(part):
+    part.produce(100)
+    part.subscribe("s")
+    result = part.dispatch("s", 0.0, topic=topic(10), sub=LimitArgs(4))
+    assert result.entries == 4 and result.exhausted == 4
+    assert part.dispatch("s", 1.0, topic=topic(10), broker_msg=3).entries == 3
+
+
+def test_subscriptions_of_a_partition_share_its_topic_quota(part):
+    part.produce(100)
+    part.subscribe("a")
+    part.subscribe("b")
+    assert part.dispatch("a", 0.0, topic=topic(10)).entries == 10
+    other = part.dispatch("b", 0.2, topic=topic(10))
+    assert other.entries == 0 and other.exhausted == 1 and other.wait_ms == 800
+    # Each subscription has its own SUBSCRIPTION quota.
+    assert part.dispatch("b", 0.3, sub=LimitArgs(5)).entries == 5
+    assert part.dispatch("a", 0.3, sub=LimitArgs(5)).entries == 5
+
+
+def test_a_raised_limit_starts_a_new_period_less_what_was_used(part):
+    part.produce(500)
+    part.subscribe("s")
+    assert part.dispatch("s", 0.0, topic=topic(10)).entries == 10
+    raised = part.dispatch("s", 0.5, topic=topic(100))
+    assert raised.entries == 90
+    assert raised.wait_ms == 1000  # the new period began at the change, 0.5
+
+
+def test_a_lowered_limit_stalls_dispatch_for_one_period_at_most(part):
+    part.produce(500)
+    part.subscribe("s")
+    assert part.dispatch("s", 0.0, topic=topic(100)).entries == 100
+    lowered = part.dispatch("s", 0.3, topic=topic(10))
+    assert lowered.entries == 0 and lowered.wait_ms == 1000
+    assert part.dispatch("s", 1.3, topic=topic(10)).entries == 10
+
+
+def test_a_relative_limit_keeps_its_periods_when_its_value_moves(part):
+    part.produce(500)
+    part.subscribe("s")
+    assert part.dispatch("s", 0.0, topic=topic(50, relative=True)).entries == 50
+    moved = part.dispatch("s", 0.5, topic=topic(60, relative=True))
+    assert moved.entries == 10 and moved.wait_ms == 500
+
+
+def test_a_longer_period_is_one_quota_per_period(part):
+    part.produce(100)
+    part.subscribe("s")
+    assert part.dispatch("s", 0.0, sub=LimitArgs(5, period=2)).entries == 5
+    assert part.dispatch("s", 1.5, sub=LimitArgs(5, period=2)).entries == 0
+    assert part.dispatch("s", 2.0, sub=LimitArgs(5, period=2)).entries == 5
+
+
+def test_a_byte_limit_overshoots_by_one_entry_at_most_and_pays_it_back(part):
+    part.produce(100, size=300)
+    part.subscribe("s")
+    first = part.dispatch("s", 0.0, topic=topic(byte=1000))
+    # 0, 300, 600 and 900 bytes were under the budget before each entry: 1,200 went out.
+    assert (first.entries, first.bytes, first.reason) == (4, 1200, DispatchReason.BYTE_BUDGET)
+    second = part.dispatch("s", 1.0, topic=topic(byte=1000))
+    assert second.bytes == 900  # 800 left after paying back 200: 0, 300, 600 < 800
+
+
+def test_a_caught_up_subscription_is_not_charged_when_not_throttled(part):
+    part.produce(5)
+    part.subscribe("s")
+    free = part.dispatch("s", 0.0, topic=topic(2), skip_when_caught_up=True)
+    assert free.entries == 5 and free.unthrottled
+    part.produce(50)
+    assert part.dispatch("s", 0.1, topic=topic(2)).entries == 2
+
+
+def test_no_limit_touches_no_limiter_state(part):
+    part.produce(10)
+    part.subscribe("s")
+    assert part.dispatch("s", 0.0).entries == 10
+    assert not part.client.exists(keys.limiter(part.name))
+    assert not part.client.exists(keys.sub_key(part.name, "s", "lim"))
