@@ -84,6 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         tasks = [
             asyncio.create_task(relay.run(), name="outbox-relay"),
+            asyncio.create_task(relay.mark(), name="outbox-mark"),
             asyncio.create_task(cache.run(), name="policy-cache"),
             asyncio.create_task(enforcement.run(), name="enforcement"),
         ]

@@ -71,16 +71,16 @@ async def get_unit_of_work(
             log.warning("after-commit step failed (workers will reconcile): %s", exc)
     if uow.emitted:
         state.cache.local_write()
-        await enforce(request, state)
+        await enforce(request, state, uow)
 
 
-async def enforce(request: Request, state: AppState) -> None:
+async def enforce(request: Request, state: AppState, uow: UnitOfWork) -> None:
     """Publish the request's change events and wait until every worker enforces them.
 
     The answer says so when that could not be confirmed (``X-Sluice-Enforcement``): the
     change is committed either way and reaches the workers as soon as Redis allows."""
     try:
-        position = await state.relay.publish_now()
+        position = await state.relay.publish(uow.events)
     except Exception as exc:
         log.warning("change events not published yet (the relay retries): %s", exc)
         state.relay.notify()

@@ -1,12 +1,14 @@
-"""The outbox relay: publishes committed change events to the workers' Redis stream.
+"""Publishing committed change events to the workers' Redis stream.
 
 Events are rows written in the same transaction as the change they describe, so a rolled-back
-write never produces one and a committed write always does.  After each commit the request
-wakes the relay; a periodic sweep retries whatever could not be published (Redis down), so
-events go out once Redis is back.  A request that needs its events out before it answers
-(read-your-writes, ``api.enforcement``) calls ``publish_now``.  Publishing is at-least-once
-and in id order: a relay holds a database lock while it publishes, so two admin replicas never
-interleave.  Workers treat events as "re-read this entity", so a duplicate is harmless.
+write never produces one and a committed write always does.  Right after its commit a request
+publishes its own events (``publish``: one pipelined XADD) and the rows are marked published
+in the background, in batches; the sweep (``run``) publishes whatever a request could not
+(Redis down, process gone) once it is older than ``grace_seconds``, or at once when a request
+reports a failure.  Publishing is at-least-once: a row published by its request and swept
+again before it was marked goes out twice, which is harmless, because workers treat an event
+as "re-read this entity" and do not depend on the order of events.  Sweeps of several admin
+replicas are serialised by a database lock.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from datetime import timedelta
 from typing import Any
 
 import orjson
@@ -28,7 +31,7 @@ from models.orm import OutboxEvent
 log = logging.getLogger(__name__)
 
 BATCH = 500
-# Key of the PostgreSQL advisory lock that serialises relays across admin replicas.
+# Key of the PostgreSQL advisory lock that serialises sweeps across admin replicas.
 RELAY_LOCK_KEY = 0x5E1C_E0B0
 
 
@@ -44,7 +47,8 @@ def event_fields(event: OutboxEvent) -> dict[str, Any]:
 
 
 class OutboxRelay:
-    """Moves unpublished outbox rows to ``stream``; run ``run()`` as a background task."""
+    """Publishes a request's events at once and sweeps up the rest; run ``run()`` and
+    ``mark()`` as background tasks."""
 
     def __init__(
         self,
@@ -54,70 +58,99 @@ class OutboxRelay:
         *,
         maxlen: int = 100_000,
         sweep_seconds: float = 1.0,
+        grace_seconds: float = 5.0,
     ) -> None:
         self.sessions = sessions
         self.redis = redis
         self.stream = stream
         self.maxlen = maxlen
         self.sweep_seconds = sweep_seconds
+        self.grace_seconds = grace_seconds
         self._wake = asyncio.Event()
+        self._urgent = False
         self._lock = asyncio.Lock()
+        self._to_mark: set[int] = set()
+        self._mark_wake = asyncio.Event()
         self.published = 0
 
     def notify(self) -> None:
-        """Ask for a publish pass now (called after a commit that wrote events)."""
+        """A request could not publish its events: sweep now, without the grace period."""
+        self._urgent = True
         self._wake.set()
 
+    async def publish(self, events: list[OutboxEvent]) -> str:
+        """Publish committed events now; return the stream id of the last one."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for event in events:
+                pipe.xadd(self.stream, event_fields(event), maxlen=self.maxlen, approximate=True)
+            ids = await pipe.execute()
+        self._to_mark.update(event.id for event in events)
+        self._mark_wake.set()
+        self.published += len(events)
+        last = ids[-1]
+        return last.decode() if isinstance(last, bytes) else last
+
+    async def mark(self) -> None:
+        """Mark published rows in batches, until cancelled."""
+        while True:
+            await self._mark_wake.wait()
+            self._mark_wake.clear()
+            ids, self._to_mark = self._to_mark, set()
+            if not ids:
+                continue
+            try:
+                async with self.sessions() as session, session.begin():
+                    await _no_sync_commit(session)
+                    await session.execute(
+                        update(OutboxEvent)
+                        .where(OutboxEvent.id.in_(ids))
+                        .values(published_at=utcnow())
+                    )
+            except Exception as exc:  # the sweep publishes them again: harmless
+                log.warning("outbox: could not mark %d published event(s): %s", len(ids), exc)
+
     async def run(self) -> None:
-        """Publish on every wake-up and at least every ``sweep_seconds``, until cancelled."""
+        """Sweep on every failure report and at least every ``sweep_seconds``, until
+        cancelled."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.sweep_seconds)
             self._wake.clear()
+            urgent, self._urgent = self._urgent, False
             try:
-                await self.publish_pending()
+                await self.publish_pending(grace=0.0 if urgent else self.grace_seconds)
             except RedisError as exc:
+                self._urgent = urgent
                 log.warning("outbox relay: Redis unavailable, will retry: %s", exc)
             except Exception:
+                self._urgent = urgent
                 log.exception("outbox relay: publish pass failed, will retry")
 
-    async def publish_pending(self) -> int:
-        """Publish every unpublished event, oldest first; return how many went out."""
+    async def publish_pending(self, grace: float = 0.0) -> int:
+        """Publish every unpublished event older than ``grace`` seconds, oldest first;
+        return how many went out."""
         total = 0
         async with self._lock:
             while True:
-                count = await self._publish_batch()
+                count = await self._publish_batch(grace)
                 total += count
                 if count < BATCH:
                     break
         self.published += total
         return total
 
-    async def publish_now(self) -> str:
-        """Publish what is pending (this request's events included); return the stream's
-        newest entry id, which is at or past every event committed before the call."""
-        await self.publish_pending()
-        newest = await self.redis.xrevrange(self.stream, count=1)
-        return newest[0][0].decode() if newest else "0-0"
-
-    async def _publish_batch(self) -> int:
+    async def _publish_batch(self, grace: float) -> int:
         async with self.sessions() as session, session.begin():
             if session.bind.dialect.name == "postgresql":
+                await _no_sync_commit(session)
                 await session.execute(
                     text("SELECT pg_advisory_xact_lock(:key)"), {"key": RELAY_LOCK_KEY}
                 )
-            rows = (
-                (
-                    await session.execute(
-                        select(OutboxEvent)
-                        .where(OutboxEvent.published_at.is_(None))
-                        .order_by(OutboxEvent.id)
-                        .limit(BATCH)
-                    )
-                )
-                .scalars()
-                .all()
-            )
+            query = select(OutboxEvent).where(OutboxEvent.published_at.is_(None))
+            if grace > 0:
+                query = query.where(OutboxEvent.created_at < utcnow() - timedelta(seconds=grace))
+            rows = (await session.execute(query.order_by(OutboxEvent.id).limit(BATCH))).scalars()
+            rows = rows.all()
             if not rows:
                 return 0
             pipe = self.redis.pipeline(transaction=False)
@@ -130,3 +163,10 @@ class OutboxRelay:
                 .values(published_at=utcnow())
             )
             return len(rows)
+
+
+async def _no_sync_commit(session: AsyncSession) -> None:
+    """Marking rows published need not wait for the disk: rows whose mark is lost in a crash
+    are published again, and events are idempotent."""
+    if session.bind.dialect.name == "postgresql":
+        await session.execute(text("SET LOCAL synchronous_commit = off"))

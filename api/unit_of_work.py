@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.dataplane import DataPlane
-from models.journal import record_change
+from models.journal import OutboxEvent, record_change
 
 ANONYMOUS = "anonymous"
 
@@ -42,7 +42,7 @@ class UnitOfWork:
         self.data_plane = data_plane
         self.caller = caller
         self.dry_run = dry_run
-        self.emitted = 0
+        self.events: list[OutboxEvent] = []
         self.after_commit_hooks: list[Callable[[], Awaitable[None]]] = []
 
     def after_commit(self, hook: Callable[[], Awaitable[None]]) -> None:
@@ -66,7 +66,7 @@ class UnitOfWork:
         **payload: Any,
     ) -> None:
         """Audit and emit one change (same transaction); the action follows from before/after."""
-        record_change(
+        event = record_change(
             self.session,
             role=self.caller.role,
             request_id=self.caller.request_id,
@@ -77,4 +77,9 @@ class UnitOfWork:
             after=after,
             **payload,
         )
-        self.emitted += 1
+        self.events.append(event)
+
+    @property
+    def emitted(self) -> int:
+        """Change events written in this unit of work."""
+        return len(self.events)

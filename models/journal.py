@@ -52,8 +52,9 @@ def record_change(
     before: Any,
     after: Any,
     **payload: Any,
-) -> None:
-    """Add an audit entry and a change event for one change, in the caller's transaction.
+) -> OutboxEvent:
+    """Add an audit entry and a change event for one change, in the caller's transaction;
+    return the event.
 
     The action is derived from ``before`` / ``after``: create, delete or update.
     """
@@ -74,4 +75,6 @@ def record_change(
             after=after,
         )
     )
-    session.add(OutboxEvent(kind=kind, entity=entity, payload={"action": action, **payload}))
+    event = OutboxEvent(kind=kind, entity=entity, payload={"action": action, **payload})
+    session.add(event)
+    return event

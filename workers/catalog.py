@@ -224,29 +224,75 @@ class Catalog:
         self.topics.pop(topic.full, None)
 
     async def apply_events(self, events: list[tuple[str, str, dict]]) -> None:
-        """Apply catalog events from the admin service, then rebalance partitions."""
+        """Apply catalog events from the admin service, then rebalance partitions.
+
+        An event only names what changed: the database says what is true now, so events
+        that arrive twice or out of order (a create after its delete) change nothing wrong."""
+        named: dict[str, int] = {}  # topic -> partitions its events mention
+        subscriptions: set[tuple[str, str]] = set()
+        deleted_namespaces = False
         for kind, entity, payload in events:
-            action = payload.get("action")
             if kind == "topic":
-                topic = TopicName.from_full(entity)
-                if action == "delete":
-                    await self.drop_topic_data(topic, int(payload.get("partitions", 0)))
-                else:
-                    count = int(payload.get("partitions", 0))
-                    await self.worker.redis.hset(
-                        keys.TOPICS, entity, orjson.dumps({"partitions": count})
-                    )
-                    self.topics[entity] = count
+                named[entity] = max(named.get(entity, 0), int(payload.get("partitions", 0)))
             elif kind == "subscription":
-                topic = TopicName.from_full(payload["topic"])
-                count = self.topics.get(topic.full, 0)
-                if action == "delete":
-                    await self.drop_subscription(topic, count, payload["subscription"])
-                else:
-                    await self.ensure_subscription(topic, count, payload["subscription"])
-            elif kind in ("namespace", "tenant") and action == "delete":
-                # The admin service updated the namespace set; the data goes here.
+                subscriptions.add((payload["topic"], payload["subscription"]))
+            elif kind in ("namespace", "tenant") and payload.get("action") == "delete":
+                deleted_namespaces = True
                 for name in payload.get("topics", []):
-                    await self.drop_topic_data(TopicName.from_full(name), self.topics.get(name, 0))
-                await self.sync()
+                    named.setdefault(name, 0)
+        current, existing = await self._read_current(
+            set(named) | {t for t, _ in subscriptions}, subscriptions
+        )
+        for name, mentioned in named.items():
+            if name in current:
+                count = current[name]
+                await self.worker.redis.hset(keys.TOPICS, name, orjson.dumps({"partitions": count}))
+                self.topics[name] = count
+            else:
+                partitions = max(self.topics.get(name, 0), mentioned)
+                await self.drop_topic_data(TopicName.from_full(name), partitions)
+        for topic_name, sub in subscriptions:
+            if topic_name not in current:
+                continue  # the topic went, and its subscriptions with it
+            topic = TopicName.from_full(topic_name)
+            if (topic_name, sub) in existing:
+                await self.ensure_subscription(topic, current[topic_name], sub)
+            else:
+                await self.drop_subscription(topic, current[topic_name], sub)
+        if deleted_namespaces:
+            await self.sync()
         await self.worker.claim_partitions()
+
+    async def _read_current(
+        self, topics: set[str], subscriptions: set[tuple[str, str]]
+    ) -> tuple[dict[str, int], set[tuple[str, str]]]:
+        """The named topics that exist (with their partitions) and the named subscriptions
+        that exist, as the database has them now."""
+        if not topics:
+            return {}, set()
+        names = [TopicName.from_full(t) for t in topics]
+        async with self.worker.sessions() as session:
+            rows = (
+                await session.execute(
+                    select(Tenant.name, Namespace.name, Topic.name, Topic.partitions, Topic.id)
+                    .join(Namespace, Topic.namespace_id == Namespace.id)
+                    .join(Tenant, Namespace.tenant_id == Tenant.id)
+                    .where(Topic.name.in_({n.local for n in names}))
+                )
+            ).all()
+            found = {TopicName(t, ns, name).full: (count, tid) for t, ns, name, count, tid in rows}
+            current = {name: found[name][0] for name in topics if name in found}
+            existing: set[tuple[str, str]] = set()
+            wanted = [(t, s) for t, s in subscriptions if t in current]
+            if wanted:
+                ids = {found[t][1]: t for t, _ in wanted}
+                sub_rows = (
+                    await session.execute(
+                        select(Subscription.topic_id, Subscription.name).where(
+                            Subscription.topic_id.in_(ids),
+                            Subscription.name.in_({s for _, s in wanted}),
+                        )
+                    )
+                ).all()
+                existing = {(ids[tid], name) for tid, name in sub_rows}
+        return current, existing

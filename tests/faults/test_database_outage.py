@@ -143,10 +143,15 @@ def test_database_outage(http, namespace, settings, db, proxies):
                 recovered = api.post(RATE_PATH, json=rate(msg=5 * LIMIT))
                 wait_until(lambda: topic_permits(worker) == 5 * LIMIT, timeout=10)
                 new_events = events.xrange(settings.events_stream, min=b"(" + last_id)
-                with db.connect() as connection:
-                    unpublished = connection.execute(
-                        text("SELECT count(*) FROM outbox_events WHERE published_at IS NULL")
-                    ).scalar()
+
+                def unpublished() -> int:
+                    with db.connect() as connection:
+                        return connection.execute(
+                            text("SELECT count(*) FROM outbox_events WHERE published_at IS NULL")
+                        ).scalar()
+
+                # Published rows are marked so in the background, moments later.
+                wait_until(lambda: unpublished() == 0, timeout=10)
                 collector.stop()
     finally:
         events.close()
@@ -172,4 +177,3 @@ def test_database_outage(http, namespace, settings, db, proxies):
 
     assert recovered.status_code == 204, recovered.text
     assert any(fields[b"kind"] == b"policy" for _id, fields in new_events), new_events
-    assert unpublished == 0
