@@ -4,8 +4,9 @@ Clients and workers talk only through Redis.  A producer appends *entries* to a 
 stream (``produce.lua``); a worker moves entries into consumers' receiver queues as *packets*
 (``dispatch.lua``); consumers acknowledge with ``ack.lua``.  Each script's header names its
 KEYS, ARGV and return value.  Workers are woken through the pub/sub channel ``sl:wake`` with
-messages ``d<TAB>partition`` (new data), ``s<TAB>partition<TAB>subscription`` (consumers or
-permits changed) and ``t<TAB>topic`` (topic created or changed).
+messages ``d<TAB>partition`` (new data), ``s<TAB>partition<TAB>subscription`` (consumers
+joined or left), ``p<TAB>partition<TAB>subscription`` (permits, acks or redeliveries: the
+same consumers may take more) and ``t<TAB>topic`` (topic created or changed).
 
 Entry fields: ``d`` payload, ``n`` messages in a batch entry (absent = 1), ``k`` partition
 key, ``p`` properties (JSON), ``e`` event time (ms), ``t`` publish time (ms, server clock),
@@ -92,6 +93,18 @@ class DispatchResult:
         )
 
 
+RANGE_NOTICE = b"R"
+
+
+def range_notice(raw: bytes) -> tuple[bytes, bytes] | None:
+    """A receiver-queue element that announces consecutive new entries as (first, last) ids,
+    or None when the element is a packet of entries."""
+    if raw[:1] != RANGE_NOTICE:
+        return None
+    first, _, last = raw[1:].partition(b" ")
+    return first, last
+
+
 def unpack_packets(raw: bytes) -> list[tuple[bytes, list[bytes], int]]:
     """One element of a receiver queue as ``(entry id, flat field list, delivery count)``
     triples, undecoded: what the consumer's hot path reads."""
@@ -122,6 +135,11 @@ def wake_data(partition: str) -> str:
 def wake_subscription(partition: str, subscription: str) -> str:
     """Wake-up: consumers, permits or redeliveries of a subscription changed."""
     return f"s\t{partition}\t{subscription}"
+
+
+def wake_dispatch(partition: str, subscription: str) -> str:
+    """Wake-up: a subscription's consumers may take more (permits, acks, redeliveries)."""
+    return f"p\t{partition}\t{subscription}"
 
 
 def wake_topic(topic: str) -> str:
@@ -205,7 +223,7 @@ def ack_call(partition: TopicName, subscription: str, entry_ids: list[str]) -> C
         [
             subscription,
             keys.WAKE_CHANNEL,
-            wake_subscription(partition.full, subscription),
+            wake_dispatch(partition.full, subscription),
             *entry_ids,
         ],
     )
@@ -227,7 +245,7 @@ def ack_cumulative_call(
             consumer,
             last_entry_id,
             keys.WAKE_CHANNEL,
-            wake_subscription(partition.full, subscription),
+            wake_dispatch(partition.full, subscription),
         ],
     )
 

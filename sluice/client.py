@@ -73,6 +73,10 @@ class Client:
             ) from None
         except RedisConnectionError as exc:
             raise ConnectError(f"cannot reach {redact_url(service_url)}: {exc}") from None
+        # The receive path reads entries with XRANGE and parses them itself: the same
+        # connections, without redis-py's per-entry conversion into dicts.
+        self.raw_redis = redis.Redis(connection_pool=self.redis.connection_pool)
+        self.raw_redis.response_callbacks.pop("XRANGE", None)
         self.scripts = {
             name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES
         }

@@ -30,12 +30,13 @@ from models.names import TopicName
 from models.protocol import (
     ack_call,
     ack_cumulative_call,
+    range_notice,
     release_call,
     subscribe_call,
     unpack_batch,
     unpack_packets,
     unsubscribe_call,
-    wake_subscription,
+    wake_dispatch,
 )
 from sluice.consumer_state import AckTracker, Part
 from sluice.errors import (
@@ -46,7 +47,7 @@ from sluice.errors import (
     SubscriptionBusy,
     Timeout,
 )
-from sluice.message import Message, MessageId
+from sluice.message import EMPTY_PROPERTIES, Message, MessageId
 
 if TYPE_CHECKING:
     from sluice.client import Client
@@ -182,14 +183,20 @@ class Consumer:
         """Acknowledge one message (sent grouped, within 100 ms)."""
         if self._closed:
             raise AlreadyClosed("consumer is closed")
-        message_id = message.message_id() if type(message) is Message else self._message_id(message)
+        if type(message) is Message and message._batch < 0 and not self._acks.tracking:
+            # A whole entry no one tracks needs no bookkeeping before it is sent.
+            part = self._by_topic.get(message._topic)
+            if part is not None:
+                pending = part.pending_acks
+                pending.append(message._entry)
+                if len(pending) >= ACK_GROUP_MAX:
+                    self._flush_acks()
+                return
+        message_id = self._message_id(message)
         part = self._by_topic.get(message_id.topic) or self._part_of(message_id)
-        # A whole entry no one tracks needs no bookkeeping before it is sent.
         if (message_id.batch < 0 and not self._acks.tracking) or self._acks.ack(part, message_id):
-            with self._lock:
-                part.pending_acks.append(message_id.stream_id)
-                full = len(part.pending_acks) >= ACK_GROUP_MAX
-            if full:
+            part.pending_acks.append(message_id.stream_id)
+            if len(part.pending_acks) >= ACK_GROUP_MAX:
                 self._flush_acks()
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
@@ -261,79 +268,93 @@ class Consumer:
             reply = self._client.redis.blmpop(
                 block_seconds, len(queues), *queues, direction="LEFT", count=self._permits
             )
+            if not reply:
+                return
+            queue, elements = reply
+            part = self._by_queue[queue]
+            notices = [range_notice(raw) for raw in elements]
+            ranges = [n for n in notices if n is not None]
+            if ranges:
+                # New entries: read them where they are, in one round trip.
+                pipe = self._client.raw_redis.pipeline(transaction=False)
+                for first, last in ranges:
+                    pipe.execute_command("XRANGE", part.log, first, last)
+                fetched = iter(pipe.execute())
         except (RedisConnectionError, RedisTimeoutError):
             time.sleep(min(block_seconds, 0.5))
             return
-        if not reply:
-            return
-        queue, elements = reply
-        part = self._by_queue[queue]
         messages: list[Message] = []
-        for raw in elements:
-            self._decode(part, raw, messages)
+        for raw, notice in zip(elements, notices, strict=True):
+            if notice is None:
+                self._decode(part, unpack_packets(raw), messages)
+            else:
+                self._decode_new(part, next(fetched), messages)
         with self._lock:
             self._buffer.extend(messages)
 
-    def _decode(self, part: Part, raw: bytes, out: list[Message]) -> None:
-        """Append the messages of one receiver-queue element (a run of entries) to ``out``.
-
-        The receive hot path: one loop over the unpacked entries, no intermediate objects."""
+    def _decode_new(self, part: Part, rows: list, out: list[Message]) -> None:
+        """Append the messages of new entries as XRANGE returned them (first delivery)."""
         topic = part.topic
         index = part.index_in_topic
-        for entry_id, flat, delivery_count in unpack_packets(raw):
-            entry = entry_id.decode()
-            redeliveries = delivery_count - 1 if delivery_count > 1 else 0
+        append = out.append
+        for entry_id, flat in rows:
             if len(flat) == 4 and flat[0] == b"t" and flat[2] == b"d":
                 # The common entry: publish time and payload, nothing else.
-                out.append(
-                    Message(
-                        flat[3],
-                        MessageId(entry, index, -1, topic),
-                        key=None,
-                        properties={},
-                        publish_time=int(flat[1]),
-                        event_time=0,
-                        redelivery_count=redeliveries,
-                        topic=topic,
-                    )
-                )
-                continue
-            pairs = iter(flat)
-            fields = dict(zip(pairs, pairs, strict=False))
-            publish = int(fields.get(b"t", 0))
-            if b"n" in fields:
-                batch = unpack_batch(fields[b"d"])
-                self._acks.expect_batch(part, entry, len(batch))
-                out.extend(
-                    Message(
-                        payload,
-                        MessageId(entry, index, i, topic),
-                        key=key,
-                        properties=orjson.loads(props) if props else {},
-                        publish_time=publish,
-                        event_time=event or 0,
-                        redelivery_count=redeliveries,
-                        topic=topic,
-                        batch_size=len(batch),
-                    )
-                    for i, (payload, key, props, event) in enumerate(batch)
-                )
-                continue
-            key = fields.get(b"k")
-            props = fields.get(b"p")
-            event = fields.get(b"e")
-            out.append(
+                append(Message(flat[3], entry_id.decode(), index, topic, flat[1]))
+            else:
+                self._decode_entry(part, entry_id.decode(), flat, 0, out)
+
+    def _decode(self, part: Part, entries: list, out: list[Message]) -> None:
+        """Append the messages of a packet of entries (redeliveries, with delivery counts)."""
+        for entry_id, flat, delivery_count in entries:
+            redeliveries = delivery_count - 1 if delivery_count > 1 else 0
+            self._decode_entry(part, entry_id.decode(), flat, redeliveries, out)
+
+    def _decode_entry(
+        self, part: Part, entry: str, flat: list[bytes], redeliveries: int, out: list[Message]
+    ) -> None:
+        """Append the message(s) of one entry with any fields (key, properties, a batch)."""
+        topic = part.topic
+        index = part.index_in_topic
+        pairs = iter(flat)
+        fields = dict(zip(pairs, pairs, strict=False))
+        publish = fields.get(b"t", b"0")
+        if b"n" in fields:
+            batch = unpack_batch(fields[b"d"])
+            self._acks.expect_batch(part, entry, len(batch))
+            out.extend(
                 Message(
-                    fields.get(b"d", b""),
-                    MessageId(entry, index, -1, topic),
-                    key=key.decode() if key is not None else None,
-                    properties=orjson.loads(props) if props else {},
-                    publish_time=publish,
-                    event_time=int(event) if event is not None else 0,
-                    redelivery_count=redeliveries,
-                    topic=topic,
+                    payload,
+                    entry,
+                    index,
+                    topic,
+                    publish,
+                    redeliveries,
+                    key,
+                    orjson.loads(props) if props else EMPTY_PROPERTIES,
+                    event or 0,
+                    i,
+                    len(batch),
                 )
+                for i, (payload, key, props, event) in enumerate(batch)
             )
+            return
+        key = fields.get(b"k")
+        props = fields.get(b"p")
+        event = fields.get(b"e")
+        out.append(
+            Message(
+                fields.get(b"d", b""),
+                entry,
+                index,
+                topic,
+                publish,
+                redeliveries,
+                key.decode() if key is not None else None,
+                orjson.loads(props) if props else EMPTY_PROPERTIES,
+                int(event) if event is not None else 0,
+            )
+        )
 
     def _hand_out(self, message: Message) -> Message:
         part = self._by_topic[message.topic_name()]
@@ -365,7 +386,7 @@ class Consumer:
                     self._subscription,
                     due,
                     keys.WAKE_CHANNEL,
-                    wake_subscription(part.name.full, self._subscription),
+                    wake_dispatch(part.name.full, self._subscription),
                     *dict.fromkeys(ids),
                 ],
             )
@@ -386,8 +407,7 @@ class Consumer:
             self._dlq_producer.send(
                 m.data(), properties=props, partition_key=m.partition_key() or None
             )
-        with self._lock:
-            part.pending_acks.append(messages[0].message_id().stream_id)
+        part.pending_acks.append(messages[0].message_id().stream_id)
         self._flush_acks()
         return True
 
@@ -438,7 +458,7 @@ class Consumer:
                 permits,
                 _now_ms(),
                 keys.WAKE_CHANNEL,
-                wake_subscription(part.name.full, self._subscription),
+                wake_dispatch(part.name.full, self._subscription),
             ],
         )
         return bool(ok)
@@ -455,15 +475,21 @@ class Consumer:
                 return
 
     def _flush_acks(self) -> None:
+        # Several threads may append while this runs: each popleft is atomic, so every id is
+        # taken exactly once, by one flush.
         for part in self._parts:
-            with self._lock:
-                ids, part.pending_acks = part.pending_acks, []
+            pending = part.pending_acks
+            if not pending:
+                continue
+            ids = []
+            with contextlib.suppress(IndexError):
+                for _ in range(len(pending)):
+                    ids.append(pending.popleft())
             if ids:
                 try:
                     self._call("ack", *ack_call(part.name, self._subscription, ids))
                 except (RedisConnectionError, RedisTimeoutError):
-                    with self._lock:
-                        part.pending_acks[:0] = ids
+                    pending.extendleft(reversed(ids))
                     return
 
     def _release(self, part: Part) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from models import keys
@@ -19,7 +20,7 @@ class Part:
     name: TopicName
     subscription: str
     consumer_id: str
-    pending_acks: list[str] = field(default_factory=list)
+    pending_acks: deque[str] = field(default_factory=deque)
     received: int = 0
 
     def __post_init__(self) -> None:

@@ -74,13 +74,22 @@ class MessageId:
         return f"MessageId({self.stream_id!r}, partition={self.part}, batch={self.batch})"
 
 
+EMPTY_PROPERTIES: dict[str, str] = {}
+
+
 class Message:
-    """A received message."""
+    """A received message.
+
+    Built on the consumer's hot path, so it keeps what arrived as it arrived: the entry id
+    as a string, the publish time as bytes, and makes the ``MessageId`` only when asked."""
 
     __slots__ = (
+        "_batch",
         "_data",
+        "_entry",
         "_event_time",
         "_id",
+        "_index",
         "_key",
         "_properties",
         "_publish_time",
@@ -92,25 +101,29 @@ class Message:
     def __init__(
         self,
         data: bytes,
-        message_id: MessageId,
-        *,
-        key: str | None,
-        properties: dict[str, str],
-        publish_time: int,
-        event_time: int,
-        redelivery_count: int,
+        entry: str,
+        index: int,
         topic: str,
+        publish_time: bytes | int,
+        redelivery_count: int = 0,
+        key: str | None = None,
+        properties: dict[str, str] = EMPTY_PROPERTIES,
+        event_time: int = 0,
+        batch: int = -1,
         batch_size: int = 1,
     ) -> None:
         self._data = data
-        self._id = message_id
+        self._entry = entry
+        self._index = index
+        self._topic = topic
+        self._publish_time = publish_time
+        self._redelivery_count = redelivery_count
         self._key = key
         self._properties = properties
-        self._publish_time = publish_time
         self._event_time = event_time
-        self._redelivery_count = redelivery_count
-        self._topic = topic
+        self._batch = batch
         self.batch_size = batch_size
+        self._id: MessageId | None = None
 
     def data(self) -> bytes:
         """The payload."""
@@ -134,7 +147,7 @@ class Message:
 
     def publish_timestamp(self) -> int:
         """When the message was stored, ms since the epoch (server clock)."""
-        return self._publish_time
+        return int(self._publish_time)
 
     def event_timestamp(self) -> int:
         """The application's event time in ms, 0 when not set."""
@@ -142,6 +155,8 @@ class Message:
 
     def message_id(self) -> MessageId:
         """This message's id."""
+        if self._id is None:
+            self._id = MessageId(self._entry, self._index, self._batch, self._topic)
         return self._id
 
     def topic_name(self) -> str:
@@ -153,4 +168,4 @@ class Message:
         return self._redelivery_count
 
     def __repr__(self) -> str:
-        return f"Message(id={self._id}, topic={self._topic!r}, size={len(self._data)})"
+        return f"Message(id={self.message_id()}, topic={self._topic!r}, size={len(self._data)})"

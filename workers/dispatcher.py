@@ -266,8 +266,7 @@ class Dispatcher:
         elif reason in (DispatchReason.MSG_BUDGET, DispatchReason.BYTE_BUDGET):
             await self._wait_for_quota(result)
         else:
-            if reason is DispatchReason.NO_PERMITS:
-                self.refresh_needed = True
+            # Consumers that join or leave send a wake-up that reads them again.
             await self._park(result.next_due_ms)
 
     async def _wait_for_quota(self, result: DispatchResult) -> None:

@@ -114,15 +114,17 @@ class PartitionRunner:
         for dispatcher in self.dispatchers.values():
             dispatcher.wake.set()
 
-    async def wake_subscription(self, subscription: str) -> None:
-        """Consumers, permits or redeliveries of one subscription changed."""
+    async def wake_subscription(self, subscription: str, consumers_changed: bool = True) -> None:
+        """Consumers joined or left (read them again), or permits, acks or redeliveries of
+        one subscription changed (just look again)."""
         dispatcher = self.dispatchers.get(subscription)
         if dispatcher is None:
             await self.sync_subscriptions()
             dispatcher = self.dispatchers.get(subscription)
             if dispatcher is None:
                 return
-        dispatcher.refresh_needed = True
+        if consumers_changed:
+            dispatcher.refresh_needed = True
         dispatcher.wake.set()
 
     # --- limits ---------------------------------------------------------------------------

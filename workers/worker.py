@@ -218,11 +218,11 @@ class Worker:
             runner = self.runners.get(rest)
             if runner is not None:
                 runner.wake_all()
-        elif kind == "s":
+        elif kind in ("s", "p"):
             partition, _, subscription = rest.partition("\t")
             runner = self.runners.get(partition)
             if runner is not None:
-                await runner.wake_subscription(subscription)
+                await runner.wake_subscription(subscription, consumers_changed=kind == "s")
         elif kind == "t":
             # A topic was created (possibly by a client): record it and take its partitions.
             await self.catalog.sync()

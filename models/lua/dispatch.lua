@@ -41,8 +41,10 @@
 -- Max-unacked limits count pending entries (XPENDING); only new entries are held back by the
 -- subscription limit (redeliveries are already pending), a consumer at its limit gets nothing.
 -- Budgets are checked before each entry, so the last entry may overshoot a byte budget only.
--- Each run of entries for one consumer is pushed as one packet:
--- msgpack [[id, fields, delivery count], ...].
+-- What a consumer may take goes to its receiver queue as one element per run: new entries,
+-- which are consecutive in the stream, as the notice "R<first id> <last id>" (the consumer
+-- reads them itself with XRANGE, so payloads are not copied through here), redeliveries as
+-- a packet msgpack [[id, fields, delivery count], ...].
 -- Returns {entries, messages, bytes, redelivered, reason, unthrottled, next_due_ms, units,
 -- unacked, exhausted, wait_ms} where reason is 0 more may follow, 1 no data, 2 no permits,
 -- 3 message budget, 4 byte budget, 5 max unacked reached (the waitack flag is set; an ack
@@ -303,7 +305,6 @@ if fast and not stop then
     local reply = call('XREADGROUP', 'GROUP', group, c[1], 'COUNT', want, 'STREAMS', KEYS[1], '>')
     local got = reply and reply[1] and reply[1][2] or {}
     if #got == 0 then drained = true break end
-    local packets = {}
     for k = 1, #got do
       local size = 0
       local fields = got[k][2]
@@ -314,24 +315,23 @@ if fast and not stop then
         -- Already handed to the group: it goes in this read, the cap stops the next.
         stop = true
       end
-      packets[k] = {got[k][1], fields, 1}
       charge(c, size, 1, true)
     end
-    call('RPUSH', qprefix .. c[1], cmsgpack.pack(packets))
     cursor = got[#got][1]
+    call('RPUSH', qprefix .. c[1], 'R' .. got[1][1] .. ' ' .. cursor)
     if #got < want then drained = true break end
     if stop then reason = 0 break end
   end
 end
 
--- 2b. Slow path: new entries after the cursor, in runs: one XREADGROUP and one packet each.
+-- 2b. Slow path: new entries after the cursor, in runs: one XREADGROUP and one notice each.
 local i = 1
 local run, run_owner = {}, nil
 local function flush()
   if run_owner and #run > 0 then
     call('XREADGROUP', 'GROUP', group, run_owner, 'COUNT', #run, 'STREAMS', KEYS[1], '>')
-    call('RPUSH', qprefix .. run_owner, cmsgpack.pack(run))
-    cursor = run[#run][1]
+    cursor = run[#run]
+    call('RPUSH', qprefix .. run_owner, 'R' .. run[1] .. ' ' .. cursor)
   end
   run = {}
 end
@@ -347,7 +347,7 @@ while not stop and i <= #fresh do
     local size, n = fields_size(entry[2])
     local why = refuse(size, true)
     if why ~= nil then reason, stop = why, true break end
-    run[#run + 1] = {entry[1], entry[2], 1}
+    run[#run + 1] = entry[1]
     charge(c, size, n, true)
     i = i + 1
   end
