@@ -153,9 +153,13 @@ class PartitionRunner:
         redis = self.worker.redis
         now_ms = int(time.time() * 1000)
         cutoff = now_ms - self.worker.consumer_timeout_ms
-        for name, dispatcher in list(self.dispatchers.items()):
-            alive_key = keys.sub_key(self.partition, name, "alive")
-            dead = await redis.zrangebyscore(alive_key, "-inf", f"({cutoff}")
+        dispatchers = list(self.dispatchers.items())
+        async with redis.pipeline(transaction=False) as pipe:
+            for name, _dispatcher in dispatchers:
+                alive = keys.sub_key(self.partition, name, "alive")
+                pipe.zrangebyscore(alive, "-inf", f"({cutoff}")
+            silent = await pipe.execute()
+        for (name, dispatcher), dead in zip(dispatchers, silent, strict=True):
             for consumer in dead:
                 consumer_id = consumer.decode()
                 log.info("releasing consumer %s of %s/%s", consumer_id, self.partition.full, name)
