@@ -8,7 +8,7 @@ function.  Pure data: no database or Redis access here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -49,6 +49,24 @@ class PolicySnapshot:
     topics: Mapping[str, TopicRates] = field(default_factory=dict)
     namespace_flow: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     topic_flow: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def with_namespace(self, namespace: str, part: PolicySnapshot) -> PolicySnapshot:
+        """This snapshot with every policy of ``tenant/namespace`` (the namespace's own and
+        its topics') taken from ``part``, a snapshot of that namespace alone."""
+        prefix = f"persistent://{namespace}/"
+
+        def merged(mine: Mapping, theirs: Mapping, keep) -> dict:
+            return {**{k: v for k, v in mine.items() if keep(k)}, **theirs}
+
+        return replace(
+            self,
+            namespaces=merged(self.namespaces, part.namespaces, lambda k: k != namespace),
+            topics=merged(self.topics, part.topics, lambda k: not k.startswith(prefix)),
+            namespace_flow=merged(
+                self.namespace_flow, part.namespace_flow, lambda k: k != namespace
+            ),
+            topic_flow=merged(self.topic_flow, part.topic_flow, lambda k: not k.startswith(prefix)),
+        )
 
     def flow_inputs_for(self, topic: TopicName) -> FlowInputs:
         """Flow-control resolution inputs for a topic or any of its partitions."""

@@ -124,8 +124,16 @@ class EventFollower:
 async def apply_events(worker: Worker, events: list[tuple[str, str, dict]]) -> None:
     """Reload policies once per batch; hand catalog events to the catalog."""
     started = time.monotonic()
-    if any(kind in POLICY_KINDS for kind, _e, _p in events):
-        await worker.policy.reload()
+    policy_events = [(kind, payload) for kind, _e, payload in events if kind in POLICY_KINDS]
+    if policy_events:
+        namespaces = {
+            payload.get("namespace") for kind, payload in policy_events if kind == "policy"
+        }
+        if None in namespaces:
+            await worker.policy.reload()
+        else:
+            broker = any(kind == "broker.config" for kind, _p in policy_events)
+            await worker.policy.reload_parts(namespaces, broker)
         worker.apply_limits()
         worker.metrics.policy_reload_seconds = time.monotonic() - started
         if any(kind == "broker.config" for kind, _e, _p in events):

@@ -8,12 +8,15 @@ the admin service uses for ``applied=true``.
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
+
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from models.broker_config import BrokerConfig
 from models.flow_resolution import FlowLimits, resolve_flow
 from models.names import TopicName
-from models.repository import load_snapshot
+from models.repository import find_namespace, load_broker_config, load_snapshot
 from models.resolution import EffectiveLimits, PublishRate, resolve_limits
 from models.snapshot import PolicySnapshot
 
@@ -26,6 +29,9 @@ class PolicyState:
         self.snapshot = PolicySnapshot()
         self.version = 0
         self._flow: dict[str, FlowLimits] = {}
+        # Reads and swaps of the snapshot never overlap, so an older read can never replace
+        # a newer one (a periodic full reload racing a change event).
+        self._lock = asyncio.Lock()
 
     @property
     def broker(self) -> BrokerConfig:
@@ -34,8 +40,27 @@ class PolicyState:
 
     async def reload(self) -> None:
         """Read every policy and the broker configuration again."""
-        async with self.sessions() as session:
-            self.snapshot = await load_snapshot(session)
+        async with self._lock, self.sessions() as session:
+            self._swap(await load_snapshot(session))
+
+    async def reload_parts(self, namespaces: set[str], broker: bool) -> None:
+        """Read again only the policies of some namespaces (``tenant/ns``) and, if asked, the
+        broker configuration: what a change event names."""
+        async with self._lock, self.sessions() as session:
+            snapshot = self.snapshot
+            if broker:
+                snapshot = replace(snapshot, broker=await load_broker_config(session))
+            for namespace in sorted(namespaces):
+                tenant, _, name = namespace.partition("/")
+                row = await find_namespace(session, tenant, name)
+                part = PolicySnapshot(broker=snapshot.broker)
+                if row is not None:
+                    part = await load_snapshot(session, namespace_id=row.id, broker=snapshot.broker)
+                snapshot = snapshot.with_namespace(namespace, part)
+            self._swap(snapshot)
+
+    def _swap(self, snapshot: PolicySnapshot) -> None:
+        self.snapshot = snapshot
         self.version += 1
         self._flow = {}
 
