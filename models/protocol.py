@@ -330,6 +330,7 @@ class DispatchArgs:
     max_unacked_consumer: int = 0
     topic: LimitArgs = LimitArgs()
     sub: LimitArgs = LimitArgs()
+    reads: int = 1  # reads of up to ``max_entries`` one call may make (unthrottled fast path)
     clock_ms: float | None = None  # the limiters' clock; None = Redis's TIME
 
     def argv(self) -> list:
@@ -358,6 +359,7 @@ class DispatchArgs:
             self.sub.period,
             1 if self.topic.relative else 0,
             1 if self.sub.relative else 0,
+            self.reads,
         ]
         if self.clock_ms is not None:
             argv.append(repr(float(self.clock_ms)))

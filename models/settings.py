@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     worker_ownership: str = "lease"
     # Seconds between full resynchronisations of policies from the database.
     worker_resync_seconds: float = 30.0
+    # Reads (of dispatcherMaxReadBatchSize entries each) one dispatch call may make for a
+    # subscription whose limits do not bind: fewer round trips at high rates.
+    worker_reads_per_call: int = 4
     # Seconds between stats snapshots emitted for reporting.
     stats_interval_seconds: float = 10.0
     # A consumer that has not heartbeated for this many seconds is released (its unacked

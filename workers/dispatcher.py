@@ -206,6 +206,7 @@ class Dispatcher:
             max_unacked_consumer=consumer_limit,
             topic=limit_args(self.runner.topic_rate),
             sub=limit_args(self.rate),
+            reads=worker.settings.worker_reads_per_call,
         )
         self.wake.clear()
         generation = worker.gate.enter()

@@ -26,7 +26,9 @@
 -- ARGV[16..18] TOPIC limit: message permits, byte permits (<= 0 = unlimited), period (s)
 -- ARGV[19..21] SUBSCRIPTION limit: message permits, byte permits, period (s)
 -- ARGV[22], ARGV[23] 1 = the TOPIC / SUBSCRIPTION limit follows the publish rate (relative)
--- ARGV[24] (optional) the limiters' clock in ms instead of Redis's TIME (for tests)
+-- ARGV[24] reads per call: the fast path may read up to this many times max entries (each
+--          XREADGROUP reads at most max entries; the read size cap applies per read)
+-- ARGV[25] (optional) the limiters' clock in ms instead of Redis's TIME (for tests)
 -- Limiter hashes hold per dimension (prefix "m" messages, "b" bytes): pm permits, pp period
 -- (ms), ws start of the current period (ms, Redis time), av quota left in it, lu last use.
 -- A quota renews each period but never above its permits (unused quota is not saved up); a
@@ -63,7 +65,7 @@ if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
 end
 
 -- The TOPIC and SUBSCRIPTION quotas, on Redis's clock (ms).
-local tnow = tonumber(ARGV[24] or '')
+local tnow = tonumber(ARGV[25] or '')
 if not tnow then
   local clock = call('TIME')
   tnow = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
@@ -287,16 +289,18 @@ end
 
 -- 2a. Fast path: per consumer run, XREADGROUP exactly as many entries as may go.
 local drained = false
+local reads = math.max(tonumber(ARGV[24] or '1') or 1, 1)
+local call_entries, call_cap = max_entries * reads, read_cap * reads
 if fast and not stop then
   while true do
     local c = pick()
     if not c then reason, stop = nobody(), true break end
-    local want = math.min(c[2], rr_chunk - c[3], max_entries - entries)
+    local want = math.min(c[2], rr_chunk - c[3], max_entries, call_entries - entries)
     if msg_budget >= 0 then want = math.min(want, msg_budget - units) end
     if c[5] >= 0 then want = math.min(want, c[5]) end
     if sub_room >= 0 then want = math.min(want, sub_room) end
     if want <= 0 then
-      if entries >= max_entries then reason = 0
+      if entries >= call_entries then reason = 0
       elseif sub_room == 0 then reason = 5
       else reason = 3 end
       stop = true
@@ -311,7 +315,7 @@ if fast and not stop then
       for f = 1, #fields, 2 do
         if fields[f] == 'd' then size = #fields[f + 1] break end
       end
-      if entries > 0 and bytes + size > read_cap then
+      if entries > 0 and bytes + size > call_cap then
         -- Already handed to the group: it goes in this read, the cap stops the next.
         stop = true
       end

@@ -207,3 +207,14 @@ def test_no_limit_touches_no_limiter_state(part):
     assert part.dispatch("s", 0.0).entries == 10
     assert not part.client.exists(keys.limiter(part.name))
     assert not part.client.exists(keys.sub_key(part.name, "s", "lim"))
+
+
+def test_several_reads_per_call_stay_within_every_limit(part):
+    part.produce(1000)
+    part.subscribe("s")
+    free = part.dispatch("s", 0.0, max_entries=100, reads=4)
+    assert free.entries == 400 and free.reason == DispatchReason.MORE
+    limited = part.dispatch("s", 0.0, max_entries=100, reads=4, topic=topic(250))
+    assert limited.entries == 250 and limited.reason == DispatchReason.MSG_BUDGET
+    part.subscribe("t", permits=150)
+    assert part.dispatch("t", 0.0, max_entries=100, reads=4).entries == 150
