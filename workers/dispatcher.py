@@ -92,6 +92,7 @@ class Dispatcher:
         self._stopped = False
         self._task: asyncio.Task | None = None
         self._keys = dispatch_keys(runner.partition, subscription)
+        self._packed_keys = runner.worker.dispatch_script.prefix(self._keys)
         self._queue_prefix = keys.sub_prefix(runner.partition, subscription) + "q:"
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -211,7 +212,7 @@ class Dispatcher:
         self.wake.clear()
         generation = worker.gate.enter()
         try:
-            reply = await worker.scripts["dispatch"](keys=self._keys, args=args.argv())
+            reply = await worker.dispatch_script(self._packed_keys, args.argv())
         except ResponseError as exc:
             if broker.enabled:
                 broker.settle(reserve_msgs, reserve_bytes, 0, 0)

@@ -33,6 +33,7 @@ from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
 from workers.partition import PartitionRunner
 from workers.policy import PolicyState
+from workers.scriptcall import PackedScript
 from workers.stats import StatsPublisher
 from workers.wakeups import listen_for_wakeups
 
@@ -70,6 +71,7 @@ class Worker:
         self.gate = DispatchGate()
         self.events: EventFollower | None = None
         self.scripts = {name: redis.register_script(script_source(name)) for name in SCRIPT_NAMES}
+        self.dispatch_script = PackedScript(redis, script_source("dispatch"))
         self.runners: dict[str, PartitionRunner] = {}
         self.consumer_timeout_ms = int(settings.consumer_timeout_seconds * 1000)
         self.ready = False
