@@ -33,8 +33,21 @@ need() { packages+=("$1"); reasons+=("$1: $2"); }
     need python3-venv "creates the virtual environment in .venv"
 command -v redis-server >/dev/null 2>&1 ||
     need redis-server "the standalone's embedded Redis and the tests' private Redis"
-command -v java >/dev/null 2>&1 ||
+java_major() {
+    local version
+    version=$(java -version 2>&1 | head -n1)
+    version=${version#*\"}
+    version=${version%%\"*}
+    case $version in
+        1.*) version=${version#1.} ;;
+    esac
+    echo "${version%%[!0-9]*}"
+}
+if ! command -v java >/dev/null 2>&1; then
     need default-jre-headless "a Java runtime for PySpark (the report jobs)"
+elif [ "$(java_major)" -lt 17 ] 2>/dev/null; then
+    need default-jre-headless "PySpark needs Java 17 or newer, and java is $(java_major)"
+fi
 [ -f "$JDBC_JAR" ] ||
     need libpostgresql-jdbc-java "the PostgreSQL JDBC driver the report jobs write with"
 server_bin=$(ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | head -n1 || true)
@@ -69,7 +82,8 @@ as_root() { "${SUDO[@]}" "$@"; }
 echo "$ME: installing what Sluice needs and this machine lacks:"
 for reason in "${reasons[@]}"; do echo "  $reason"; done
 [ $postgres_missing = 1 ] &&
-    echo "  postgresql: initdb and postgres, for the tests' throw-away PostgreSQL (no cluster is created)"
+    echo "  postgresql: initdb and postgres, for the tests' throw-away PostgreSQL" \
+        "(no cluster is created)"
 
 # Packages of services (redis-server) would start them on install: a policy-rc.d that says
 # no keeps them stopped while this script installs. One that exists already is left alone.
@@ -88,7 +102,8 @@ if [ ! -e "$policy" ]; then
 fi
 
 apt_install() {
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 --no-install-recommends "$@"
+    as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q -o Dpkg::Use-Pty=0 --no-install-recommends "$@"
 }
 as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 [ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"
