@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import sys
@@ -78,9 +77,8 @@ def render(
 
 
 def terminal_width() -> int | None:
-    """Columns of the terminal standard output writes to, or None when it is not one."""
-    if os.environ.get("COLUMNS", "").isdigit():
-        return int(os.environ["COLUMNS"])
+    """Columns of the terminal standard output writes to, or None when it is not one (a pipe
+    or a file gets whole lines)."""
     if sys.stdout.isatty():
         return shutil.get_terminal_size().columns
     return None
