@@ -1,6 +1,6 @@
 """scripts/install-system-packages.sh: what it says when it cannot help (nothing is installed).
 
-The happy path (apt-get installing the packages) is what every fresh machine's first
+The happy path (apt-get installing the packages) is what every new machine's first
 ``make`` runs; here, the two messages the README's Troubleshooting quotes.
 """
 
