@@ -1,26 +1,35 @@
 # Two commands for a newcomer: `make standalone` runs Sluice, `make test` runs the tests.
-# Both create the virtual environment in .venv on first use.
+# Both first install the system packages this machine lacks (scripts/install-system-packages.sh:
+# apt-get, through sudo when not root; nothing when all is there), then create the virtual
+# environment in .venv with the exact versions of constraints.txt.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+PIP_VERSION := 26.3
+UV_VERSION  := 0.13.9
 
-.PHONY: standalone test lint format bench bench-smoke clean
+.PHONY: system standalone test lint format bench bench-smoke lock clean
 
-$(STAMP): pyproject.toml
+system:
+	@PYTHON=$(PYTHON) bash scripts/install-system-packages.sh
+
+$(STAMP): pyproject.toml constraints.txt | system
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[reports,dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check pip==$(PIP_VERSION)
+	$(BIN)/python -m pip install --quiet --constraint constraints.txt -e '.[reports,dev]'
 	touch $(STAMP)
 
-standalone: $(STAMP)
+standalone: system $(STAMP)
+	@echo "Sluice standalone: admin API on http://localhost:8080, Redis on port 6650;"
+	@echo "it runs in this terminal until Ctrl-C. In a second terminal: source .venv/bin/activate"
 	$(BIN)/sluice standalone
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-test: $(STAMP) lint
+test: system $(STAMP) lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 bench: $(STAMP)
@@ -32,6 +41,13 @@ bench-smoke: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# Re-resolve every dependency (reports and dev extras included) into constraints.txt, for
+# Python 3.11 and newer; commit the result.
+lock: $(STAMP)
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
+	$(BIN)/uv pip compile pyproject.toml --extra reports --extra dev --universal \
+		--python-version 3.11 --custom-compile-command "make lock" --quiet -o constraints.txt
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .ruff_cache

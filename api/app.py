@@ -25,6 +25,7 @@ from api.audit.router import router as audit_router
 from api.auth import AccessControl, AuthenticationMiddleware, authorize
 from api.brokers.router import router as brokers_router
 from api.dataplane import DataPlane
+from api.docs import install_docs
 from api.enforcement import Enforcement
 from api.errors import install_error_handlers
 from api.flow.router import router as flow_router
@@ -107,6 +108,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Pulsar-compatible admin v2 API for dispatch throttling on Redis Streams.",
         lifespan=lifespan,
         default_response_class=JsonResponse,
+        docs_url=None,  # served offline by api.docs
+        redoc_url=None,
         # Authentication + the policy table in api.auth; with authentication off every call is
         # allowed, so the dependency (a measurable cost per request) is left out.
         dependencies=[Depends(authorize)] if access_control.authentication else [],
@@ -124,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         reports_router,
     ):
         app.include_router(router)
+    install_docs(app)
     install_error_handlers(app)
     if access_control.authentication:
         # Innermost of the middlewares: CORS preflights and body limits come first.

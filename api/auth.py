@@ -29,6 +29,7 @@ from sqlalchemy import select
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api.docs import ASSET_PATHS
 from api.errors import reason_response
 from models.errors import Forbidden, SluiceError
 from models.names import is_valid_name
@@ -52,6 +53,7 @@ POLICY: dict[str, Access] = {
     "/docs": Access.OPEN,
     "/docs/oauth2-redirect": Access.OPEN,
     "/redoc": Access.OPEN,
+    **dict.fromkeys(ASSET_PATHS, Access.OPEN),
     "/openapi.json": Access.OPEN,
     "/admin/v2/brokers/health": Access.OPEN,
     "/admin/v2/brokers/ready": Access.OPEN,

@@ -1,7 +1,8 @@
 """Shared pieces of the benchmarks: a private Sluice deployment and figure printing.
 
 ``Stack`` starts what a benchmark measures as real processes — a scratch PostgreSQL database
-(migrated), a private ``redis-server``, the admin service (``sluice api``) and, if asked, a
+(migrated, on the server ``SLUICE_BENCH_PG_URL`` names, else on a throw-away cluster of the
+benchmark's own), a private ``redis-server``, the admin service (``sluice api``) and, if asked, a
 broker worker (``sluice worker``) — and removes them afterwards.  Benchmarks print figures as
 ratios against a baseline measured in the same run; they never assert timings.
 """
@@ -9,6 +10,7 @@ ratios against a baseline measured in the same run; they never assert timings.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import statistics
@@ -22,12 +24,23 @@ import httpx
 
 from migrations import upgrade
 from models.db import create_scratch_database, drop_database
+from sluice.embedded_postgres import EmbeddedPostgres
 from sluice.embedded_redis import EmbeddedRedis, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-PG_SERVER_URL = os.environ.get(
-    "SLUICE_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
+_postgres: EmbeddedPostgres | None = None
+
+
+def pg_server_url() -> str:
+    """The PostgreSQL server for scratch databases: ``SLUICE_BENCH_PG_URL``, else a throw-away
+    cluster started on first use and removed when the process exits."""
+    global _postgres
+    if os.environ.get("SLUICE_BENCH_PG_URL"):
+        return os.environ["SLUICE_BENCH_PG_URL"]
+    if _postgres is None:
+        _postgres = EmbeddedPostgres().start()
+        atexit.register(_postgres.stop)
+    return _postgres.url
 
 
 def arguments(description: str) -> argparse.Namespace:
@@ -69,7 +82,7 @@ class Stack:
         return env
 
     def __enter__(self) -> Stack:
-        self.database_url = create_scratch_database(PG_SERVER_URL, "sluice_bench")
+        self.database_url = create_scratch_database(pg_server_url(), "sluice_bench")
         upgrade(self.database_url)
         self.redis.start()
         self._spawn(["api", "--host", "127.0.0.1", "--port", str(self.port)], {})
@@ -123,7 +136,7 @@ class Stack:
                 process.kill()
         self.redis.stop()
         if self.database_url:
-            drop_database(PG_SERVER_URL, self.database_url)
+            drop_database(pg_server_url(), self.database_url)
 
 
 def wait_http(url: str, timeout: float = 60.0) -> None:

@@ -21,7 +21,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.harness import PG_SERVER_URL, report
+from bench.harness import pg_server_url, report
 from migrations import upgrade
 from models.db import create_scratch_database, drop_database, make_sync_engine
 from models.settings import Settings
@@ -173,7 +173,7 @@ def main() -> None:
     sizes = (200_000, 400_000) if args.quick else (10_000_000, 20_000_000)
     windows = tuple(args.windows.split(","))
     tmp = Path(tempfile.mkdtemp(prefix="sluice-reports-bench-"))
-    database_url = create_scratch_database(PG_SERVER_URL, "sluice_bench")
+    database_url = create_scratch_database(pg_server_url(), "sluice_bench")
     upgrade(database_url)
     engine = make_sync_engine(database_url)
     settings = Settings(
@@ -217,7 +217,7 @@ def main() -> None:
     finally:
         spark.stop()
         engine.dispose()
-        drop_database(PG_SERVER_URL, database_url)
+        drop_database(pg_server_url(), database_url)
         shutil.rmtree(tmp, ignore_errors=True)
     report(
         f"Report jobs on local[2] ({', '.join(windows)} windows), baseline DuckDB (2 threads)",

@@ -1,13 +1,16 @@
 """The SparkSession of the report jobs, built from settings.
 
-``local[*]`` by default, any master URL by setting; UTC everywhere (session and JVM), the
-PostgreSQL JDBC driver on the classpath when present, and any extra Spark settings (for
-example the ``spark.hadoop.fs.s3a.*`` keys an ``s3a://`` lake needs) from ``SLUICE_SPARK_CONF``.
+``local[*]`` by default, any master URL by setting; a local master stays on the loopback
+interface (``SPARK_LOCAL_IP``), so it needs no resolvable host name; UTC everywhere (session
+and JVM), the PostgreSQL JDBC driver on the classpath when present, and any extra Spark
+settings (for example the ``spark.hadoop.fs.s3a.*`` keys an ``s3a://`` lake needs) from
+``SLUICE_SPARK_CONF``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -44,6 +47,10 @@ def spark_conf(settings: Settings) -> dict[str, str]:
 
 def spark_session(settings: Settings, app_name: str = "sluice-reports") -> SparkSession:
     """Get (or create) the process's SparkSession."""
+    if settings.spark_master.startswith("local"):
+        # Read by the JVM when it starts: without it Spark looks up this host's name, which
+        # fails on a machine whose name is in neither /etc/hosts nor DNS.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(settings.spark_master).appName(app_name)
     for key, value in spark_conf(settings).items():
         builder = builder.config(key, value)

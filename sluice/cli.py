@@ -1,9 +1,10 @@
-"""The ``sluice`` command: run Sluice's processes.
+"""The sluice command: run Sluice's processes.
 
-sluice standalone [--port 8080]     admin service + embedded Redis + SQLite, one command
+sluice standalone [--port 8080]     admin service, worker, reports, embedded Redis + SQLite
 sluice api [--host H] [--port P]    the admin service alone (database must be migrated)
+sluice worker                       a broker worker
 sluice migrate [--revision R]       upgrade (or --downgrade) the control-plane schema
-sluice tokens ...                   create keys and authentication tokens (see sluice.tokens_cli)
+sluice tokens ...                   create keys and authentication tokens
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import sys
 
 from models.settings import Settings
+from sluice.ports import Port, PortInUse, check_free
 
 
 def _api(args: argparse.Namespace, settings: Settings) -> int:
@@ -20,6 +22,7 @@ def _api(args: argparse.Namespace, settings: Settings) -> int:
 
     from api.app import create_app
 
+    check_free(Port(args.host, args.port, "admin API", "--port"))
     settings = settings.model_copy(update={"http_host": args.host, "http_port": args.port})
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0
@@ -53,7 +56,12 @@ def _standalone(args: argparse.Namespace, settings: Settings) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``sluice``."""
-    parser = argparse.ArgumentParser(prog="sluice", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="sluice",
+        description="Run Sluice's processes.",
+        epilog="commands:\n" + "".join(f"  {line}\n" for line in __doc__.splitlines()[2:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--log-level", default="info", help="debug, info, warning, error")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -94,7 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    return args.func(args, Settings())
+    # Alembic announces each of its plugins at INFO on every start: noise, not news.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    try:
+        return args.func(args, Settings())
+    except PortInUse as exc:
+        print(f"sluice: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

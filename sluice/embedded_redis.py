@@ -1,7 +1,8 @@
 """An embedded Redis server: a ``redis-server`` child process under a local folder.
 
 Standalone mode uses it when ``REDIS_URL`` is not set; the test suite uses it for a private,
-disposable server.  The child dies with its parent (``PR_SET_PDEATHSIG`` on Linux).
+disposable server.  The child dies with its parent (``PR_SET_PDEATHSIG`` on Linux), and a
+Ctrl-C in the terminal stops the parent, which stops the server last.
 
 It can require a password (``requirepass``), or an ACL user instead of the default user, and
 can serve TLS only; ``url`` then carries the credentials (URL-quoted) and the ``rediss://``
@@ -122,8 +123,14 @@ class EmbeddedRedis:
             args += ["--tls-cert-file", str(self.tls.cert.resolve())]
             args += ["--tls-key-file", str(self.tls.key.resolve())]
             args += ["--tls-ca-cert-file", str(self.tls.ca.resolve())]
+        # A session of its own: Ctrl-C in a terminal reaches the owner, which stops the server
+        # after everything that uses it (the server still dies with its owner).
         self.process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent
+            args,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+            start_new_session=True,
         )
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + timeout

@@ -28,6 +28,7 @@ from migrations import upgrade
 from models.settings import Settings
 from models.urls import redact_url
 from sluice.embedded_redis import EmbeddedRedis
+from sluice.ports import Port, check_free
 from workers.main import run_worker
 
 log = logging.getLogger("sluice.standalone")
@@ -43,6 +44,21 @@ def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
     if args.host:
         updates["http_host"] = args.host
     settings = settings.model_copy(update=updates)
+    check_free(
+        Port(settings.http_host, settings.http_port, "admin API", "--port"),
+        Port(
+            "127.0.0.1",
+            0 if settings.redis_url else args.redis_port,
+            "embedded Redis",
+            "--redis-port",
+        ),
+        Port(
+            settings.http_host,
+            settings.worker_http_port,
+            "worker metrics",
+            "SLUICE_WORKER_HTTP_PORT (0 turns it off)",
+        ),
+    )
     settings.data_dir.mkdir(parents=True, exist_ok=True)
 
     embedded: EmbeddedRedis | None = None

@@ -1,8 +1,11 @@
-"""Shared fixtures: a private PostgreSQL database, a private Redis, and the admin API over HTTP.
+"""Shared fixtures: a private PostgreSQL server, a private Redis, and the admin API over HTTP.
 
-Every test session (and every xdist worker) gets its own database, created on the server named
-by ``SLUICE_TEST_PG_URL`` (default: the local PostgreSQL, trust auth) and migrated with
-Alembic, and its own ``redis-server`` on a free port.  Nothing is mocked.
+A test run brings its own PostgreSQL, as it brings its own ``redis-server``: the first process
+of the run (the xdist controller, or the only process) creates a throw-away cluster on a free
+port (``sluice.embedded_postgres``) and removes it at the end; ``SLUICE_TEST_PG_URL`` names an
+existing server instead (trust auth, or the password in the URL).  Every test session (and
+every xdist worker) creates its own database there, migrated with Alembic, and starts its own
+``redis-server`` on a free port.  Nothing is mocked.
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ from migrations import upgrade
 from models.db import create_scratch_database, make_sync_engine
 from models.db import drop_database as drop_scratch_database
 from models.settings import Settings
+from sluice.embedded_postgres import EmbeddedPostgres, PostgresNotFound
 from sluice.embedded_redis import EmbeddedRedis, free_port
 
-PG_SERVER_URL = os.environ.get(
-    "SLUICE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
+PG_URL_VARIABLE = "SLUICE_TEST_PG_URL"
+# The throw-away cluster this process started (None when the URL came from the environment).
+_own_postgres: EmbeddedPostgres | None = None
 # Tables emptied between tests; the cluster row and the schema version stay.
 STATEFUL_TABLES = (
     "audit_log",
@@ -46,14 +50,43 @@ STATEFUL_TABLES = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Start the run's PostgreSQL unless ``SLUICE_TEST_PG_URL`` names one.
+
+    xdist workers inherit the variable from the controller, so a run has one server.
+    """
+    global _own_postgres
+    if os.environ.get(PG_URL_VARIABLE):
+        return
+    try:
+        _own_postgres = EmbeddedPostgres().start()
+    except PostgresNotFound as exc:
+        raise pytest.UsageError(f"{exc}; or set {PG_URL_VARIABLE} to a server") from None
+    os.environ[PG_URL_VARIABLE] = _own_postgres.url
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop and remove the run's PostgreSQL if this process started it."""
+    global _own_postgres
+    if _own_postgres is not None:
+        _own_postgres.stop()
+        _own_postgres = None
+        os.environ.pop(PG_URL_VARIABLE, None)
+
+
+def pg_server_url() -> str:
+    """URL of the test server's ``postgres`` database."""
+    return os.environ[PG_URL_VARIABLE]
+
+
 def create_database(prefix: str = "sluice_test") -> str:
     """Create an empty database on the test server; return its URL."""
-    return create_scratch_database(PG_SERVER_URL, prefix)
+    return create_scratch_database(pg_server_url(), prefix)
 
 
 def drop_database(url: str) -> None:
     """Drop a database created by ``create_database``."""
-    drop_scratch_database(PG_SERVER_URL, url)
+    drop_scratch_database(pg_server_url(), url)
 
 
 @pytest.fixture(scope="session")

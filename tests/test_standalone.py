@@ -2,64 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
 import sluice
-from sluice.embedded_redis import free_port
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.standalone_process import Standalone
 
 
 @pytest.fixture
 def standalone(tmp_path):
-    port, redis_port = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env["SLUICE_WORKER_HTTP_PORT"] = str(free_port())
-    # A file, not a pipe: nobody reads the output until the end, and a full pipe would block.
-    output = open(tmp_path / "standalone.log", "w+b")  # noqa: SIM115
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sluice.cli",
-            "standalone",
-            "--data-dir",
-            str(tmp_path / "data"),
-            "--port",
-            str(port),
-            "--redis-port",
-            str(redis_port),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=output,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/admin/v2/brokers/ready", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError((tmp_path / "standalone.log").read_text()[-3000:])
-        time.sleep(0.2)
-    yield base, f"redis://127.0.0.1:{redis_port}/0", tmp_path / "data", process
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        process.wait(30)
-    output.close()
+    server = Standalone(tmp_path).start()
+    yield server.url, server.redis_url, server.data, server.process
+    server.interrupt()
 
 
 def test_readme_curl_session(standalone):

@@ -13,7 +13,7 @@ import sys
 from sluice.admin_cli.client import NO_CONTENT, AdminClient, AdminError
 from sluice.admin_cli.commands import GROUPS
 from sluice.admin_cli.config import DEFAULT_URL, ConfigError, resolve
-from sluice.admin_cli.output import FORMATS, render
+from sluice.admin_cli.output import FORMATS, OutputError, render, terminal_width
 
 PROG = "sluice-admin"
 
@@ -45,6 +45,12 @@ def _connection_options(parser: argparse.ArgumentParser, suppress: bool) -> None
     )
     parser.add_argument(
         "--output", choices=FORMATS, default=default("json"), help="json (default), yaml, table"
+    )
+    parser.add_argument(
+        "--columns",
+        default=default(None),
+        metavar="A,B,...",
+        help="table columns to show, comma-separated, or 'all' (with --output table)",
     )
 
 
@@ -97,5 +103,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         admin.close()
     if answer is not NO_CONTENT:
-        print(render(answer, args.output))
+        columns = (
+            [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
+        )
+        try:
+            text = render(
+                answer,
+                args.output,
+                columns=columns,
+                view=getattr(args, "table_view", None),
+                width=terminal_width(),
+            )
+        except OutputError as exc:
+            return _error(str(exc))
+        print(text)
     return 0

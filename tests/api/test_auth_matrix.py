@@ -19,6 +19,7 @@ from sqlalchemy import Engine, text
 
 from api.app import create_app
 from api.auth import Access
+from api.docs import ASSET_PATHS
 from models.settings import Settings
 from models.tokens import create_key_pair, create_token
 from tests.conftest import ServerThread, flush_redis, truncate
@@ -345,6 +346,12 @@ def test_unauthenticated_answers_carry_reason_and_challenge(admin: Admin) -> Non
     assert (garbage.status_code, garbage.json()) == (401, {"reason": "Malformed token"})
     basic = admin.client.get("/admin/v2/tenants", headers={"Authorization": "Basic cm9vdDp4"})
     assert basic.status_code == 401
+
+
+def test_the_docs_assets_are_open_like_the_docs(admin: Admin) -> None:
+    for path in ASSET_PATHS:
+        assert admin.call("anonymous", "GET", path).status_code == 200, path
+    assert admin.call("anonymous", "GET", "/docs/assets/nothing.js").status_code == 401
 
 
 def test_the_token_is_checked_before_the_body_is_read(admin: Admin) -> None:

@@ -57,7 +57,8 @@ def test_audit_list_with_filters(ok, cli, namespace):
     assert ok("audit", "list", "--until", "1h").json == []
     table = ok("audit", "list", "--entity", namespace, "--output", "table").out.splitlines()
     assert table[0].split()[:3] == ["id", "at", "role"]
-    assert len(table) == 4  # header, namespace creation, two rate changes
+    assert len(table) == 5  # header, rule, namespace creation, two rate changes
+    assert "20 msg/s" in table[2] and "10 msg/s" in table[3]  # rates summarised
     assert "400" in cli("audit", "list", "--limit", "0").err
     bad = cli("audit", "list", "--since", "yesterday")
     assert bad.code == 1 and "invalid time" in bad.err

@@ -114,6 +114,10 @@ def test_effective_dispatch_rates(ok, cli, topic):
     own = document["subscriptions"]["s1"]["subscription"]
     assert (own["source"], own["value"]) == ("subscription", rate(5))
     table = ok("topics", "effective-dispatch-rates", topic, "--output", "table").out.splitlines()
-    assert table[0].split() == ["KEY", "VALUE"]
-    assert "limiters.topic.source namespace" in [" ".join(line.split()) for line in table]
+    rows = [" ".join(line.split()) for line in table]
+    assert rows[0] == f"{topic} (2 partitions): limiters"
+    assert rows[1].split()[:4] == ["scope", "limiter", "limit", "from"]
+    assert "topic topic 100 msg/s namespace - 100 msg/s no limit" in rows
+    assert "sub s1 subscription 5 msg/s subscription 5 msg/s - - no limit" in rows
+    assert "sub s1 5 msg/s (subscription) no limit" in rows
     assert "404" in cli("topics", "effective-dispatch-rates", "acme/orders/missing").err

@@ -12,6 +12,7 @@ from pathlib import Path
 from sluice.admin_cli.client import AdminError, segment
 from sluice.admin_cli.commands.common import add_command, add_group
 from sluice.admin_cli.names import namespace_path, topic_parts
+from sluice.admin_cli.views import BACKLOG_REPORT, RATE_REPORT
 
 BASE = "/admin/v2/reports"
 JOBS = ("rates", "backlog")
@@ -80,6 +81,12 @@ def register(commands, parents) -> None:
         ("backlog", "Backlog per subscription per window, its growth and time to drain"),
     ):
         parser = add_command(group, kind, help_text, _report(kind), parents)
+        view = RATE_REPORT if kind == "rates" else BACKLOG_REPORT
+        parser.set_defaults(table_view=view)
+        parser.epilog = (
+            f"--output table shows {', '.join(view.columns_help)}; --columns all shows "
+            "every column, --columns A,B,... the ones named."
+        )
         parser.add_argument("namespace", help="tenant/namespace")
         _window_flags(parser)
         parser.add_argument("--topic", help="only this topic")

@@ -8,6 +8,7 @@ from sluice.admin_cli.client import AdminError, segment
 from sluice.admin_cli.commands.common import add_command, add_force, add_group
 from sluice.admin_cli.commands.topic_rates import register_rate_commands
 from sluice.admin_cli.names import namespace_path, topic_path
+from sluice.admin_cli.views import PROVENANCE
 
 PERSISTENT = "/admin/v2/persistent"
 
@@ -183,4 +184,4 @@ def register(commands, parents) -> None:
         "effective-dispatch-rates",
         "Every limiter of the topic and its subscriptions, and where each value comes from",
         _effective,
-    )
+    ).set_defaults(table_view=PROVENANCE)

@@ -1,0 +1,85 @@
+"""``sluice standalone`` as a child process on free ports, as a user would run it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from sluice.embedded_redis import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Standalone:
+    """Start ``sluice standalone`` (admin, worker, embedded Redis) and wait until it is ready."""
+
+    def __init__(self, folder: Path, *extra_args: str) -> None:
+        self.folder = folder
+        self.port, self.redis_port = free_port(), free_port()
+        self.data = folder / "data"
+        self.extra_args = extra_args
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        """The admin service's base URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def redis_url(self) -> str:
+        """The embedded Redis (the client's service URL)."""
+        return f"redis://127.0.0.1:{self.redis_port}/0"
+
+    def log(self) -> str:
+        """What the standalone printed."""
+        return (self.folder / "standalone.log").read_text(errors="replace")
+
+    def start(self, timeout: float = 60) -> Standalone:
+        """Start and wait until ``/admin/v2/brokers/ready`` answers 200."""
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+        env["SLUICE_WORKER_HTTP_PORT"] = str(free_port())
+        # A file, not a pipe: nobody reads the output until the end, and a full pipe would block.
+        with open(self.folder / "standalone.log", "w+b") as output:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "sluice.cli",
+                    "standalone",
+                    "--data-dir",
+                    str(self.data),
+                    "--port",
+                    str(self.port),
+                    "--redis-port",
+                    str(self.redis_port),
+                    *self.extra_args,
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(f"{self.url}/admin/v2/brokers/ready", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.process.kill()
+                raise RuntimeError(self.log()[-3000:])
+            time.sleep(0.2)
+
+    def interrupt(self, timeout: float = 30) -> int:
+        """Ctrl-C, as a user stops it; return the exit code."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        return self.process.wait(timeout)
