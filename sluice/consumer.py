@@ -137,10 +137,8 @@ class Consumer:
                 self._release(part)
             raise
         ticker = client.ticker
-        self._jobs = [
-            ticker.every(client.heartbeat_interval, self._heartbeat),
-            ticker.every(ACK_GROUP_SECONDS, self._flush_acks),
-        ]
+        self._io_job = ticker.every(ACK_GROUP_SECONDS, self._flush_acks)
+        self._jobs = [ticker.every(client.heartbeat_interval, self._heartbeat), self._io_job]
         if ack_timeout_ms:
             self._jobs.append(ticker.every(min(ack_timeout_ms / 1000 / 4, 1.0), self._expire))
 
@@ -190,14 +188,14 @@ class Consumer:
                 pending = part.pending_acks
                 pending.append(message._entry)
                 if len(pending) >= ACK_GROUP_MAX:
-                    self._flush_acks()
+                    self._client.ticker.nudge(self._io_job)
                 return
         message_id = self._message_id(message)
         part = self._by_topic.get(message_id.topic) or self._part_of(message_id)
         if (message_id.batch < 0 and not self._acks.tracking) or self._acks.ack(part, message_id):
             part.pending_acks.append(message_id.stream_id)
             if len(part.pending_acks) >= ACK_GROUP_MAX:
-                self._flush_acks()
+                self._client.ticker.nudge(self._io_job)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge this message and every earlier one (Exclusive and Failover only)."""
@@ -362,8 +360,10 @@ class Consumer:
             self._acks.track(part, message)
         part.received += 1
         if part.received >= self._flow_every:
-            self._flow(part, part.received)
+            # Permits go back from the client's background thread: receiving goes on.
+            part.pending_permits.append(part.received)
             part.received = 0
+            self._client.ticker.nudge(self._io_job)
         return message
 
     # --- redelivery, dead letters ---------------------------------------------------------
@@ -447,11 +447,11 @@ class Consumer:
                 raise SubscriptionBusy(text.split(" ", 1)[1]) from None
             raise
         part.received = 0
+        part.pending_permits.clear()  # a whole queue's permits are given now
         self._flow(part, self._permits)
 
-    def _flow(self, part: Part, permits: int) -> bool:
-        ok = self._call(
-            "flow",
+    def _flow_call(self, part: Part, permits: int) -> tuple[list[str], list]:
+        return (
             [part.permits, part.waitp, part.alive],
             [
                 self._id,
@@ -461,7 +461,9 @@ class Consumer:
                 wake_dispatch(part.name.full, self._subscription),
             ],
         )
-        return bool(ok)
+
+    def _flow(self, part: Part, permits: int) -> bool:
+        return bool(self._call("flow", *self._flow_call(part, permits)))
 
     def _heartbeat(self) -> None:
         if self._closed:
@@ -475,22 +477,34 @@ class Consumer:
                 return
 
     def _flush_acks(self) -> None:
-        # Several threads may append while this runs: each popleft is atomic, so every id is
-        # taken exactly once, by one flush.
+        """Send pending acknowledgements and permits, in one round trip.
+
+        Runs on the client's background thread (and on explicit flushes); the application's
+        threads only append.  Each popleft is atomic, so every id and permit is taken
+        exactly once, by one flush."""
+        calls = []
         for part in self._parts:
-            pending = part.pending_acks
-            if not pending:
-                continue
-            ids = []
-            with contextlib.suppress(IndexError):
-                for _ in range(len(pending)):
-                    ids.append(pending.popleft())
+            permits = _take_all(part.pending_permits)
+            if permits:
+                calls.append((part, "flow", sum(permits), permits))
+            ids = _take_all(part.pending_acks)
             if ids:
-                try:
-                    self._call("ack", *ack_call(part.name, self._subscription, ids))
-                except (RedisConnectionError, RedisTimeoutError):
-                    pending.extendleft(reversed(ids))
-                    return
+                calls.append((part, "ack", ids, ids))
+        if not calls:
+            return
+        pipe = self._client.redis.pipeline(transaction=False)
+        for part, script, value, _taken in calls:
+            if script == "flow":
+                script_keys, args = self._flow_call(part, value)
+            else:
+                script_keys, args = ack_call(part.name, self._subscription, value)
+            self._client.scripts[script](keys=script_keys, args=args, client=pipe)
+        try:
+            pipe.execute()
+        except (RedisConnectionError, RedisTimeoutError):
+            for part, script, _value, taken in calls:
+                queue = part.pending_permits if script == "flow" else part.pending_acks
+                queue.extendleft(reversed(taken))
 
     def _release(self, part: Part) -> None:
         self._call("release", *release_call(part.name, self._subscription, self._id, _now_ms()))
@@ -532,6 +546,15 @@ class Consumer:
     def __iter__(self):
         while True:
             yield self.receive()
+
+
+def _take_all(queue: deque) -> list:
+    """Pop everything in ``queue`` now (others may append meanwhile)."""
+    taken = []
+    with contextlib.suppress(IndexError):
+        for _ in range(len(queue)):
+            taken.append(queue.popleft())
+    return taken
 
 
 def _now_ms() -> int:

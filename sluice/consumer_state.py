@@ -21,6 +21,7 @@ class Part:
     subscription: str
     consumer_id: str
     pending_acks: deque[str] = field(default_factory=deque)
+    pending_permits: deque[int] = field(default_factory=deque)  # to give back in a flow
     received: int = 0
 
     def __post_init__(self) -> None:

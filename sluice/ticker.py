@@ -31,6 +31,14 @@ class Ticker:
         self._wake.set()
         return handle
 
+    def nudge(self, handle: int) -> None:
+        """Run a job as soon as possible (then on its interval again)."""
+        with self._lock:
+            job = self._jobs.get(handle)
+            if job is not None:
+                self._jobs[handle] = (job[0], job[1], 0.0)
+        self._wake.set()
+
     def cancel(self, handle: int) -> None:
         """Stop running a job."""
         with self._lock:

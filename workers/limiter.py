@@ -6,9 +6,9 @@ every partition a worker process dispatches, as in Pulsar, so it lives here.  A
 ``QuotaBucket`` holds one dimension (messages or bytes): ``permits`` per ``period`` seconds.
 It starts full; each period boundary adds ``permits`` back but never above ``permits`` (unused
 quota is not saved up), and a negative balance left by over-use is paid back from the next
-periods (Pulsar's classic limiter, PR #8611).  A bucket that sat unused for a whole period
-starts its next period when it is next used; under steady load the periods stay fixed.  The
-rules are the same as the Redis-side limiters' (see the header of ``dispatch.lua``).
+periods (Pulsar's classic limiter, PR #8611).  A period starts with the first use after the
+previous one ended; under steady load the periods stay back to back.  The rules are the same
+as the Redis-side limiters' (see the header of ``dispatch.lua``).
 
 Pulsar over-delivers because dispatchers check permits, read, and deduct afterwards; several
 dispatchers sharing a limiter all see the same permits.  Here a dispatcher *reserves* its
@@ -26,19 +26,19 @@ from dataclasses import dataclass
 from models.resolution import Limiter, ResolvedRate
 
 UNLIMITED = -1
+IDLE_SLACK_SECONDS = 0.005  # as dispatch.lua's IDLE_SLACK_MS
 
 
 class QuotaBucket:
     """One dimension of one limiter; ``permits`` <= 0 means unlimited."""
 
-    __slots__ = ("available", "last_use", "period", "permits", "window_start")
+    __slots__ = ("available", "period", "permits", "window_start")
 
     def __init__(self, permits: int, period: float, now: float) -> None:
         self.permits = permits
         self.period = period
         self.available = permits
         self.window_start = now
-        self.last_use = float("-inf")
 
     @property
     def limited(self) -> bool:
@@ -58,11 +58,10 @@ class QuotaBucket:
         return self.window_start + self.period
 
     def take(self, amount: int, now: float) -> None:
-        """Use ``amount``; the first use after a whole quiet period starts a new period now."""
-        if self.available >= self.permits and self.last_use < self.window_start - self.period:
+        """Use ``amount``; a quota still whole well into its period starts that period now."""
+        if self.available >= self.permits and now - self.window_start > IDLE_SLACK_SECONDS:
             self.window_start = now
         self.available -= amount
-        self.last_use = now
 
     def update(self, permits: int, period: float, now: float) -> None:
         """Change the limit in place, keeping what was used in the current period."""

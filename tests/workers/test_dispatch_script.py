@@ -118,6 +118,16 @@ def test_first_use_after_a_quiet_period_opens_a_fresh_period(part):
     assert resumed.entries == 10 and resumed.wait_ms == 1000
 
 
+def test_a_period_unused_until_well_into_it_starts_at_its_first_entry(part):
+    part.produce(100)
+    part.subscribe("s")
+    part.dispatch("s", 0.0, topic=topic(10))
+    # The period 1.0-2.0 goes unused until 1.3 (an outage, say): it starts at 1.3 instead,
+    # so nothing more goes out before 2.3.
+    resumed = part.dispatch("s", 1.3, topic=topic(10))
+    assert resumed.entries == 10 and resumed.wait_ms == 1000
+
+
 def test_steady_use_keeps_periods_back_to_back(part):
     part.produce(100)
     part.subscribe("s")
