@@ -311,19 +311,25 @@ if fast and not stop then
     local reply = call('XREADGROUP', 'GROUP', group, c[1], 'COUNT', want, 'STREAMS', KEYS[1], '>')
     local got = reply and reply[1] and reply[1][2] or {}
     if #got == 0 then drained = true break end
-    for k = 1, #got do
-      local size = 0
+    -- Every entry of the fast path holds one message: charge the run at once.
+    local n, size = #got, 0
+    for k = 1, n do
       local fields = got[k][2]
-      for f = 1, #fields, 2 do
-        if fields[f] == 'd' then size = #fields[f + 1] break end
+      if fields[3] == 'd' then
+        size = size + #fields[4]
+      else
+        for f = 1, #fields, 2 do
+          if fields[f] == 'd' then size = size + #fields[f + 1] break end
+        end
       end
-      if entries > 0 and bytes + size > call_cap then
-        -- Already handed to the group: it goes in this read, the cap stops the next.
-        stop = true
-      end
-      charge(c, size, 1, true)
     end
-    cursor = got[#got][1]
+    -- Already handed to the group: the run goes out whole, the read cap stops the next read.
+    if bytes + size > call_cap then stop = true end
+    c[2], c[3], c[4] = c[2] - n, c[3] + n, c[4] + n
+    if c[5] > 0 then c[5] = math.max(c[5] - n, 0) end
+    if sub_room > 0 then sub_room = math.max(sub_room - n, 0) end
+    entries, messages, units, bytes = entries + n, messages + n, units + n, bytes + size
+    cursor = got[n][1]
     call('RPUSH', qprefix .. c[1], 'R' .. got[1][1] .. ' ' .. cursor)
     if #got < want then drained = true break end
     if stop then reason = 0 break end
