@@ -24,7 +24,6 @@ from models.protocol import (
     script_source,
     subscribe_call,
     unsubscribe_call,
-    wake_topic,
 )
 
 
@@ -39,9 +38,9 @@ class DataPlane:
     # --- projection -----------------------------------------------------------------------
 
     async def register_topic(self, topic: TopicName, partitions: int) -> None:
-        """Publish a topic's partition count to clients."""
+        """Publish a topic's partition count to clients (workers learn of it from the
+        change event, before the write is answered)."""
         await self.redis.hset(keys.TOPICS, topic.full, orjson.dumps({"partitions": partitions}))
-        await self.redis.publish(keys.WAKE_CHANNEL, wake_topic(topic.full))
 
     async def register_namespace(self, namespace: str) -> None:
         """Let clients auto-create topics in a new namespace (``tenant/ns``) at once."""

@@ -2,15 +2,14 @@
 
 Topics x 20 subscriptions, namespace ``subscriptionDispatchRate``, a backlog deeper than the
 run on every topic.  Consumers keep permits but do not receive, so the figures are the
-worker's dispatch alone, read from its books: every subscription's dispatched counter is
-sampled every 25 ms.  Each subscription's periods are counted from its own first delivery in
-the run (its limiter's periods start there), with bucket edges half a period away from the
-deliveries, which come as one burst at each period's start.
+worker's dispatch alone, read exactly from its books: every few hundred ms one atomic read of
+every subscription's limiter period (start, quota left) with its dispatched counter, from
+which each period's deliveries follow exactly (see ``bench.throttle_accuracy``).
 
-Reported: per-subscription utilisation of full periods (mean, p5, min), the largest
-"aggregate period" (the sum over subscriptions of their k-th period) against the aggregate
-limit plus one entry per subscription, and the worker process's CPU (share of one core) and
-memory (RSS).
+Reported: per-subscription utilisation (delivered / what the limit allows over the periods
+observed; mean, p5, min), the largest period of any subscription, the largest "aggregate
+period" (the sum over subscriptions of their k-th period) against the aggregate limit plus
+one entry per subscription, and the worker process's CPU (share of one core) and memory.
 
     python -m bench.many_subscriptions [--quick]
 """
@@ -24,12 +23,21 @@ import redis
 
 import sluice
 from bench.harness import Stack, arguments, mean, percentile, report
-from bench.throttle_accuracy import fill
+from bench.throttle_accuracy import books_periods, fill
 from models import keys
 from models.names import TopicName
 
-SAMPLE_SECONDS = 0.025
 PER_TOPIC = 20
+# One atomic read of (period start, quota left, permits, dispatched) for every subscription.
+SAMPLE = """
+local out = {}
+for i = 1, #KEYS, 2 do
+  local lim = redis.call('HMGET', KEYS[i], 'mws', 'mav', 'mpm')
+  out[#out + 1] = {lim[1] or '', lim[2] or '', lim[3] or '',
+    redis.call('HGET', KEYS[i + 1], 'msg_out') or '0'}
+end
+return out
+"""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -46,20 +54,6 @@ def rss_mib(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def periods_of(samples: list[tuple[float, int]], count: int) -> list[int]:
-    """Deliveries in each of ``count`` periods, counted from the first delivery seen."""
-    steps = list(zip(samples[1:], samples, strict=False))
-    start = next((t for (t, value), (_, before) in steps if value > before), None)
-    if start is None:
-        return [0] * count
-    buckets = [0] * count
-    for (t, value), (_, before) in steps:
-        k = int(t - start + 0.5)
-        if value > before and 0 <= k < count:
-            buckets[k] += value - before
-    return buckets
 
 
 def scenario(topics: int, limit: int, seconds: int) -> list[dict]:
@@ -87,55 +81,61 @@ def scenario(topics: int, limit: int, seconds: int) -> list[dict]:
             for s in range(PER_TOPIC)
         ]
         plain = redis.Redis.from_url(stack.redis_url)
-        counters = [
-            keys.sub_key(TopicName.from_full(c.topic()), c.subscription_name(), "stats")
-            for c in consumers
-        ]
+        sample = plain.register_script(SAMPLE)
+        sample_keys = []
+        for c in consumers:
+            partition = TopicName.from_full(c.topic())
+            sample_keys += [
+                keys.sub_key(partition, c.subscription_name(), "lim"),
+                keys.sub_key(partition, c.subscription_name(), "stats"),
+            ]
         worker_pid = stack.processes[-1].pid
-
-        def read() -> list[int]:
-            pipe = plain.pipeline(transaction=False)
-            for key in counters:
-                pipe.hget(key, "msg_out")
-            return [int(v or 0) for v in pipe.execute()]
-
         for name in names:
             fill(client, name, limit * (seconds + 10), 64)
         time.sleep(2.0)  # every subscription is in its periods now
-        series: list[list[tuple[float, int]]] = [[] for _ in counters]
+        series: list[list[tuple]] = [[] for _ in consumers]
+        every = 0.25 if subscriptions <= 2000 else 0.5
         cpu_before, started = cpu_seconds(worker_pid), time.monotonic()
-        while time.monotonic() - started < seconds + 1.5:
+        while time.monotonic() - started < seconds:
             now = time.monotonic()
-            for index, value in enumerate(read()):
-                series[index].append((now, value))
-            time.sleep(max(0.0, SAMPLE_SECONDS - (time.monotonic() - now)))
+            for index, (start, left, permits, sent) in enumerate(sample(keys=sample_keys)):
+                if start:
+                    series[index].append((float(start), int(float(left)), int(permits), int(sent)))
+            time.sleep(max(0.0, every - (time.monotonic() - now)))
         elapsed = time.monotonic() - started
         cpu = (cpu_seconds(worker_pid) - cpu_before) / elapsed
         memory = rss_mib(worker_pid)
         for consumer in consumers:
             consumer.close()
         client.close()
-    periods = [periods_of(samples, seconds) for samples in series]
-    utilisation = [mean([p / limit for p in sub]) for sub in periods]
-    aggregate = [sum(sub[k] for sub in periods) for k in range(seconds)]
+    periods = [books_periods(samples) for samples in series]
+    # Delivered over the whole periods observed, against what the limit allows in that time.
+    utilisation = [
+        sum(amounts) / (limit * sum(lengths)) if lengths else 0.0 for amounts, lengths in periods
+    ]
+    idle = sum(1 for amounts, _lengths in periods if not amounts)
+    count = min(len(amounts) for amounts, _lengths in periods)
+    aggregate = [sum(amounts[k] for amounts, _lengths in periods) for k in range(count)]
     allowed = limit * subscriptions
     label = f"{subscriptions:,} subscriptions at {limit} msg/s"
     return [
         {
             "scenario": label,
-            "measure": "per-subscription utilisation (mean / p5 / min)",
+            "measure": "per-subscription utilisation (mean / p5 / min; never dispatched)",
             "value": f"{mean(utilisation):.3f} / {percentile(utilisation, 0.05):.3f} / "
-            f"{min(utilisation):.3f}",
+            f"{min(utilisation):.3f}; {idle}",
         },
         {
             "scenario": label,
             "measure": "largest aggregate period / aggregate limit (bound: + 1 entry per sub)",
-            "value": f"{max(aggregate):,} / {allowed:,} (bound {allowed + subscriptions:,})",
+            "value": f"{max(aggregate, default=0):,} / {allowed:,} "
+            f"(bound {allowed + subscriptions:,})",
         },
         {
             "scenario": label,
-            "measure": "largest single period / limit (any subscription)",
-            "value": f"{max(max(sub) for sub in periods)} / {limit}",
+            "measure": "largest single period / limit (any subscription); shortest period",
+            "value": f"{max(max(a, default=0) for a, _l in periods)} / {limit}; "
+            f"{min(min(lengths, default=1) for _a, lengths in periods):.3f} s",
         },
         {"scenario": label, "measure": "worker CPU (share of one core)", "value": f"{cpu:.2f}"},
         {"scenario": label, "measure": "worker memory (RSS, MiB)", "value": f"{memory:.0f}"},

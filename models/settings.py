@@ -83,6 +83,8 @@ class Settings(BaseSettings):
     worker_ownership: str = "lease"
     # Seconds between full resynchronisations of policies from the database.
     worker_resync_seconds: float = 30.0
+    # Connections a worker opens to Redis at most (its dispatchers wait for a free one).
+    worker_redis_connections: int = 64
     # Reads (of dispatcherMaxReadBatchSize entries each) one dispatch call may make for a
     # subscription whose limits do not bind: fewer round trips at high rates.
     worker_reads_per_call: int = 4

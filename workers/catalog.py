@@ -11,6 +11,7 @@ lose their Redis data.  Runs fully at start and periodically; change events appl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from models.journal import record_change
 from models.names import TopicName
 from models.orm import Namespace, Subscription, Tenant, Topic
 from models.protocol import partitions_of, subscribe_call, unsubscribe_call
+from models.repository import find_namespace, find_topic
 
 if TYPE_CHECKING:
     from workers.worker import Worker
@@ -123,6 +125,57 @@ class Catalog:
         await pipe.execute()
         await self.publish_client_config()
         await self.load_registry()
+
+    async def adopt(self, names: set[str]) -> None:
+        """Topics that appeared in the registry (clients create them on first use): record
+        the new ones in the database and run their partitions.  Only these topics are read,
+        however large the catalog."""
+        redis = self.worker.redis
+        async with self._lock:
+            wanted = sorted(name for name in names if name not in self.topics)
+            if not wanted:
+                return
+            records = {
+                name: orjson.loads(raw)
+                for name, raw in zip(wanted, await redis.hmget(keys.TOPICS, wanted), strict=True)
+                if raw is not None
+            }
+            # Another worker may record one first: the periodic full pass settles it.
+            with contextlib.suppress(IntegrityError):
+                await self._record_auto_created(records)
+            for name, record in records.items():
+                self.topics[name] = int(record["partitions"])
+        await self.worker.claim_partitions()
+
+    async def _record_auto_created(self, records: dict[str, dict]) -> None:
+        auto = {name: r for name, r in records.items() if r.get("autoCreated")}
+        if not auto:
+            return
+        async with self.worker.sessions() as session, session.begin():
+            for name, record in auto.items():
+                topic = TopicName.from_full(name)
+                namespace = await find_namespace(session, topic.tenant, topic.namespace)
+                if namespace is None or await find_topic(session, namespace.id, topic.local):
+                    continue
+                row = Topic(
+                    namespace_id=namespace.id,
+                    name=topic.local,
+                    partitions=int(record["partitions"]),
+                    properties={},
+                )
+                session.add(row)
+                await session.flush()
+                self._record(
+                    session,
+                    "topic",
+                    "topic",
+                    name,
+                    None,
+                    {"partitions": row.partitions},
+                    partitions=row.partitions,
+                )
+        recorded = {n: orjson.dumps({"partitions": int(r["partitions"])}) for n, r in auto.items()}
+        await self.worker.redis.hset(keys.TOPICS, mapping=recorded)
 
     async def publish_client_config(self) -> None:
         """The broker settings clients read (auto-creation, consumer timeout)."""

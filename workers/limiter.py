@@ -26,19 +26,20 @@ from dataclasses import dataclass
 from models.resolution import Limiter, ResolvedRate
 
 UNLIMITED = -1
-IDLE_SLACK_SECONDS = 0.005  # as dispatch.lua's IDLE_SLACK_MS
+IDLE_SLACK_SECONDS = 0.05  # as dispatch.lua: a late wake-up within this keeps the period
 
 
 class QuotaBucket:
     """One dimension of one limiter; ``permits`` <= 0 means unlimited."""
 
-    __slots__ = ("available", "period", "permits", "window_start")
+    __slots__ = ("available", "last_use", "period", "permits", "window_start")
 
     def __init__(self, permits: int, period: float, now: float) -> None:
         self.permits = permits
         self.period = period
         self.available = permits
         self.window_start = now
+        self.last_use = float("-inf")
 
     @property
     def limited(self) -> bool:
@@ -58,10 +59,14 @@ class QuotaBucket:
         return self.window_start + self.period
 
     def take(self, amount: int, now: float) -> None:
-        """Use ``amount``; a quota still whole well into its period starts that period now."""
-        if self.available >= self.permits and now - self.window_start > IDLE_SLACK_SECONDS:
+        """Use ``amount``; a quota still whole after a whole unused period, or well into its
+        own period, starts that period now (as ``dispatch.lua``)."""
+        late = now - self.window_start > min(IDLE_SLACK_SECONDS, self.period / 20)
+        idle = self.last_use < self.window_start - self.period
+        if self.available >= self.permits and (idle or late):
             self.window_start = now
         self.available -= amount
+        self.last_use = now
 
     def update(self, permits: int, period: float, now: float) -> None:
         """Change the limit in place, keeping what was used in the current period."""

@@ -8,7 +8,7 @@ import logging
 import signal
 
 import uvicorn
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
@@ -16,6 +16,18 @@ from workers.http import create_http_app
 from workers.worker import Worker
 
 log = logging.getLogger(__name__)
+
+
+def connect_redis(settings: Settings) -> Redis:
+    """The worker's Redis client: at most ``worker_redis_connections`` connections, and a
+    call waits for a free one (thousands of dispatchers share them)."""
+    pool = BlockingConnectionPool.from_url(
+        settings.effective_redis_url,
+        max_connections=settings.worker_redis_connections,
+        timeout=None,
+        health_check_interval=30,
+    )
+    return Redis(connection_pool=pool)
 
 
 async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
@@ -26,7 +38,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     engine = make_async_engine(settings.effective_database_url, pool_size=4)
-    redis = Redis.from_url(settings.effective_redis_url, health_check_interval=30)
+    redis = connect_redis(settings)
     worker = Worker(settings, redis, make_session_factory(engine))
     server = None
     server_task = None

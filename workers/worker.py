@@ -78,6 +78,8 @@ class Worker:
         self._limits_changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._rebalance_lock = asyncio.Lock()
+        self._new_topics: set[str] = set()
+        self._adopting: asyncio.Task | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -226,6 +228,17 @@ class Worker:
             if runner is not None:
                 await runner.wake_subscription(subscription, consumers_changed=kind == "s")
         elif kind == "t":
-            # A topic was created (possibly by a client): record it and take its partitions.
-            await self.catalog.sync()
-            await self.claim_partitions()
+            # A client created a topic on first use: record it and take its partitions
+            # (wake-ups of a burst of new topics are handled together).
+            self._new_topics.add(rest)
+            if self._adopting is None or self._adopting.done():
+                self._adopting = asyncio.create_task(self._adopt_new_topics())
+
+    async def _adopt_new_topics(self) -> None:
+        await asyncio.sleep(0)
+        while self._new_topics:
+            names, self._new_topics = self._new_topics, set()
+            try:
+                await self.catalog.adopt(names)
+            except RedisError as exc:
+                log.warning("new topics not adopted yet (the next resync will): %s", exc)

@@ -30,14 +30,15 @@
 --          XREADGROUP reads at most max entries; the read size cap applies per read)
 -- ARGV[25] (optional) the limiters' clock in ms instead of Redis's TIME (for tests)
 -- Limiter hashes hold per dimension (prefix "m" messages, "b" bytes): pm permits, pp period
--- (ms), ws start of the current period (ms, Redis time), av quota left in it.
+-- (ms), ws start of the current period (ms, Redis time), av quota left in it, lu last use.
 -- A quota renews each period but never above its permits (unused quota is not saved up); a
 -- negative balance (the one-entry overshoot of a byte limit) is paid back by later periods.
 -- A period starts with the first entry handed out after the previous one ended: a quota
--- still whole when it is used more than a few ms (IDLE_SLACK_MS) into its period starts that
--- period now, so the first entry after a quiet spell, an outage or a new subscription opens
--- a fresh period; under steady load (used as each period begins) the periods stay back to
--- back and do not drift.  A changed limit starts a new period at
+-- still whole when it is used after a whole unused period, or later than a twentieth of a
+-- period (at most 50 ms) into its own, starts that period now.  So the first entry after a
+-- quiet spell, an outage or a new subscription opens a fresh period, while under steady load
+-- (used as each period begins, give or take a late wake-up) the periods stay back to back
+-- and do not drift.  A changed limit starts a new period at
 -- once, less what the interrupted period used (at most the whole new quota: a lowered limit
 -- never stalls dispatch for more than one period), so from the moment of a change every
 -- period holds at most the new limit.  A relative limit, which moves with the publish rate,
@@ -72,18 +73,17 @@ if not tnow then
   local clock = call('TIME')
   tnow = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
 end
-local IDLE_SLACK_MS = 5
 local buckets = {}
 local function bucket(key, prefix, flag, permits, period, relative)
   if permits <= 0 then return end
-  local f = {prefix .. 'pm', prefix .. 'pp', prefix .. 'ws', prefix .. 'av'}
-  local s = call('HMGET', key, f[1], f[2], f[3], f[4])
+  local f = {prefix .. 'pm', prefix .. 'pp', prefix .. 'ws', prefix .. 'av', prefix .. 'lu'}
+  local s = call('HMGET', key, f[1], f[2], f[3], f[4], f[5])
   local b = {key = key, f = f, flag = flag, pm = permits, pp = period}
   local opm, opp = tonumber(s[1]), tonumber(s[2])
   if not opm or not opp or opp <= 0 then
-    b.ws, b.av = tnow, permits
+    b.ws, b.av, b.lu = tnow, permits, -1
   else
-    b.ws, b.av = tonumber(s[3]), tonumber(s[4])
+    b.ws, b.av, b.lu = tonumber(s[3]), tonumber(s[4]), tonumber(s[5]) or -1
     -- Periods that ended under the limit in force then, then the new limit (if changed).
     if tnow >= b.ws + opp then
       local passed = math.floor((tnow - b.ws) / opp)
@@ -120,9 +120,12 @@ local function settle(used_units, used_bytes, free)
   for _, b in ipairs(buckets) do
     local used = (b.flag == 1 or b.flag == 4) and used_units or used_bytes
     if used > 0 and not free then
-      if b.av >= b.pm and tnow - b.ws > IDLE_SLACK_MS then b.ws = tnow end
+      if b.av >= b.pm and (b.lu < b.ws - b.pp or tnow - b.ws > math.min(50, b.pp / 20)) then
+        b.ws = tnow
+      end
       b.av = b.av - used
-      call('HSET', b.key, b.f[1], b.pm, b.f[2], b.pp, b.f[3], b.ws, b.f[4], b.av)
+      b.lu = tnow
+      call('HSET', b.key, b.f[1], b.pm, b.f[2], b.pp, b.f[3], b.ws, b.f[4], b.av, b.f[5], b.lu)
     end
     if b.av <= 0 then
       exhausted = exhausted + b.flag

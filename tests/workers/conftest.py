@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from redis.asyncio import Redis
 
 import sluice
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
+from workers.main import connect_redis
 from workers.worker import Worker
 
 ADMIN = "/admin/v2"
@@ -53,7 +53,7 @@ class WorkerThread:
         self.loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         engine = make_async_engine(self.settings.effective_database_url, pool_size=2)
-        redis = Redis.from_url(self.settings.effective_redis_url)
+        redis = connect_redis(self.settings)
         worker = Worker(self.settings, redis, make_session_factory(engine))
         try:
             await worker.start()

@@ -128,6 +128,14 @@ def test_a_period_unused_until_well_into_it_starts_at_its_first_entry(part):
     assert resumed.entries == 10 and resumed.wait_ms == 1000
 
 
+def test_a_late_wake_up_keeps_the_periods_in_step(part):
+    part.produce(100)
+    part.subscribe("s")
+    part.dispatch("s", 0.0, topic=topic(10))
+    late = part.dispatch("s", 1.03, topic=topic(10))  # 30 ms late: still the 1.0 period
+    assert late.entries == 10 and late.wait_ms == 970
+
+
 def test_steady_use_keeps_periods_back_to_back(part):
     part.produce(100)
     part.subscribe("s")
