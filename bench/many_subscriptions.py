@@ -56,6 +56,19 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def wait_recorded(stack: Stack, names: list[str], timeout: float = 300.0) -> None:
+    """Wait until the admin API lists every subscription (the worker records subscriptions
+    consumers create; the run measures the steady state that follows)."""
+    deadline = time.monotonic() + timeout
+    with stack.admin() as http:
+        for name in names:
+            path = f"/admin/v2/persistent/bench/ns/{name.rsplit('/', 1)[1]}/subscriptions"
+            while len(http.get(path).json()) < PER_TOPIC:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("subscriptions were not recorded in time")
+                time.sleep(0.2)
+
+
 def scenario(topics: int, limit: int, seconds: int) -> list[dict]:
     """Run one scenario; its rows of figures."""
     subscriptions = topics * PER_TOPIC
@@ -80,6 +93,7 @@ def scenario(topics: int, limit: int, seconds: int) -> list[dict]:
             for name in names
             for s in range(PER_TOPIC)
         ]
+        wait_recorded(stack, names)
         plain = redis.Redis.from_url(stack.redis_url)
         sample = plain.register_script(SAMPLE)
         sample_keys = []

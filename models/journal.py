@@ -78,3 +78,35 @@ def record_change(
     event = OutboxEvent(kind=kind, entity=entity, payload={"action": action, **payload})
     session.add(event)
     return event
+
+
+def change_rows(
+    *, role: str, request_id: str, kind: str, changes: list[tuple[str, str, Any, Any, dict]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Audit rows and change-event rows for many changes at once (bulk inserts):
+    ``changes`` holds (entity type, entity, before, after, event payload)."""
+    audit, events = [], []
+    now = utcnow()
+    for entity_type, entity, before, after, payload in changes:
+        action = "create" if before is None else "delete" if after is None else "update"
+        audit.append(
+            {
+                "at": now,
+                "role": role,
+                "request_id": request_id,
+                "action": action,
+                "entity_type": entity_type,
+                "entity": entity,
+                "before": before,
+                "after": after,
+            }
+        )
+        events.append(
+            {
+                "created_at": now,
+                "kind": kind,
+                "entity": entity,
+                "payload": {"action": action, **payload},
+            }
+        )
+    return audit, events

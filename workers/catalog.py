@@ -17,11 +17,14 @@ import time
 from typing import TYPE_CHECKING
 
 import orjson
-from sqlalchemy import select
+from sqlalchemy import delete, insert, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from models import keys
-from models.journal import record_change
+from models.base import utcnow
+from models.journal import AuditEntry, OutboxEvent, change_rows, record_change
 from models.names import TopicName
 from models.orm import Namespace, Subscription, Tenant, Topic
 from models.protocol import partitions_of, subscribe_call, unsubscribe_call
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WORKER_ROLE = "sluice-worker"
+RECORD_BATCH = 500  # client-created subscriptions recorded per transaction
 CLIENT_SETTINGS = ("allowAutoTopicCreation", "allowAutoTopicCreationType", "defaultNumPartitions")
 
 
@@ -42,6 +46,9 @@ class Catalog:
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self.topics: dict[str, int] = {}
+        self.recorded: set[tuple[str, str]] = set()  # (base topic, subscription) in the database
+        self._to_record: set[tuple[str, str]] = set()
+        self._recorder: asyncio.Task | None = None
         self._lock = asyncio.Lock()
 
     def partitions(self) -> list[TopicName]:
@@ -185,21 +192,28 @@ class Catalog:
         await self.worker.redis.hset(keys.CLIENT_CONFIG, mapping=config)
 
     async def _sync_subscriptions(self, session, db_topics: dict[str, Topic]) -> None:
+        """Subscriptions deleted by their consumers leave the database; those created by
+        consumers are recorded (in small batches, off this pass); those created over the
+        admin API get their consumer groups."""
         redis = self.worker.redis
         tombstones = {k.decode() for k in await redis.hkeys(keys.TOMBSTONES)}
-        subs = (await session.execute(select(Subscription))).scalars().all()
-        by_topic: dict[int, dict[str, Subscription]] = {}
-        for sub in subs:
-            by_topic.setdefault(sub.topic_id, {})[sub.name] = sub
+        rows = (
+            await session.execute(select(Subscription.id, Subscription.topic_id, Subscription.name))
+        ).all()
+        by_topic: dict[int, dict[str, int]] = {}
+        for sub_id, topic_id, sub_name in rows:
+            by_topic.setdefault(topic_id, {})[sub_name] = sub_id
+        gone: list[int] = []
+        self.recorded = set()
         for name, topic in db_topics.items():
             known = by_topic.get(topic.id, {})
             base = TopicName.from_full(name)
             in_redis: set[str] = set()
             for partition in partitions_of(base, topic.partitions):
                 in_redis |= {s.decode() for s in await redis.smembers(keys.subs(partition))}
-            for sub_name, sub in known.items():
+            for sub_name, sub_id in known.items():
                 if f"{name}#{sub_name}" in tombstones:
-                    await session.delete(sub)
+                    gone.append(sub_id)
                     self._record(
                         session,
                         "subscription",
@@ -210,22 +224,91 @@ class Catalog:
                         topic=name,
                         subscription=sub_name,
                     )
-                elif sub_name not in in_redis:
+                    continue
+                self.recorded.add((name, sub_name))
+                if sub_name not in in_redis:
                     await self.ensure_subscription(base, topic.partitions, sub_name)
             for sub_name in in_redis - set(known):
-                session.add(Subscription(topic_id=topic.id, name=sub_name))
-                self._record(
-                    session,
-                    "subscription",
-                    "subscription",
-                    f"{name}#{sub_name}",
-                    None,
-                    {"name": sub_name},
-                    topic=name,
-                    subscription=sub_name,
-                )
+                self.note_subscription(name, sub_name)
+        if gone:
+            await session.execute(delete(Subscription).where(Subscription.id.in_(gone)))
         if tombstones:
             await redis.hdel(keys.TOMBSTONES, *tombstones)
+
+    def note_subscription(self, topic: str, subscription: str) -> None:
+        """A subscription a consumer created (``topic`` is the base topic's full name): record
+        it in the database soon, if it is not there yet."""
+        item = (topic, subscription)
+        if item in self.recorded or item in self._to_record:
+            return
+        self._to_record.add(item)
+        if self._recorder is None or self._recorder.done():
+            self._recorder = asyncio.create_task(self._record_subscriptions())
+
+    async def _record_subscriptions(self) -> None:
+        while self._to_record:
+            batch = sorted(self._to_record)[:RECORD_BATCH]
+            try:
+                await self._record_batch(batch)
+            except Exception as exc:  # the next full pass records what is left
+                log.warning("recording %d subscription(s) failed: %s", len(batch), exc)
+                self._to_record.clear()
+                return
+            self._to_record.difference_update(batch)
+            self.recorded.update(batch)
+            await asyncio.sleep(0)
+
+    async def _record_batch(self, batch: list[tuple[str, str]]) -> None:
+        """Record a batch of client-created subscriptions, with their audit entries and
+        change events, in a few bulk statements."""
+        names = {TopicName.from_full(topic) for topic, _sub in batch}
+        async with self.worker.sessions() as session, session.begin():
+            rows = (
+                await session.execute(
+                    select(Tenant.name, Namespace.name, Topic.name, Topic.id)
+                    .join(Namespace, Topic.namespace_id == Namespace.id)
+                    .join(Tenant, Namespace.tenant_id == Tenant.id)
+                    .where(Topic.name.in_({n.local for n in names}))
+                )
+            ).all()
+            ids = {TopicName(t, ns, topic).full: tid for t, ns, topic, tid in rows}
+            names_of = {tid: name for name, tid in ids.items()}
+            values = [
+                {"topic_id": ids[topic], "name": sub, "created_at": utcnow()}
+                for topic, sub in batch
+                if topic in ids
+            ]
+            if not values:
+                return
+            dialect = session.bind.dialect.name
+            insert_ = postgresql_insert if dialect == "postgresql" else sqlite_insert
+            inserted = (
+                await session.execute(
+                    insert_(Subscription)
+                    .values(values)
+                    .on_conflict_do_nothing(index_elements=["topic_id", "name"])
+                    .returning(Subscription.topic_id, Subscription.name)
+                )
+            ).all()
+            if not inserted:
+                return
+            audit, events = change_rows(
+                role=WORKER_ROLE,
+                request_id=f"worker:{self.worker.id}",
+                kind="subscription",
+                changes=[
+                    (
+                        "subscription",
+                        f"{names_of[tid]}#{sub}",
+                        None,
+                        {"name": sub},
+                        {"topic": names_of[tid], "subscription": sub},
+                    )
+                    for tid, sub in inserted
+                ],
+            )
+            await session.execute(insert(AuditEntry), audit)
+            await session.execute(insert(OutboxEvent), events)
 
     def _record(self, session, kind, entity_type, entity, before, after, **payload) -> None:
         record_change(
@@ -310,8 +393,10 @@ class Catalog:
             topic = TopicName.from_full(topic_name)
             if (topic_name, sub) in existing:
                 await self.ensure_subscription(topic, current[topic_name], sub)
+                self.recorded.add((topic_name, sub))
             else:
                 await self.drop_subscription(topic, current[topic_name], sub)
+                self.recorded.discard((topic_name, sub))
         if deleted_namespaces:
             await self.sync()
         await self.worker.claim_partitions()

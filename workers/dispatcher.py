@@ -76,7 +76,11 @@ class Dispatcher:
         self.worker = runner.worker
         self.subscription = subscription
         self.rate: ResolvedRate | None = None  # the SUBSCRIPTION limit in force
+        self._sub_args = LimitArgs()
         self.wake = asyncio.Event()
+        self.waiting_for_quota = False  # data wake-ups need not wake it: it has backlog
+        self.alarm = 0  # number of the current sleep (see workers.alarms)
+        self.rang = -1  # the last sleep whose alarm rang
         self.refresh_needed = True
         self.sub_type = "Shared"
         self.active = ""
@@ -112,6 +116,7 @@ class Dispatcher:
     def apply(self, resolved: ResolvedRate) -> None:
         """Take a new SUBSCRIPTION limit: every later call enforces it."""
         self.rate = resolved
+        self._sub_args = limit_args(resolved)
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -162,9 +167,9 @@ class Dispatcher:
     async def step(self) -> None:
         """Dispatch once, then wait as the outcome requires."""
         worker = self.worker
-        config = worker.policy
+        config = worker.dispatch_settings
         broker = worker.broker_limiter
-        skip_when_caught_up = not config.setting("dispatchThrottlingOnNonBacklogConsumerEnabled")
+        skip_when_caught_up = config.skip_when_caught_up
         now = time.monotonic()
         if broker.enabled and broker.available(now).exhausted and not skip_when_caught_up:
             await self._wait_for_broker()
@@ -172,9 +177,9 @@ class Dispatcher:
         if self.sub_type in SINGLE_CONSUMER_TYPES and not self.active:
             await self._park(-1)
             return
-        max_entries = config.setting("dispatcherMaxReadBatchSize")
-        read_cap = config.setting("dispatcherMaxReadSizeBytes")
-        count_entries = config.setting("dispatchThrottlingOnBatchMessageEnabled")
+        max_entries = config.max_entries
+        read_cap = config.read_cap
+        count_entries = config.count_entries
         reserve_msgs = reserve_bytes = None
         if broker.enabled:
             budget = broker.available(now)
@@ -185,9 +190,7 @@ class Dispatcher:
             if budget.bytes is not None:
                 reserve_bytes = max(0, min(budget.bytes, read_cap))
             broker.reserve(reserve_msgs, reserve_bytes, now)
-        rr_chunk = (
-            max_entries if self.active else config.setting("dispatcherMaxRoundRobinBatchSize")
-        )
+        rr_chunk = max_entries if self.active else config.round_robin_chunk
         sub_limit, consumer_limit = self._unacked_limits(max_entries)
         args = DispatchArgs(
             subscription=self.subscription,
@@ -205,14 +208,18 @@ class Dispatcher:
             fencing_token=self.runner.fencing_token,
             max_unacked_subscription=sub_limit,
             max_unacked_consumer=consumer_limit,
-            topic=limit_args(self.runner.topic_rate),
-            sub=limit_args(self.rate),
-            reads=worker.settings.worker_reads_per_call,
+            topic=self.runner.topic_args,
+            sub=self._sub_args,
+            reads=config.reads_per_call,
         )
         self.wake.clear()
         generation = worker.gate.enter()
         try:
-            reply = await worker.dispatch_script(self._packed_keys, args.argv())
+            # The gate counts the call until Redis has answered it, even if this task is
+            # cancelled meanwhile (a stopped dispatcher's call may still be running).
+            reply = await worker.dispatch_script.call(
+                self._packed_keys, args.argv(), lambda: worker.gate.leave(generation)
+            )
         except ResponseError as exc:
             if broker.enabled:
                 broker.settle(reserve_msgs, reserve_bytes, 0, 0)
@@ -223,8 +230,6 @@ class Dispatcher:
             if broker.enabled:
                 broker.settle(reserve_msgs, reserve_bytes, 0, 0)
             raise
-        finally:
-            worker.gate.leave(generation)
         result = DispatchResult.from_reply(reply)
         self.dispatch_calls += 1
         if result.unacked >= 0:
@@ -286,7 +291,11 @@ class Dispatcher:
                 await broker.wait_changed(max(broker.next_refill() - now, 0.0))
                 return
             wait = max(wait, broker.next_refill() - now)
-        await self.worker.wait_limits_changed(max(wait, 0.0))
+        self.waiting_for_quota = True
+        try:
+            await self._sleep(wait)
+        finally:
+            self.waiting_for_quota = False
 
     async def _wait_for_broker(self) -> None:
         """The BROKER limiter is exhausted before the call: wait for its next period."""
@@ -297,7 +306,7 @@ class Dispatcher:
         if broker.has_reservations:
             await broker.wait_changed(max(deadline - now, 0.0))
             return
-        await self.worker.wait_limits_changed(max(deadline - now, 0.0))
+        await self._sleep(deadline - now)
 
     def _count_broker(self, now: float) -> None:
         budget = self.worker.broker_limiter.available(now)
@@ -315,7 +324,22 @@ class Dispatcher:
         timeout = PARK_FALLBACK_SECONDS
         if next_due_ms >= 0:
             timeout = min(timeout, max((next_due_ms - time.time() * 1000) / 1000, 0.0))
-        try:
-            await asyncio.wait_for(self.wake.wait(), timeout)
-        except TimeoutError:
+        if await self._sleep(timeout):
             self.refresh_needed = True
+
+    async def _sleep(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` s or until woken (a wake-up, a changed limit); True when
+        the time ran out.  The worker's alarm clock rings the end: thousands of dispatchers
+        sleep this way at every period boundary."""
+        if timeout <= 0 or self.wake.is_set():
+            self.wake.clear()
+            await asyncio.sleep(0)
+            return False
+        self.alarm += 1
+        self.worker.alarms.ring_at(asyncio.get_running_loop().time() + timeout, self)
+        try:
+            await self.wake.wait()
+        finally:
+            self.wake.clear()
+            self.alarm += 1  # the alarm of this sleep, if still to come, wakes nothing
+        return self.rang == self.alarm - 1

@@ -34,7 +34,7 @@ POLICY_KINDS = frozenset({"policy", "broker.config"})
 
 async def stream_position(worker: Worker) -> str:
     """The id of the newest event now (read before a full load, so nothing falls between)."""
-    last = await worker.redis.xrevrange(worker.settings.events_stream, count=1)
+    last = await worker.control.xrevrange(worker.settings.events_stream, count=1)
     return last[0][0].decode() if last else "0-0"
 
 
@@ -52,7 +52,7 @@ class EventFollower:
         stream = worker.settings.events_stream
         while True:
             try:
-                reply = await worker.redis.xread({stream: self.position}, block=1000, count=500)
+                reply = await worker.control.xread({stream: self.position}, block=1000, count=500)
             except asyncio.CancelledError:
                 raise
             except RedisError as exc:
@@ -99,7 +99,7 @@ class EventFollower:
         worker = self.worker
         await worker.gate.drained(worker.gate.generation)
         self.position = position
-        async with worker.redis.pipeline(transaction=False) as pipe:
+        async with worker.control.pipeline(transaction=False) as pipe:
             pipe.hset(keys.APPLIED, worker.id, position)
             pipe.publish(keys.APPLIED_CHANNEL, f"{worker.id}\t{position}")
             await pipe.execute()

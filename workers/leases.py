@@ -87,7 +87,7 @@ class LeaseOwnership:
             with contextlib.suppress(RedisError):
                 await self._release(held)
         with contextlib.suppress(RedisError):
-            redis = self.worker.redis
+            redis = self.worker.control
             await redis.zrem(keys.WORKERS, self.worker.id)
             await redis.delete(keys.worker_info(self.worker.id), keys.worker_leases(self.worker.id))
             await redis.hdel(keys.APPLIED, self.worker.id)
@@ -134,11 +134,11 @@ class LeaseOwnership:
                 f"http://{host}:{settings.worker_http_port}" if settings.worker_http_port else ""
             ),
         }
-        await worker.redis.hset(keys.worker_info(worker.id), mapping=info)
+        await worker.control.hset(keys.worker_info(worker.id), mapping=info)
 
     async def _heartbeat(self) -> int:
         """Renew this worker's registration; return Redis time in ms."""
-        redis, me = self.worker.redis, self.worker.id
+        redis, me = self.worker.control, self.worker.id
         seconds, micros = await redis.time()
         now_ms = seconds * 1000 + micros // 1000
         async with redis.pipeline(transaction=False) as pipe:
@@ -168,10 +168,10 @@ class LeaseOwnership:
         worker.apply_limits()
         await worker.catalog.sync()
         if worker.events is not None:
-            target = await worker.redis.xrevrange(worker.settings.events_stream, count=1)
+            target = await worker.control.xrevrange(worker.settings.events_stream, count=1)
             if target and not await worker.events.caught_up(target[0][0].decode(), 10):
                 return  # still behind: stay fenced, try again on the next cycle
-        await worker.redis.hdel(keys.worker_info(worker.id), "fenced")
+        await worker.control.hdel(keys.worker_info(worker.id), "fenced")
 
     async def cycle(self, rebalance: bool = True) -> None:
         """Heartbeat, then renew, release and acquire leases to match the assignment."""
@@ -200,13 +200,13 @@ class LeaseOwnership:
         held = [(name, token) for name, token in self.tokens.items() if name in wanted]
         if not held:
             return False
-        script = self.worker.scripts["lease_renew"]
-        async with self.worker.redis.pipeline(transaction=False) as pipe:
-            for name, token in held:
-                await script(
-                    keys=[keys.lease(wanted[name])], args=[token, self.ttl_ms], client=pipe
-                )
-            results = await pipe.execute()
+        script = self.worker.lease_renew_script
+        results = await asyncio.gather(
+            *(
+                script.call(script.prefix([keys.lease(wanted[name])]), [token, self.ttl_ms])
+                for name, token in held
+            )
+        )
         lost = [name for (name, _), ok in zip(held, results, strict=True) if not ok]
         for name in lost:
             log.warning("lease of %s lost; stop dispatching it", name)
@@ -218,7 +218,7 @@ class LeaseOwnership:
         if not partitions:
             return False
         script = self.worker.scripts["lease_acquire"]
-        async with self.worker.redis.pipeline(transaction=False) as pipe:
+        async with self.worker.control.pipeline(transaction=False) as pipe:
             for partition in partitions:
                 await script(
                     keys=[keys.lease(partition), keys.lease_epoch(partition)],
@@ -232,7 +232,7 @@ class LeaseOwnership:
                 self.tokens[partition.full] = token.decode() if isinstance(token, bytes) else token
                 taken.append(partition.full)
         if taken:
-            await self.worker.redis.sadd(keys.worker_leases(self.worker.id), *taken)
+            await self.worker.control.sadd(keys.worker_leases(self.worker.id), *taken)
             log.info("acquired %d partition lease(s)", len(taken))
         return bool(taken)
 
@@ -241,7 +241,7 @@ class LeaseOwnership:
         if not leases:
             return
         script = self.worker.scripts["lease_release"]
-        async with self.worker.redis.pipeline(transaction=False) as pipe:
+        async with self.worker.control.pipeline(transaction=False) as pipe:
             for name, token in leases.items():
                 partition = TopicName.from_full(name)
                 await script(keys=[keys.lease(partition)], args=[token], client=pipe)

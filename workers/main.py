@@ -18,16 +18,23 @@ from workers.worker import Worker
 log = logging.getLogger(__name__)
 
 
-def connect_redis(settings: Settings) -> Redis:
-    """The worker's Redis client: at most ``worker_redis_connections`` connections, and a
-    call waits for a free one (thousands of dispatchers share them)."""
+def connect_redis(settings: Settings, connections: int | None = None) -> Redis:
+    """A worker's Redis client: at most ``connections`` connections (default
+    ``worker_redis_connections``), and a call waits for a free one (thousands of
+    dispatchers share them)."""
     pool = BlockingConnectionPool.from_url(
         settings.effective_redis_url,
-        max_connections=settings.worker_redis_connections,
+        max_connections=connections or settings.worker_redis_connections,
         timeout=None,
         health_check_interval=30,
     )
     return Redis(connection_pool=pool)
+
+
+def build_worker(settings: Settings, sessions) -> Worker:
+    """A worker with its dispatch connections and its control connections (leases,
+    heartbeats, change events)."""
+    return Worker(settings, connect_redis(settings), sessions, control=connect_redis(settings, 4))
 
 
 async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
@@ -38,8 +45,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     engine = make_async_engine(settings.effective_database_url, pool_size=4)
-    redis = connect_redis(settings)
-    worker = Worker(settings, redis, make_session_factory(engine))
+    worker = build_worker(settings, make_session_factory(engine))
     server = None
     server_task = None
     if settings.worker_http_port:
@@ -73,5 +79,6 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
         if server is not None:
             server.should_exit = True
             await server_task
-        await redis.aclose()
+        await worker.redis.aclose()
+        await worker.control.aclose()
         await engine.dispose()

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from models import keys
 from models.names import TopicName
-from models.protocol import release_call
+from models.protocol import LimitArgs, release_call
 from models.resolution import PublishRate, ResolvedRate
-from workers.dispatcher import Dispatcher
+from workers.dispatcher import Dispatcher, limit_args
 from workers.flow import PartitionFlow
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ class PartitionRunner:
         self.partition = partition
         self.fencing_token = fencing_token
         self.topic_rate: ResolvedRate | None = None  # the TOPIC limit in force
+        self.topic_args = LimitArgs()  # the same, as dispatch.lua takes it
         self.dispatchers: dict[str, Dispatcher] = {}
         self.publish = RateMeter()
         self.flow = PartitionFlow(self)
@@ -105,14 +106,17 @@ class PartitionRunner:
         limits = self.worker.policy.limits(self.partition, subscription, self.publish.rate())
         assert limits.subscription is not None
         dispatcher.apply(limits.subscription)
+        self.worker.catalog.note_subscription(self.partition.base.full, subscription)
         self.dispatchers[subscription] = dispatcher
         dispatcher.start()
         return dispatcher
 
     def wake_all(self) -> None:
-        """New entries: every parked dispatcher looks again."""
+        """New entries: every dispatcher looks again, but for those waiting for quota (they
+        have backlog already)."""
         for dispatcher in self.dispatchers.values():
-            dispatcher.wake.set()
+            if not dispatcher.waiting_for_quota:
+                dispatcher.wake.set()
 
     async def wake_subscription(self, subscription: str, consumers_changed: bool = True) -> None:
         """Consumers joined or left (read them again), or permits, acks or redeliveries of
@@ -134,6 +138,7 @@ class PartitionRunner:
         rate = self.publish.rate()
         policy = self.worker.policy
         self.topic_rate = policy.limits(self.partition, None, rate).topic
+        self.topic_args = limit_args(self.topic_rate)
         for name, dispatcher in self.dispatchers.items():
             resolved = policy.limits(self.partition, name, rate).subscription
             assert resolved is not None

@@ -11,7 +11,6 @@ the process and is shared by every dispatcher, as in Pulsar.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -26,6 +25,7 @@ from models.names import TopicName
 from models.protocol import SCRIPT_NAMES, script_source
 from models.resolution import Limiter
 from models.settings import Settings
+from workers.alarms import AlarmClock
 from workers.catalog import Catalog
 from workers.events import EventFollower, stream_position
 from workers.gate import DispatchGate
@@ -38,6 +38,30 @@ from workers.stats import StatsPublisher
 from workers.wakeups import listen_for_wakeups
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchSettings:
+    """The broker settings every dispatch step reads, taken once per policy change."""
+
+    max_entries: int
+    read_cap: int
+    count_entries: bool
+    round_robin_chunk: int
+    skip_when_caught_up: bool
+    reads_per_call: int
+
+    @classmethod
+    def of(cls, policy: PolicyState, settings: Settings) -> DispatchSettings:
+        """The values in force now."""
+        return cls(
+            max_entries=policy.setting("dispatcherMaxReadBatchSize"),
+            read_cap=policy.setting("dispatcherMaxReadSizeBytes"),
+            count_entries=policy.setting("dispatchThrottlingOnBatchMessageEnabled"),
+            round_robin_chunk=policy.setting("dispatcherMaxRoundRobinBatchSize"),
+            skip_when_caught_up=not policy.setting("dispatchThrottlingOnNonBacklogConsumerEnabled"),
+            reads_per_call=settings.worker_reads_per_call,
+        )
 
 
 @dataclass
@@ -57,9 +81,13 @@ class Worker:
         redis: Redis,
         sessions: async_sessionmaker[AsyncSession],
         ownership: Ownership | None = None,
+        control: Redis | None = None,
     ) -> None:
         self.settings = settings
         self.redis = redis
+        # Leases, heartbeats and change events go over their own connections, so a busy
+        # dispatch pool can never make the worker miss a lease renewal.
+        self.control = control or redis
         self.sessions = sessions
         self.id = settings.worker_id or f"{socket.gethostname()}-{os.getpid()}"
         self.ownership = ownership or default_ownership(settings)
@@ -69,13 +97,15 @@ class Worker:
         self.metrics = WorkerMetrics()
         self.broker_limiter = RateLimiter(Limiter.BROKER, time.monotonic())
         self.gate = DispatchGate()
+        self.alarms = AlarmClock()
         self.events: EventFollower | None = None
         self.scripts = {name: redis.register_script(script_source(name)) for name in SCRIPT_NAMES}
         self.dispatch_script = PackedScript(redis, script_source("dispatch"))
+        self.lease_renew_script = PackedScript(self.control, script_source("lease_renew"))
         self.runners: dict[str, PartitionRunner] = {}
         self.consumer_timeout_ms = int(settings.consumer_timeout_seconds * 1000)
         self.ready = False
-        self._limits_changed = asyncio.Event()
+        self.dispatch_settings = DispatchSettings.of(self.policy, settings)
         self._tasks: list[asyncio.Task] = []
         self._rebalance_lock = asyncio.Lock()
         self._new_topics: set[str] = set()
@@ -120,9 +150,10 @@ class Worker:
         runners = list(self.runners.values())
         if runners:
             await asyncio.wait([asyncio.ensure_future(r.stop()) for r in runners], timeout=timeout)
-        # The runners are stopped but still listed: ownership hands their limiter state over.
         await asyncio.wait_for(self.ownership.stop(), timeout)
         self.runners = {}
+        await self.dispatch_script.close()
+        await self.lease_renew_script.close()
 
     async def _every(self, seconds: float, job) -> None:
         while True:
@@ -190,21 +221,17 @@ class Worker:
     # --- limits ---------------------------------------------------------------------------
 
     def apply_limits(self) -> None:
-        """Re-resolve every limiter in place after a policy change."""
+        """Re-resolve every limiter in place after a policy change, and wake every dispatcher
+        (one waiting for quota may have more now)."""
         now = time.monotonic()
         self.gate.advance()
+        self.dispatch_settings = DispatchSettings.of(self.policy, self.settings)
         any_partition = TopicName("_", "_", "_")
         self.broker_limiter.apply(self.policy.limits(any_partition).broker, now)
         for runner in self.runners.values():
             runner.apply_limits()
-        event, self._limits_changed = self._limits_changed, asyncio.Event()
-        event.set()
-
-    async def wait_limits_changed(self, timeout: float) -> None:
-        """Sleep up to ``timeout`` seconds, waking early when a limit changes."""
-        event = self._limits_changed
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+            for dispatcher in runner.dispatchers.values():
+                dispatcher.wake.set()
 
     # --- wake-ups -------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import pytest
 import sluice
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
-from workers.main import connect_redis
+from workers.main import build_worker
 from workers.worker import Worker
 
 ADMIN = "/admin/v2"
@@ -53,8 +53,7 @@ class WorkerThread:
         self.loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         engine = make_async_engine(self.settings.effective_database_url, pool_size=2)
-        redis = connect_redis(self.settings)
-        worker = Worker(self.settings, redis, make_session_factory(engine))
+        worker = build_worker(self.settings, make_session_factory(engine))
         try:
             await worker.start()
             self.worker = worker
@@ -65,7 +64,8 @@ class WorkerThread:
         self._ready.set()
         await self._stop.wait()
         await worker.stop()
-        await redis.aclose()
+        await worker.redis.aclose()
+        await worker.control.aclose()
         await engine.dispose()
 
     def call(self, fn: Callable[[Worker], object]):

@@ -35,3 +35,22 @@ def test_packed_calls_run_reload_a_flushed_script_and_pass_error_replies(redis_s
             await redis.aclose()
 
     asyncio.run(scenario())
+
+
+def test_calls_of_one_turn_go_out_together_and_each_gets_its_own_reply(redis_server):
+    async def scenario():
+        redis = Redis.from_url(redis_server.url)
+        script = PackedScript(redis, SOURCE)
+        keys = [script.prefix([f"k:{{b}}:{i}", "k:{b}:x"]) for i in range(300)]
+        try:
+            calls = [script.call(keys[i], ["fail" if i % 7 == 0 else "v", i]) for i in range(300)]
+            replies = await asyncio.gather(*calls, return_exceptions=True)
+            for i, reply in enumerate(replies):
+                if i % 7 == 0:
+                    assert isinstance(reply, ResponseError)
+                else:
+                    assert reply == [2, 2, i]
+        finally:
+            await redis.aclose()
+
+    asyncio.run(scenario())

@@ -1,0 +1,45 @@
+"""One timer per millisecond for thousands of sleepers.
+
+Every throttled dispatcher sleeps until its limiter's next period, thousands of them a second
+on a busy worker, and many wake in the same millisecond.  ``AlarmClock`` keeps one event-loop
+timer per millisecond that has sleepers and, when it fires, wakes each of them by setting its
+``wake`` event, unless that sleeper has woken for another reason since (its ``alarm``
+sequence number moved on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Protocol
+
+
+class Sleeper(Protocol):
+    """What the alarm clock wakes: an event, and the number of its current sleep."""
+
+    wake: asyncio.Event
+    alarm: int
+    rang: int
+
+
+class AlarmClock:
+    """Wakes sleepers at (just after) a loop time, timers shared per millisecond."""
+
+    def __init__(self) -> None:
+        self._due: dict[int, list[tuple[Sleeper, int]]] = {}
+
+    def ring_at(self, when: float, sleeper: Sleeper) -> None:
+        """Wake ``sleeper`` at loop time ``when`` (rounded up to the millisecond) unless its
+        current sleep ends before."""
+        key = math.ceil(when * 1000)
+        waiting = self._due.get(key)
+        if waiting is None:
+            waiting = self._due[key] = []
+            asyncio.get_running_loop().call_at(key / 1000, self._ring, key)
+        waiting.append((sleeper, sleeper.alarm))
+
+    def _ring(self, key: int) -> None:
+        for sleeper, alarm in self._due.pop(key, ()):
+            if sleeper.alarm == alarm:
+                sleeper.rang = alarm
+                sleeper.wake.set()
