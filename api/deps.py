@@ -15,12 +15,16 @@ log = logging.getLogger(__name__)
 TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 
 
-def get_state(request: Request) -> AppState:
+# Dependencies are coroutines even when they do not await: FastAPI runs plain functions in
+# a thread pool, a thread hop per request for nothing.
+
+
+async def get_state(request: Request) -> AppState:
     """The process-wide state built by the app factory."""
     return request.app.state.sluice
 
 
-def get_caller(request: Request) -> Caller:
+async def get_caller(request: Request) -> Caller:
     """The calling role (set by ``api.auth.authorize``; anonymous while authentication is
     off) and the request id."""
     state = request.scope.get("state", {})

@@ -43,6 +43,19 @@ end
 return 0
 """
 
+# The live workers (heartbeat not expired, by Redis time) and the position each confirmed.
+FLEET_SCRIPT = """
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], now_ms, '+inf')
+local out = {}
+for i, worker in ipairs(live) do
+  out[2 * i - 1] = worker
+  out[2 * i] = redis.call('HGET', KEYS[2], worker) or ''
+end
+return out
+"""
+
 
 @dataclass
 class Outcome:
@@ -61,6 +74,7 @@ class Enforcement:
         self.applied: dict[str, tuple[int, int]] = {}
         self._changed = asyncio.Event()
         self._fence = redis.register_script(FENCE_SCRIPT)
+        self._fleet = redis.register_script(FLEET_SCRIPT)
 
     async def run(self) -> None:
         """Follow the confirmations channel until cancelled (reconnecting on errors)."""
@@ -94,15 +108,7 @@ class Enforcement:
         deadline = time.monotonic() + self.timeout
         try:
             while True:
-                live = await self._live_workers()
-                missing = [w for w in live if self.applied.get(w, (0, 0)) < target]
-                if missing:
-                    # Confirmations sent before this process listened, or lost: read them.
-                    stored = await self.redis.hmget(keys.APPLIED, missing)
-                    for worker, raw in zip(missing, stored, strict=True):
-                        if raw:
-                            self._note(worker, parse_position(raw.decode()))
-                    missing = [w for w in missing if self.applied.get(w, (0, 0)) < target]
+                missing = [w for w in await self._live_workers() if self._behind(w, target)]
                 if not missing:
                     return Outcome()
                 left = deadline - time.monotonic()
@@ -110,20 +116,28 @@ class Enforcement:
                     await self._fence_off(missing, position)
                     return Outcome(fenced=missing)
                 end = time.monotonic() + min(RECHECK_SECONDS, left)
-                while time.monotonic() < end and any(
-                    self.applied.get(w, (0, 0)) < target for w in missing
-                ):
+                while time.monotonic() < end and any(self._behind(w, target) for w in missing):
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._changed.wait(), end - time.monotonic())
         except RedisError as exc:
             log.warning("cannot confirm enforcement (Redis unavailable): %s", exc)
             return Outcome(pending=f"Redis unavailable: {exc}")
 
+    def _behind(self, worker: str, target: tuple[int, int]) -> bool:
+        return self.applied.get(worker, (0, 0)) < target
+
     async def _live_workers(self) -> list[str]:
-        """Workers whose heartbeat has not expired (by Redis time)."""
-        seconds, micros = await self.redis.time()
-        now_ms = seconds * 1000 + micros // 1000
-        return [w.decode() for w in await self.redis.zrangebyscore(keys.WORKERS, now_ms, "+inf")]
+        """Workers whose heartbeat has not expired (by Redis time), in one round trip; the
+        positions they stored are noted too (confirmations sent before this process
+        listened, or lost)."""
+        reply = await self._fleet(keys=[keys.WORKERS, keys.APPLIED])
+        live = []
+        for worker, position in zip(reply[::2], reply[1::2], strict=True):
+            name = worker.decode()
+            live.append(name)
+            if position:
+                self._note(name, parse_position(position.decode()))
+        return live
 
     async def _fence_off(self, workers: list[str], position: str) -> None:
         """Delete the leases of workers that did not confirm; mark them to re-read all."""

@@ -3,11 +3,12 @@
 Events are rows written in the same transaction as the change they describe, so a rolled-back
 write never produces one and a committed write always does.  Right after its commit a request
 publishes its own events (``publish``: one pipelined XADD) and the rows are marked published
-in the background, in batches; the sweep (``run``) publishes whatever a request could not
-(Redis down, process gone) once it is older than ``grace_seconds``, or at once when a request
-reports a failure.  Publishing is at-least-once: a row published by its request and swept
-again before it was marked goes out twice, which is harmless, because workers treat an event
-as "re-read this entity" and do not depend on the order of events.  Sweeps of several admin
+in the background, in batches at most every ``mark_seconds``; the sweep (``run``) publishes
+whatever a request could not (Redis down, process gone) once it is older than
+``grace_seconds``, or at once when a request reports a failure.  Publishing is
+at-least-once: a row published by its request and swept again before it was marked goes out
+twice, which is harmless, because workers treat an event as "re-read this entity" and do not
+depend on the order of events.  Sweeps of several admin
 replicas are serialised by a database lock.
 """
 
@@ -59,6 +60,7 @@ class OutboxRelay:
         maxlen: int = 100_000,
         sweep_seconds: float = 1.0,
         grace_seconds: float = 5.0,
+        mark_seconds: float = 0.25,
     ) -> None:
         self.sessions = sessions
         self.redis = redis
@@ -66,6 +68,7 @@ class OutboxRelay:
         self.maxlen = maxlen
         self.sweep_seconds = sweep_seconds
         self.grace_seconds = grace_seconds
+        self.mark_seconds = mark_seconds
         self._wake = asyncio.Event()
         self._urgent = False
         self._lock = asyncio.Lock()
@@ -94,6 +97,7 @@ class OutboxRelay:
         """Mark published rows in batches, until cancelled."""
         while True:
             await self._mark_wake.wait()
+            await asyncio.sleep(self.mark_seconds)  # one UPDATE for a burst of writes
             self._mark_wake.clear()
             ids, self._to_mark = self._to_mark, set()
             if not ids:

@@ -4,8 +4,10 @@
 serving it from memory keeps it fast.  The cache is correct or unused: it answers only while
 it is *fresh*, i.e. no write committed by this process since its last reload began and no
 change event pending.  Otherwise callers read the database.  It reloads in the background
-after every local commit and every change event from other replicas (coalesced), and at
-least every ``max_age`` seconds.
+after every local commit and every change event from other replicas, and at least every
+``max_age`` seconds.  Reloads are coalesced and at least ``min_interval`` seconds apart: under
+a storm of writes the reads go to the database for a moment instead of the writes paying for
+a full reload each.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -39,11 +42,13 @@ class PolicyCache:
         stream: str,
         *,
         max_age: float = 30.0,
+        min_interval: float = 0.1,
     ) -> None:
         self.sessions = sessions
         self.redis = redis
         self.stream = stream
         self.max_age = max_age
+        self.min_interval = min_interval
         self.snapshot = PolicySnapshot()
         self.topics: dict[str, int] = {}
         self.namespaces: set[str] = set()
@@ -97,6 +102,7 @@ class PolicyCache:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.max_age)
                 self._wake.clear()
+                started = time.monotonic()
                 try:
                     await self.reload()
                 except asyncio.CancelledError:
@@ -104,6 +110,9 @@ class PolicyCache:
                 except Exception as exc:
                     log.warning("policy cache reload failed (reads use the database): %s", exc)
                     await asyncio.sleep(0.5)
+                    continue
+                # Let the writes of a burst pile up behind one reload.
+                await asyncio.sleep(max(0.0, started + self.min_interval - time.monotonic()))
         finally:
             follower.cancel()
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import replace
 from types import MappingProxyType
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -43,9 +43,11 @@ async def load_snapshot(
     *,
     namespace_id: int | None = None,
     topic_id: int | None = None,
+    namespace_name: str | None = None,
     broker: BrokerConfig | None = None,
 ) -> PolicySnapshot:
-    """Every stored rate, or only those of one namespace (and optionally one topic in it)."""
+    """Every stored rate, or only those of one namespace, by id or by ``tenant/namespace``
+    name (and optionally one topic in it)."""
     query = (
         select(DispatchRatePolicy, Tenant.name, Namespace.name, Topic.name)
         .join(Namespace, DispatchRatePolicy.namespace_id == Namespace.id)
@@ -54,6 +56,7 @@ async def load_snapshot(
     )
     if namespace_id is not None:
         query = query.where(DispatchRatePolicy.namespace_id == namespace_id)
+    query = _in_namespace(query, namespace_name)
     if topic_id is not None:
         query = query.where(
             (DispatchRatePolicy.topic_id.is_(None)) | (DispatchRatePolicy.topic_id == topic_id)
@@ -62,12 +65,23 @@ async def load_snapshot(
     if broker is None:
         broker = await load_broker_config(session)
     snapshot = build_snapshot(broker, rows)
-    flow = await _load_flow(session, namespace_id, topic_id)
+    flow = await _load_flow(session, namespace_id, topic_id, namespace_name)
     return replace(snapshot, namespace_flow=flow[0], topic_flow=flow[1])
 
 
+def _in_namespace(query, namespace_name: str | None):
+    """Restrict a query joined with Tenant and Namespace to one ``tenant/namespace``."""
+    if namespace_name is None:
+        return query
+    tenant, _, namespace = namespace_name.partition("/")
+    return query.where(Tenant.name == tenant, Namespace.name == namespace)
+
+
 async def _load_flow(
-    session: AsyncSession, namespace_id: int | None, topic_id: int | None
+    session: AsyncSession,
+    namespace_id: int | None,
+    topic_id: int | None,
+    namespace_name: str | None = None,
 ) -> tuple[dict[str, dict], dict[str, dict]]:
     """Flow-control policies by ``tenant/namespace`` and by base topic full name."""
     query = (
@@ -78,6 +92,7 @@ async def _load_flow(
     )
     if namespace_id is not None:
         query = query.where(FlowPolicy.namespace_id == namespace_id)
+    query = _in_namespace(query, namespace_name)
     if topic_id is not None:
         query = query.where((FlowPolicy.topic_id.is_(None)) | (FlowPolicy.topic_id == topic_id))
     namespaces: dict[str, dict] = defaultdict(dict)
@@ -162,25 +177,52 @@ async def find_topic(session: AsyncSession, namespace_id: int, name: str) -> Top
     )
 
 
+# Built once: the namespace of a topic, and its row stored under either of two names (a
+# partition's own name, or its partitioned base); ``names`` holds one or both.
+_TOPIC_QUERY = (
+    select(Namespace, Topic)
+    .join(Tenant, Namespace.tenant_id == Tenant.id)
+    .outerjoin(
+        Topic,
+        (Topic.namespace_id == Namespace.id) & Topic.name.in_(bindparam("names", expanding=True)),
+    )
+    .where(Tenant.name == bindparam("tenant"), Namespace.name == bindparam("namespace"))
+)
+
+
 async def get_topic(session: AsyncSession, topic: TopicName) -> tuple[Namespace, Topic]:
-    """The namespace and topic rows of a topic or one of its partitions; 404 otherwise."""
-    namespace = await get_namespace(session, topic.tenant, topic.namespace)
-    row = await find_topic(session, namespace.id, topic.local)
+    """The namespace and topic rows of a topic or one of its partitions; 404 otherwise
+    (one query)."""
+    names = [topic.local]
+    if topic.partition_index >= 0:
+        names.append(topic.base.local)
+    params = {"tenant": topic.tenant, "namespace": topic.namespace, "names": names}
+    rows = (await session.execute(_TOPIC_QUERY, params)).all()
+    if not rows:
+        raise NotFound("Namespace does not exist")
+    found = {row.name: row for _ns, row in rows if row is not None}
+    row = found.get(topic.local)
     if row is None and topic.partition_index >= 0:
-        base = await find_topic(session, namespace.id, topic.base.local)
+        base = found.get(topic.base.local)
         if base is not None and topic.partition_index < base.partitions:
             row = base
     if row is None:
         raise NotFound("Topic not found")
-    return namespace, row
+    return rows[0][0], row
 
 
 async def insert_or_lock(session: AsyncSession, model, values: dict, key: dict):
     """Insert ``values`` unless a row with the unique ``key`` exists; return (row, created).
 
     Either way the row comes back locked for this transaction, so concurrent writers of the
-    same policy queue up instead of failing, and each sees the value it replaces.
+    same policy queue up instead of failing, and each sees the value it replaces.  The row
+    usually exists (a policy is set more often than created): lock it in one statement, and
+    insert only when there is none.
     """
+    query = select(model).filter_by(**key).with_for_update()
+    row = (await session.execute(query)).scalar_one_or_none()
+    if row is not None:
+        return row, False
     insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
     statement = insert(model).values(**values).on_conflict_do_nothing()
     pk = list(model.__table__.primary_key.columns)
@@ -188,5 +230,5 @@ async def insert_or_lock(session: AsyncSession, model, values: dict, key: dict):
     if inserted is not None:
         row = await session.get(model, tuple(inserted) if len(pk) > 1 else inserted[0])
         return row, True
-    query = select(model).filter_by(**key).with_for_update()
+    # Another writer inserted it meanwhile: wait for its lock like any other writer.
     return (await session.execute(query)).scalar_one(), False

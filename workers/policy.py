@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from models.broker_config import BrokerConfig
 from models.flow_resolution import FlowLimits, resolve_flow
 from models.names import TopicName
-from models.repository import find_namespace, load_broker_config, load_snapshot
+from models.repository import load_broker_config, load_snapshot
 from models.resolution import EffectiveLimits, PublishRate, resolve_limits
 from models.snapshot import PolicySnapshot
 
@@ -51,11 +51,10 @@ class PolicyState:
             if broker:
                 snapshot = replace(snapshot, broker=await load_broker_config(session))
             for namespace in sorted(namespaces):
-                tenant, _, name = namespace.partition("/")
-                row = await find_namespace(session, tenant, name)
-                part = PolicySnapshot(broker=snapshot.broker)
-                if row is not None:
-                    part = await load_snapshot(session, namespace_id=row.id, broker=snapshot.broker)
+                # A namespace that no longer exists has no rows: an empty part.
+                part = await load_snapshot(
+                    session, namespace_name=namespace, broker=snapshot.broker
+                )
                 snapshot = snapshot.with_namespace(namespace, part)
             self._swap(snapshot)
 

@@ -109,8 +109,7 @@ async def set_rate(uow: UnitOfWork, target: Target, rate: DispatchRate) -> None:
         {"scope_key": target.scope_key},
     )
     before = None if created else row.to_rate().to_json()
-    row.assign(rate)
-    await uow.session.flush()
+    row.assign(rate)  # written at the commit, with the audit entry and the event
     _record(uow, target, before, rate.to_json())
 
 

@@ -16,7 +16,7 @@ router = APIRouter(prefix="/admin/v2/persistent", tags=["topics"])
 TOPIC = "/{tenant}/{namespace}/{topic}"
 
 
-def topic_name(tenant: str, namespace: str, topic: str) -> TopicName:
+async def topic_name(tenant: str, namespace: str, topic: str) -> TopicName:
     """The validated topic of the path (412 when invalid)."""
     return TopicName.parse(tenant, namespace, topic)
 
