@@ -197,9 +197,14 @@ def test_catalog_records_client_created_subscriptions(http, namespace, worker, c
     client.subscribe(TOPIC, "from-client")
     assert "from-client" in http.get(f"{PATH}/subscriptions").json()
     worker.call(lambda w: w.catalog.sync())
-    audit = http.get(f"{ADMIN}/audit", params={"entityType": "subscription"}).json()
-    assert any(
-        e["entity"] == f"{TOPIC}#from-client" and e["role"] == "sluice-worker" for e in audit
-    )
+
+    def recorded() -> bool:
+        # The worker records client-created subscriptions in batches, soon after it sees them.
+        audit = http.get(f"{ADMIN}/audit", params={"entityType": "subscription"}).json()
+        return any(
+            e["entity"] == f"{TOPIC}#from-client" and e["role"] == "sluice-worker" for e in audit
+        )
+
+    wait_until(recorded, timeout=10, every=0.1)
     body = orjson.loads(http.get(f"{PATH}/effectiveDispatchRates").content)
     assert "from-client" in body["subscriptions"]
