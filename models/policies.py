@@ -53,14 +53,19 @@ class DispatchRatePolicy(Base):
             msg=self.msg, byte=self.byte, relative=self.relative, period=self.period
         )
 
-    def assign(self, rate: DispatchRate) -> None:
-        """Overwrite the stored value."""
-        self.msg, self.byte, self.relative, self.period = (
-            rate.msg,
-            rate.byte,
-            rate.relative,
-            rate.period,
-        )
+    @classmethod
+    def columns_for(cls, rate: DispatchRate) -> dict[str, Any]:
+        """Column values that store ``rate``."""
+        return {
+            "msg": rate.msg,
+            "byte": rate.byte,
+            "relative": rate.relative,
+            "period": rate.period,
+        }
+
+    def stored_json(self) -> dict[str, Any]:
+        """The stored rate as Pulsar's JSON."""
+        return self.to_rate().to_json()
 
 
 class BrokerConfigOverride(Base):
@@ -71,6 +76,15 @@ class BrokerConfigOverride(Base):
     name: Mapped[str] = mapped_column(String(255), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
+
+    @classmethod
+    def columns_for(cls, text: str) -> dict[str, Any]:
+        """Column values that store the rendered setting ``text``."""
+        return {"value": text}
+
+    def stored_json(self) -> str:
+        """The stored setting as text."""
+        return self.value
 
 
 class FlowPolicy(Base):
@@ -99,3 +113,12 @@ class FlowPolicy(Base):
     def key(namespace_id: int, topic_id: int | None, kind: str) -> str:
         """The unique scope key of a (target, kind) pair."""
         return f"{namespace_id}/{topic_id or ''}/{kind}"
+
+    @classmethod
+    def columns_for(cls, value: Any) -> dict[str, Any]:
+        """Column values that store ``value``, already JSON (``models.flow.value_to_json``)."""
+        return {"value": value}
+
+    def stored_json(self) -> Any:
+        """The stored value as JSON."""
+        return self.value

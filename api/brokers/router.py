@@ -9,7 +9,8 @@ from api.brokers import service
 from api.dataplane import live_workers
 from api.deps import StateDep, UowDep
 from api.policies.provenance import provenance_for
-from api.responses import JsonResponse, no_content
+from api.policy_store.dry_run import write_answer
+from api.responses import JsonResponse
 from models.errors import NotFound, Unavailable
 
 router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
@@ -35,9 +36,8 @@ async def get_runtime_config(uow: UowDep) -> dict[str, str]:
 
 
 async def _answer(uow: UowDep) -> Response:
-    if not uow.dry_run:
-        return no_content()
-    return JsonResponse({"dryRun": True, "topics": await provenance_for(uow.session)})
+    """204, or for a dry run 200 with the would-be limits of every topic."""
+    return await write_answer(uow, lambda: provenance_for(uow.session))
 
 
 @router.post("/configuration/{name}/{value}", status_code=204)

@@ -16,8 +16,9 @@ from starlette.responses import Response
 
 from api.deps import UowDep
 from api.flow import service
-from api.flow.service import FlowTarget
-from api.responses import JsonResponse, no_content
+from api.policy_store.dry_run import write_answer
+from api.policy_store.target import PolicyTarget, namespace_target, topic_target
+from api.responses import JsonResponse
 from api.unit_of_work import UnitOfWork
 from models.errors import InvalidInput
 from models.flow import (
@@ -44,29 +45,27 @@ QUOTA_TYPE = Query(None, alias="backlogQuotaType", description="destination_stor
 RAW_BODY = Body(None)
 
 
-async def _namespace(tenant: str, namespace: str, uow: UowDep) -> FlowTarget:
-    return await service.namespace_target(uow, tenant, namespace)
+async def _namespace(tenant: str, namespace: str, uow: UowDep) -> PolicyTarget:
+    return await namespace_target(uow, tenant, namespace)
 
 
-async def _topic(tenant: str, namespace: str, topic: str, uow: UowDep) -> FlowTarget:
-    return await service.topic_target(uow, TopicName.parse(tenant, namespace, topic))
+async def _topic(tenant: str, namespace: str, topic: str, uow: UowDep) -> PolicyTarget:
+    return await topic_target(uow, TopicName.parse(tenant, namespace, topic))
 
 
-NamespaceDep = Annotated[FlowTarget, Depends(_namespace)]
-TopicDep = Annotated[FlowTarget, Depends(_topic)]
+NamespaceDep = Annotated[PolicyTarget, Depends(_namespace)]
+TopicDep = Annotated[PolicyTarget, Depends(_topic)]
 
 
-async def _write_answer(uow: UnitOfWork, target: FlowTarget) -> Response:
+async def _write_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
     """204, or for a dry run 200 with the would-be flow limits of every affected topic."""
-    if not uow.dry_run:
-        return no_content()
-    await uow.session.flush()
-    topics = await service.flow_provenance_for(
-        uow.session,
-        namespace_id=target.namespace.id,
-        topic_id=target.topic.id if target.topic else None,
-    )
-    return JsonResponse({"dryRun": True, "changed": target.entity, "topics": topics})
+
+    async def topics() -> list[dict]:
+        return await service.flow_provenance_for(
+            uow.session, namespace_id=target.namespace.id, topic_id=target.topic_id
+        )
+
+    return await write_answer(uow, topics, changed=target.entity)
 
 
 def _required(body: Any) -> Any:
@@ -93,13 +92,13 @@ async def get_topic_quotas(target: TopicDep, uow: UowDep, applied: bool = APPLIE
     return {t.value: limits.quotas[t].value.to_json() for t in QuotaType}
 
 
-async def _set_quota(uow: UnitOfWork, target: FlowTarget, body: Any, quota_type: str | None):
+async def _set_quota(uow: UnitOfWork, target: PolicyTarget, body: Any, quota_type: str | None):
     kind = quota_kind(parse_quota_type(quota_type))
     await service.set_value(uow, target, kind, BacklogQuota.from_json(_required(body)))
     return await _write_answer(uow, target)
 
 
-async def _remove_quota(uow: UnitOfWork, target: FlowTarget, quota_type: str | None):
+async def _remove_quota(uow: UnitOfWork, target: PolicyTarget, quota_type: str | None):
     await service.remove_value(uow, target, quota_kind(parse_quota_type(quota_type)))
     return await _write_answer(uow, target)
 
@@ -162,7 +161,7 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
     name = path.rsplit("/", 1)[1]
 
     async def get_value(
-        uow: UowDep, target: FlowTarget = target_param, applied: bool = APPLIED
+        uow: UowDep, target: PolicyTarget = target_param, applied: bool = APPLIED
     ) -> Response:
         if applied and target.topic is not None:
             limits = await service.applied_limits(uow, target)
@@ -171,7 +170,7 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
 
     async def set_value(
         uow: UowDep,
-        target: FlowTarget = target_param,
+        target: PolicyTarget = target_param,
         body: Any = RAW_BODY,
         message_ttl: int | None = Query(None, alias="messageTTL"),
         dry_run: bool = DRY_RUN,
@@ -181,7 +180,7 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
         return await _write_answer(uow, target)
 
     async def remove_value(
-        uow: UowDep, target: FlowTarget = target_param, dry_run: bool = DRY_RUN
+        uow: UowDep, target: PolicyTarget = target_param, dry_run: bool = DRY_RUN
     ) -> Response:
         await service.remove_value(uow, target, kind)
         return await _write_answer(uow, target)
