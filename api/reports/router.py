@@ -102,19 +102,8 @@ async def start_run(state: StateDep, body: dict | None = Body(None)) -> JSONResp
         isinstance(lookback, bool) or not isinstance(lookback, int | float) or lookback <= 0
     ):
         raise InvalidInput("Invalid lookbackSeconds: must be a positive number")
-    from reports.celery_app import make_celery
-
-    def send() -> str:
-        app = make_celery(state.settings)
-        try:
-            return app.send_task(
-                "sluice.run_reports", kwargs={"jobs": jobs, "lookback_seconds": lookback}
-            ).id
-        finally:
-            app.close()
-
     try:
-        task_id = await asyncio.wait_for(asyncio.to_thread(send), timeout=10)
+        task_id = await state.reports.send(jobs, lookback)
     except Exception as exc:
         raise Unavailable(f"Cannot queue the report run: {exc}") from exc
     return JSONResponse({"taskId": task_id, "jobs": jobs}, status_code=202)
