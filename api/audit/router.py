@@ -5,13 +5,14 @@ from datetime import datetime
 from fastapi import APIRouter, Query
 
 from api.audit import service
+from api.audit.schemas import AuditEntryDocument
 from api.audit.service import AuditFilter
 from api.deps import UowDep
 
 router = APIRouter(prefix="/admin/v2/audit", tags=["audit"])
 
 
-@router.get("")
+@router.get("", response_model=list[AuditEntryDocument])
 async def list_audit(
     uow: UowDep,
     entity: str | None = Query(None, description="exact entity name"),

@@ -16,9 +16,11 @@ from starlette.responses import Response
 
 from api.deps import UowDep
 from api.flow import service
+from api.flow.schemas import EffectiveFlowControls, FlowDryRun
 from api.policy_store.dry_run import write_answer
 from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.responses import JsonResponse
+from api.schemas import BacklogQuotaDocument
 from api.unit_of_work import UnitOfWork
 from models.errors import InvalidInput
 from models.flow import (
@@ -43,6 +45,10 @@ DRY_RUN = Query(False, alias="dryRun", description="validate and report, change 
 APPLIED = Query(False, description="resolve through namespace and broker levels")
 QUOTA_TYPE = Query(None, alias="backlogQuotaType", description="destination_storage (default)")
 RAW_BODY = Body(None)
+DRY_RUN_ANSWER: dict[int | str, dict] = {
+    200: {"model": FlowDryRun, "description": "dryRun=true: the limits the write would produce"}
+}
+QuotaMap = dict[str, BacklogQuotaDocument]
 
 
 async def _namespace(tenant: str, namespace: str, uow: UowDep) -> PolicyTarget:
@@ -77,13 +83,17 @@ def _required(body: Any) -> Any:
 # --- backlog quota ------------------------------------------------------------------------
 
 
-@router.get(f"{NS}/backlogQuotaMap", summary="Get the namespace backlog quotas")
+@router.get(
+    f"{NS}/backlogQuotaMap", summary="Get the namespace backlog quotas", response_model=QuotaMap
+)
 async def get_namespace_quotas(target: NamespaceDep, uow: UowDep) -> dict:
     """Stored quotas by type (``{}`` when none)."""
     return await service.read_quota_map(uow, target)
 
 
-@router.get(f"{TOPIC}/backlogQuotaMap", summary="Get the topic backlog quotas")
+@router.get(
+    f"{TOPIC}/backlogQuotaMap", summary="Get the topic backlog quotas", response_model=QuotaMap
+)
 async def get_topic_quotas(target: TopicDep, uow: UowDep, applied: bool = APPLIED) -> dict:
     """Stored quotas by type; with ``applied`` every type resolved through the levels."""
     if not applied:
@@ -103,7 +113,12 @@ async def _remove_quota(uow: UnitOfWork, target: PolicyTarget, quota_type: str |
     return await _write_answer(uow, target)
 
 
-@router.post(f"{NS}/backlogQuota", status_code=204, summary="Set a namespace backlog quota")
+@router.post(
+    f"{NS}/backlogQuota",
+    status_code=204,
+    summary="Set a namespace backlog quota",
+    responses=DRY_RUN_ANSWER,
+)
 async def set_namespace_quota(
     target: NamespaceDep,
     uow: UowDep,
@@ -114,14 +129,24 @@ async def set_namespace_quota(
     return await _set_quota(uow, target, body, quota_type)
 
 
-@router.delete(f"{NS}/backlogQuota", status_code=204, summary="Remove a namespace backlog quota")
+@router.delete(
+    f"{NS}/backlogQuota",
+    status_code=204,
+    summary="Remove a namespace backlog quota",
+    responses=DRY_RUN_ANSWER,
+)
 async def remove_namespace_quota(
     target: NamespaceDep, uow: UowDep, quota_type: str | None = QUOTA_TYPE, dry_run: bool = DRY_RUN
 ) -> Response:
     return await _remove_quota(uow, target, quota_type)
 
 
-@router.post(f"{TOPIC}/backlogQuota", status_code=204, summary="Set a topic backlog quota")
+@router.post(
+    f"{TOPIC}/backlogQuota",
+    status_code=204,
+    summary="Set a topic backlog quota",
+    responses=DRY_RUN_ANSWER,
+)
 async def set_topic_quota(
     target: TopicDep,
     uow: UowDep,
@@ -132,7 +157,12 @@ async def set_topic_quota(
     return await _set_quota(uow, target, body, quota_type)
 
 
-@router.delete(f"{TOPIC}/backlogQuota", status_code=204, summary="Remove a topic backlog quota")
+@router.delete(
+    f"{TOPIC}/backlogQuota",
+    status_code=204,
+    summary="Remove a topic backlog quota",
+    responses=DRY_RUN_ANSWER,
+)
 async def remove_topic_quota(
     target: TopicDep, uow: UowDep, quota_type: str | None = QUOTA_TYPE, dry_run: bool = DRY_RUN
 ) -> Response:
@@ -186,7 +216,12 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
         return await _write_answer(uow, target)
 
     router.add_api_route(
-        path, get_value, methods=["GET"], name=f"get_{level}_{name}", summary=f"Get {name}"
+        path,
+        get_value,
+        methods=["GET"],
+        name=f"get_{level}_{name}",
+        summary=f"Get {name}",
+        response_model=int | None,
     )
     router.add_api_route(
         path,
@@ -195,6 +230,7 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
         name=f"set_{level}_{name}",
         status_code=204,
         summary=f"Set {name}",
+        responses=DRY_RUN_ANSWER,
     )
     router.add_api_route(
         path,
@@ -203,6 +239,7 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
         name=f"remove_{level}_{name}",
         status_code=204,
         summary=f"Remove {name}",
+        responses=DRY_RUN_ANSWER,
     )
 
 
@@ -220,7 +257,11 @@ for _path, _kind in (
     _add_int_routes(f"{TOPIC}/{_path}", _kind, "topic", _topic)
 
 
-@router.get(f"{TOPIC}/effectiveFlowControls", summary="Resolved flow limits and their sources")
+@router.get(
+    f"{TOPIC}/effectiveFlowControls",
+    summary="Resolved flow limits and their sources",
+    response_model=EffectiveFlowControls,
+)
 async def effective_flow_controls(target: TopicDep, uow: UowDep) -> dict:
     """Every flow-control limit of the topic, with the level (topic, namespace, broker) it
     came from."""

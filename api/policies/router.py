@@ -14,10 +14,12 @@ from api.deps import CallerDep, StateDep, UowDep
 from api.policies import service
 from api.policies.provenance import provenance_for
 from api.policies.reads import read_namespace_rate, read_topic_rate
+from api.policies.schemas import RateDryRun, TopicProvenance
 from api.policies.service import DISPATCH_RATE, SUBSCRIPTION_DISPATCH_RATE
 from api.policy_store.dry_run import write_answer
 from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.responses import JsonResponse
+from api.schemas import DispatchRateDocument
 from api.unit_of_work import UnitOfWork
 from models.dispatch_rate import DispatchRate
 from models.names import TopicName
@@ -28,6 +30,9 @@ NS = "/admin/v2/namespaces/{tenant}/{namespace}"
 TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
 DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
 APPLIED = Query(False, description="resolve through namespace and broker levels")
+DRY_RUN_ANSWER: dict[int | str, dict] = {
+    200: {"model": RateDryRun, "description": "dryRun=true: the limits the write would produce"}
+}
 
 
 async def _write_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
@@ -116,7 +121,12 @@ def _add_routes(path: str, level: str, kind: str, resolve_target, get_rate) -> N
 
     name = f"{level}_{kind}"
     router.add_api_route(
-        path, get_rate, methods=["GET"], name=f"get_{name}", summary=f"Get the {level} {kind}"
+        path,
+        get_rate,
+        methods=["GET"],
+        name=f"get_{name}",
+        summary=f"Get the {level} {kind}",
+        response_model=DispatchRateDocument | None,
     )
     router.add_api_route(
         path,
@@ -125,6 +135,7 @@ def _add_routes(path: str, level: str, kind: str, resolve_target, get_rate) -> N
         name=f"set_{name}",
         status_code=204,
         summary=f"Set the {level} {kind}",
+        responses=DRY_RUN_ANSWER,
     )
     router.add_api_route(
         path,
@@ -133,6 +144,7 @@ def _add_routes(path: str, level: str, kind: str, resolve_target, get_rate) -> N
         name=f"remove_{name}",
         status_code=204,
         summary=f"Remove the {level} {kind}",
+        responses=DRY_RUN_ANSWER,
     )
 
 
@@ -148,7 +160,7 @@ _add_routes(
 )
 
 
-@router.get(f"{TOPIC}/effectiveDispatchRates")
+@router.get(f"{TOPIC}/effectiveDispatchRates", response_model=TopicProvenance)
 async def effective_dispatch_rates(tenant: str, namespace: str, topic: str, uow: UowDep) -> dict:
     """Every limiter of the topic and its subscriptions: value, source level, combined limit."""
     target = await topic_target(uow, TopicName.parse(tenant, namespace, topic))
