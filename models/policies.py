@@ -16,15 +16,12 @@ DISPATCH_RATE = "dispatchRate"
 SUBSCRIPTION_DISPATCH_RATE = "subscriptionDispatchRate"
 
 
-class DispatchRatePolicy(Base):
-    """One stored ``DispatchRate``.
+class ScopedPolicy:
+    """Columns every namespace/topic policy table shares: where the value applies.
 
-    Level is given by which ids are set: namespace only; namespace + topic; namespace + topic +
-    subscription (PIP-152; ``kind`` is then always ``dispatchRate``).  ``scope_key`` makes the
-    (level, target, kind) triple unique on every database, NULLs included.
+    A row belongs to a namespace, and to one topic of it when ``topic_id`` is set; both
+    cascade on delete.  ``scope_key`` is unique per (target, kind); each table builds it.
     """
-
-    __tablename__ = "dispatch_rate_policies"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     scope_key: Mapped[str] = mapped_column(String(700), unique=True)
@@ -34,13 +31,25 @@ class DispatchRatePolicy(Base):
     topic_id: Mapped[int | None] = mapped_column(
         ForeignKey("topics.id", ondelete="CASCADE"), index=True
     )
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
+
+
+class DispatchRatePolicy(ScopedPolicy, Base):
+    """One stored ``DispatchRate``.
+
+    Level is given by which ids are set: namespace only; namespace + topic; namespace + topic +
+    subscription (PIP-152; ``kind`` is then always ``dispatchRate``).  ``scope_key`` makes the
+    (level, target, kind) triple unique on every database, NULLs included.
+    """
+
+    __tablename__ = "dispatch_rate_policies"
+
     subscription: Mapped[str | None] = mapped_column(String(255))
     kind: Mapped[str] = mapped_column(String(32))
     msg: Mapped[int] = mapped_column(BigInteger)
     byte: Mapped[int] = mapped_column(BigInteger)
     relative: Mapped[bool] = mapped_column(Boolean)
     period: Mapped[int] = mapped_column(Integer)
-    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
 
     @staticmethod
     def key(namespace_id: int, topic_id: int | None, subscription: str | None, kind: str) -> str:
@@ -87,7 +96,7 @@ class BrokerConfigOverride(Base):
         return self.value
 
 
-class FlowPolicy(Base):
+class FlowPolicy(ScopedPolicy, Base):
     """One stored flow-control policy at namespace or topic level (``models.flow``).
 
     ``kind`` is ``backlogQuota.<type>``, ``maxUnackedMessagesPerSubscription``,
@@ -97,17 +106,8 @@ class FlowPolicy(Base):
 
     __tablename__ = "flow_policies"
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    scope_key: Mapped[str] = mapped_column(String(700), unique=True)
-    namespace_id: Mapped[int] = mapped_column(
-        ForeignKey("namespaces.id", ondelete="CASCADE"), index=True
-    )
-    topic_id: Mapped[int | None] = mapped_column(
-        ForeignKey("topics.id", ondelete="CASCADE"), index=True
-    )
     kind: Mapped[str] = mapped_column(String(64))
     value: Mapped[Any] = mapped_column(Json)
-    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
 
     @staticmethod
     def key(namespace_id: int, topic_id: int | None, kind: str) -> str:
