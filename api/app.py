@@ -17,13 +17,12 @@ from collections.abc import AsyncIterator
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from redis.asyncio import Redis
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from api import clusters
 from api.audit.router import router as audit_router
 from api.auth import AccessControl, AuthenticationMiddleware, authorize
 from api.brokers.router import router as brokers_router
+from api.clusters.router import router as clusters_router
+from api.clusters.service import ensure_local_cluster
 from api.dataplane import DataPlane
 from api.docs import install_docs
 from api.enforcement import Enforcement
@@ -34,23 +33,16 @@ from api.namespaces.router import router as namespaces_router
 from api.outbox import OutboxRelay
 from api.policies.router import router as policies_router
 from api.policy_cache import PolicyCache
+from api.reports.queue import ReportQueue
 from api.reports.router import router as reports_router
 from api.responses import JsonResponse
 from api.state import AppState
 from api.tenants.router import router as tenants_router
 from api.topics.router import router as topics_router
 from models.db import make_async_engine, make_session_factory
-from models.orm import Cluster
 from models.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-async def ensure_local_cluster(sessions: async_sessionmaker[AsyncSession], name: str, url: str):
-    """Insert the local cluster row on first start."""
-    async with sessions() as session, session.begin():
-        if await session.scalar(select(Cluster).where(Cluster.name == name)) is None:
-            session.add(Cluster(name=name, service_url=url))
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -80,8 +72,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except Exception as exc:  # the database may come later; reads fall back meanwhile
             log.warning("policy cache not loaded at start: %s", exc)
         enforcement = Enforcement(redis, settings.apply_timeout_seconds)
+        reports = ReportQueue(settings)
         app.state.sluice = AppState(
-            settings, engine, sessions, redis, relay, data_plane, cache, enforcement
+            settings, engine, sessions, redis, relay, data_plane, cache, enforcement, reports
         )
         tasks = [
             asyncio.create_task(relay.run(), name="outbox-relay"),
@@ -99,6 +92,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for task in tasks:
                 task.cancel()
             await asyncio.wait(tasks, timeout=5)
+            reports.close()
             await redis.aclose()
             await engine.dispose()
 
@@ -116,7 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.access_control = access_control
     for router in (
-        clusters.router,
+        clusters_router,
         tenants_router,
         namespaces_router,
         policies_router,

@@ -11,13 +11,14 @@ from api.dataplane import DataPlane
 from api.enforcement import Enforcement
 from api.outbox import OutboxRelay
 from api.policy_cache import PolicyCache
+from api.reports.queue import ReportQueue
 from models.settings import Settings
 
 
 @dataclass
 class AppState:
-    """Engine, sessions, Redis client, outbox relay, data-plane access, policy cache and the
-    workers' confirmations."""
+    """Engine, sessions, Redis client, outbox relay, data-plane access, policy cache, the
+    workers' confirmations and the report-run queue."""
 
     settings: Settings
     engine: AsyncEngine
@@ -27,6 +28,7 @@ class AppState:
     data_plane: DataPlane
     cache: PolicyCache
     enforcement: Enforcement
+    reports: ReportQueue
 
     @property
     def cluster(self) -> str:

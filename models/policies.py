@@ -16,15 +16,12 @@ DISPATCH_RATE = "dispatchRate"
 SUBSCRIPTION_DISPATCH_RATE = "subscriptionDispatchRate"
 
 
-class DispatchRatePolicy(Base):
-    """One stored ``DispatchRate``.
+class ScopedPolicy:
+    """Columns every namespace/topic policy table shares: where the value applies.
 
-    Level is given by which ids are set: namespace only; namespace + topic; namespace + topic +
-    subscription (PIP-152; ``kind`` is then always ``dispatchRate``).  ``scope_key`` makes the
-    (level, target, kind) triple unique on every database, NULLs included.
+    A row belongs to a namespace, and to one topic of it when ``topic_id`` is set; both
+    cascade on delete.  ``scope_key`` is unique per (target, kind); each table builds it.
     """
-
-    __tablename__ = "dispatch_rate_policies"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     scope_key: Mapped[str] = mapped_column(String(700), unique=True)
@@ -34,13 +31,25 @@ class DispatchRatePolicy(Base):
     topic_id: Mapped[int | None] = mapped_column(
         ForeignKey("topics.id", ondelete="CASCADE"), index=True
     )
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
+
+
+class DispatchRatePolicy(ScopedPolicy, Base):
+    """One stored ``DispatchRate``.
+
+    Level is given by which ids are set: namespace only; namespace + topic; namespace + topic +
+    subscription (PIP-152; ``kind`` is then always ``dispatchRate``).  ``scope_key`` makes the
+    (level, target, kind) triple unique on every database, NULLs included.
+    """
+
+    __tablename__ = "dispatch_rate_policies"
+
     subscription: Mapped[str | None] = mapped_column(String(255))
     kind: Mapped[str] = mapped_column(String(32))
     msg: Mapped[int] = mapped_column(BigInteger)
     byte: Mapped[int] = mapped_column(BigInteger)
     relative: Mapped[bool] = mapped_column(Boolean)
     period: Mapped[int] = mapped_column(Integer)
-    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
 
     @staticmethod
     def key(namespace_id: int, topic_id: int | None, subscription: str | None, kind: str) -> str:
@@ -53,14 +62,19 @@ class DispatchRatePolicy(Base):
             msg=self.msg, byte=self.byte, relative=self.relative, period=self.period
         )
 
-    def assign(self, rate: DispatchRate) -> None:
-        """Overwrite the stored value."""
-        self.msg, self.byte, self.relative, self.period = (
-            rate.msg,
-            rate.byte,
-            rate.relative,
-            rate.period,
-        )
+    @classmethod
+    def columns_for(cls, rate: DispatchRate) -> dict[str, Any]:
+        """Column values that store ``rate``."""
+        return {
+            "msg": rate.msg,
+            "byte": rate.byte,
+            "relative": rate.relative,
+            "period": rate.period,
+        }
+
+    def stored_json(self) -> dict[str, Any]:
+        """The stored rate as Pulsar's JSON."""
+        return self.to_rate().to_json()
 
 
 class BrokerConfigOverride(Base):
@@ -72,8 +86,17 @@ class BrokerConfigOverride(Base):
     value: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
 
+    @classmethod
+    def columns_for(cls, text: str) -> dict[str, Any]:
+        """Column values that store the rendered setting ``text``."""
+        return {"value": text}
 
-class FlowPolicy(Base):
+    def stored_json(self) -> str:
+        """The stored setting as text."""
+        return self.value
+
+
+class FlowPolicy(ScopedPolicy, Base):
     """One stored flow-control policy at namespace or topic level (``models.flow``).
 
     ``kind`` is ``backlogQuota.<type>``, ``maxUnackedMessagesPerSubscription``,
@@ -83,19 +106,19 @@ class FlowPolicy(Base):
 
     __tablename__ = "flow_policies"
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    scope_key: Mapped[str] = mapped_column(String(700), unique=True)
-    namespace_id: Mapped[int] = mapped_column(
-        ForeignKey("namespaces.id", ondelete="CASCADE"), index=True
-    )
-    topic_id: Mapped[int | None] = mapped_column(
-        ForeignKey("topics.id", ondelete="CASCADE"), index=True
-    )
     kind: Mapped[str] = mapped_column(String(64))
     value: Mapped[Any] = mapped_column(Json)
-    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
 
     @staticmethod
     def key(namespace_id: int, topic_id: int | None, kind: str) -> str:
         """The unique scope key of a (target, kind) pair."""
         return f"{namespace_id}/{topic_id or ''}/{kind}"
+
+    @classmethod
+    def columns_for(cls, value: Any) -> dict[str, Any]:
+        """Column values that store ``value``, already JSON (``models.flow.value_to_json``)."""
+        return {"value": value}
+
+    def stored_json(self) -> Any:
+        """The stored value as JSON."""
+        return self.value

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 from types import MappingProxyType
+from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -46,58 +47,48 @@ async def load_snapshot(
     namespace_name: str | None = None,
     broker: BrokerConfig | None = None,
 ) -> PolicySnapshot:
-    """Every stored rate, or only those of one namespace, by id or by ``tenant/namespace``
-    name (and optionally one topic in it)."""
-    query = (
-        select(DispatchRatePolicy, Tenant.name, Namespace.name, Topic.name)
-        .join(Namespace, DispatchRatePolicy.namespace_id == Namespace.id)
-        .join(Tenant, Namespace.tenant_id == Tenant.id)
-        .outerjoin(Topic, DispatchRatePolicy.topic_id == Topic.id)
-    )
-    if namespace_id is not None:
-        query = query.where(DispatchRatePolicy.namespace_id == namespace_id)
-    query = _in_namespace(query, namespace_name)
-    if topic_id is not None:
-        query = query.where(
-            (DispatchRatePolicy.topic_id.is_(None)) | (DispatchRatePolicy.topic_id == topic_id)
-        )
-    rows = (await session.execute(query)).all()
+    """Every stored rate and flow policy, or only those of one namespace, by id or by
+    ``tenant/namespace`` name (and optionally one topic in it)."""
+    scope = (namespace_id, topic_id, namespace_name)
+    rows = await _scoped_rows(session, DispatchRatePolicy, *scope)
     if broker is None:
         broker = await load_broker_config(session)
     snapshot = build_snapshot(broker, rows)
-    flow = await _load_flow(session, namespace_id, topic_id, namespace_name)
-    return replace(snapshot, namespace_flow=flow[0], topic_flow=flow[1])
+    namespace_flow, topic_flow = _fold_flow(await _scoped_rows(session, FlowPolicy, *scope))
+    return replace(snapshot, namespace_flow=namespace_flow, topic_flow=topic_flow)
 
 
-def _in_namespace(query, namespace_name: str | None):
-    """Restrict a query joined with Tenant and Namespace to one ``tenant/namespace``."""
-    if namespace_name is None:
-        return query
-    tenant, _, namespace = namespace_name.partition("/")
-    return query.where(Tenant.name == tenant, Namespace.name == namespace)
-
-
-async def _load_flow(
+async def _scoped_rows(
     session: AsyncSession,
+    model: type[DispatchRatePolicy] | type[FlowPolicy],
     namespace_id: int | None,
     topic_id: int | None,
-    namespace_name: str | None = None,
-) -> tuple[dict[str, dict], dict[str, dict]]:
-    """Flow-control policies by ``tenant/namespace`` and by base topic full name."""
+    namespace_name: str | None,
+) -> list[Any]:
+    """(policy, tenant, namespace, topic) rows of one policy table, in scope: everything,
+    one namespace (by id or ``tenant/namespace``), and within it one topic plus the
+    namespace's own policies."""
     query = (
-        select(FlowPolicy, Tenant.name, Namespace.name, Topic.name)
-        .join(Namespace, FlowPolicy.namespace_id == Namespace.id)
+        select(model, Tenant.name, Namespace.name, Topic.name)
+        .join(Namespace, model.namespace_id == Namespace.id)
         .join(Tenant, Namespace.tenant_id == Tenant.id)
-        .outerjoin(Topic, FlowPolicy.topic_id == Topic.id)
+        .outerjoin(Topic, model.topic_id == Topic.id)
     )
     if namespace_id is not None:
-        query = query.where(FlowPolicy.namespace_id == namespace_id)
-    query = _in_namespace(query, namespace_name)
+        query = query.where(model.namespace_id == namespace_id)
+    if namespace_name is not None:
+        tenant, _, namespace = namespace_name.partition("/")
+        query = query.where(Tenant.name == tenant, Namespace.name == namespace)
     if topic_id is not None:
-        query = query.where((FlowPolicy.topic_id.is_(None)) | (FlowPolicy.topic_id == topic_id))
+        query = query.where(model.topic_id.is_(None) | (model.topic_id == topic_id))
+    return list((await session.execute(query)).all())
+
+
+def _fold_flow(rows: list[Any]) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Flow-control policies by ``tenant/namespace`` and by base topic full name."""
     namespaces: dict[str, dict] = defaultdict(dict)
     topics: dict[str, dict] = defaultdict(dict)
-    for policy, tenant, namespace, topic in await session.execute(query):
+    for policy, tenant, namespace, topic in rows:
         value = value_from_json(policy.kind, policy.value)
         if policy.topic_id is None:
             namespaces[f"{tenant}/{namespace}"][policy.kind] = value

@@ -22,7 +22,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from models.broker_config import BrokerConfig
-from models.dispatch_rate import DispatchRate, normalize
+from models.dispatch_rate import DispatchRate
 
 
 class Level(StrEnum):
@@ -65,11 +65,30 @@ class PublishRate:
 
 
 @dataclass(frozen=True, slots=True)
+class Candidate:
+    """The value one level offers a limiter (None: nothing stored there).
+
+    ``set`` is False when the level's value falls through to the next one: nothing stored,
+    or both dimensions <= 0.  The broker level is the last resort and always set.
+    """
+
+    level: Level
+    rate: DispatchRate | None
+
+    @property
+    def set(self) -> bool:
+        """True when this level's value would be taken (if no higher level is set)."""
+        return self.rate is not None and (self.level is Level.BROKER or self.rate.enabled)
+
+
+@dataclass(frozen=True, slots=True)
 class ResolvedRate:
     """The configured value a limiter got, where it came from, and its permits per period.
 
     ``permits_msg`` / ``permits_byte`` are what the limiter enforces each ``period`` seconds
-    after the relative adjustment; -1 means no limit in that dimension.
+    after the relative adjustment; -1 means no limit in that dimension.  ``candidates`` are
+    every level's offer, highest precedence first (the first one set is ``source``); they
+    do not take part in comparisons, so a limiter's value is equal whatever lower levels hold.
     """
 
     limiter: Limiter
@@ -77,6 +96,7 @@ class ResolvedRate:
     source: Level
     permits_msg: int
     permits_byte: int
+    candidates: tuple[Candidate, ...] = field(default=(), compare=False)
 
     @property
     def enabled(self) -> bool:
@@ -117,10 +137,12 @@ def resolve_limits(
     ``subscription`` None leaves the SUBSCRIPTION limiter out; ``""`` resolves the value a
     subscription without a rate of its own gets (the topic-wide default chain).
     """
-    broker = _resolve_broker(inputs.broker)
-    topic = _resolve_topic(inputs, publish_rate)
+    broker = _resolve(inputs, Limiter.BROKER, PublishRate())
+    topic = _resolve(inputs, Limiter.TOPIC, publish_rate)
     sub = (
-        None if subscription is None else _resolve_subscription(inputs, subscription, publish_rate)
+        None
+        if subscription is None
+        else _resolve(inputs, Limiter.SUBSCRIPTION, publish_rate, subscription)
     )
     limiters = [r for r in (broker, topic, sub) if r is not None]
     msg, msg_by = _binding(limiters, lambda r: r.permits_msg)
@@ -128,50 +150,55 @@ def resolve_limits(
     return EffectiveLimits(broker, topic, sub, msg, byte, msg_by, byte_by)
 
 
-def _resolve_broker(config: BrokerConfig) -> ResolvedRate:
-    rate = DispatchRate(
-        msg=config.get("dispatchThrottlingRateInMsg"),
-        byte=config.get("dispatchThrottlingRateInByte"),
+def candidates(
+    inputs: PolicyInputs, limiter: Limiter, subscription: str | None = None
+) -> tuple[Candidate, ...]:
+    """What each level offers ``limiter``, highest precedence first; the broker comes last.
+
+    For the SUBSCRIPTION limiter, ``subscription`` names the subscription whose own rate
+    comes first; ``""`` or None leaves that level empty (the topic-wide default chain).
+    """
+    broker = inputs.broker
+    if limiter is Limiter.BROKER:
+        return (Candidate(Level.BROKER, _broker_rate(broker, "dispatchThrottlingRate")),)
+    if limiter is Limiter.TOPIC:
+        return (
+            Candidate(Level.TOPIC, inputs.topic_dispatch_rate),
+            Candidate(Level.NAMESPACE, inputs.namespace_dispatch_rate),
+            Candidate(Level.BROKER, _broker_rate(broker, "dispatchThrottlingRatePerTopic")),
+        )
+    own = inputs.subscription_dispatch_rates.get(subscription) if subscription else None
+    return (
+        Candidate(Level.SUBSCRIPTION, own),
+        Candidate(Level.TOPIC, inputs.topic_subscription_dispatch_rate),
+        Candidate(Level.NAMESPACE, inputs.namespace_subscription_dispatch_rate),
+        Candidate(Level.BROKER, _broker_rate(broker, "dispatchThrottlingRatePerSubscription")),
     )
-    return _resolved(Limiter.BROKER, rate, Level.BROKER, PublishRate())
 
 
-def _resolve_topic(inputs: PolicyInputs, publish_rate: PublishRate) -> ResolvedRate:
-    for rate, level in (
-        (inputs.topic_dispatch_rate, Level.TOPIC),
-        (inputs.namespace_dispatch_rate, Level.NAMESPACE),
-    ):
-        if normalize(rate) is not None:
-            return _resolved(Limiter.TOPIC, rate, level, publish_rate)
-    default = DispatchRate(
-        msg=inputs.broker.get("dispatchThrottlingRatePerTopicInMsg"),
-        byte=inputs.broker.get("dispatchThrottlingRatePerTopicInByte"),
-    )
-    return _resolved(Limiter.TOPIC, default, Level.BROKER, publish_rate)
+def _broker_rate(config: BrokerConfig, prefix: str) -> DispatchRate:
+    return DispatchRate(msg=config.get(f"{prefix}InMsg"), byte=config.get(f"{prefix}InByte"))
 
 
-def _resolve_subscription(
-    inputs: PolicyInputs, subscription: str, publish_rate: PublishRate
+def _resolve(
+    inputs: PolicyInputs,
+    limiter: Limiter,
+    publish_rate: PublishRate,
+    subscription: str | None = None,
 ) -> ResolvedRate:
-    for rate, level in (
-        (
-            inputs.subscription_dispatch_rates.get(subscription) if subscription else None,
-            Level.SUBSCRIPTION,
-        ),
-        (inputs.topic_subscription_dispatch_rate, Level.TOPIC),
-        (inputs.namespace_subscription_dispatch_rate, Level.NAMESPACE),
-    ):
-        if normalize(rate) is not None:
-            return _resolved(Limiter.SUBSCRIPTION, rate, level, publish_rate)
-    default = DispatchRate(
-        msg=inputs.broker.get("dispatchThrottlingRatePerSubscriptionInMsg"),
-        byte=inputs.broker.get("dispatchThrottlingRatePerSubscriptionInByte"),
-    )
-    return _resolved(Limiter.SUBSCRIPTION, default, Level.BROKER, publish_rate)
+    """The first level that is set wins, taken whole."""
+    offers = candidates(inputs, limiter, subscription)
+    winner = next(c for c in offers if c.set)
+    assert winner.rate is not None
+    return _resolved(limiter, winner.rate, winner.level, publish_rate, offers)
 
 
 def _resolved(
-    limiter: Limiter, rate: DispatchRate, source: Level, publish_rate: PublishRate
+    limiter: Limiter,
+    rate: DispatchRate,
+    source: Level,
+    publish_rate: PublishRate,
+    offers: tuple[Candidate, ...] = (),
 ) -> ResolvedRate:
     msg = rate.msg if rate.msg > 0 else -1
     byte = rate.byte if rate.byte > 0 else -1
@@ -182,7 +209,7 @@ def _resolved(
             msg += int(publish_rate.msg_per_second * rate.period)
         if byte > 0:
             byte += int(publish_rate.byte_per_second * rate.period)
-    return ResolvedRate(limiter, rate, source, msg, byte)
+    return ResolvedRate(limiter, rate, source, msg, byte, offers)
 
 
 def _binding(limiters, permits) -> tuple[float | None, Limiter | None]:

@@ -3,30 +3,16 @@
 from datetime import datetime
 
 from fastapi import APIRouter, Query
-from sqlalchemy import select
 
+from api.audit import service
+from api.audit.schemas import AuditEntryDocument
+from api.audit.service import AuditFilter
 from api.deps import UowDep
-from models.orm import AuditEntry
 
 router = APIRouter(prefix="/admin/v2/audit", tags=["audit"])
 
 
-def entry_json(entry: AuditEntry) -> dict:
-    """One audit entry as JSON."""
-    return {
-        "id": entry.id,
-        "at": entry.at.isoformat(),
-        "role": entry.role,
-        "requestId": entry.request_id,
-        "action": entry.action,
-        "entityType": entry.entity_type,
-        "entity": entry.entity,
-        "before": entry.before,
-        "after": entry.after,
-    }
-
-
-@router.get("")
+@router.get("", response_model=list[AuditEntryDocument])
 async def list_audit(
     uow: UowDep,
     entity: str | None = Query(None, description="exact entity name"),
@@ -38,17 +24,5 @@ async def list_audit(
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[dict]:
     """Changes, newest first."""
-    query = select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit)
-    if entity is not None:
-        query = query.where(AuditEntry.entity == entity)
-    if entityPrefix is not None:
-        query = query.where(AuditEntry.entity.startswith(entityPrefix, autoescape=True))
-    if entityType is not None:
-        query = query.where(AuditEntry.entity_type == entityType)
-    if role is not None:
-        query = query.where(AuditEntry.role == role)
-    if since is not None:
-        query = query.where(AuditEntry.at >= since)
-    if until is not None:
-        query = query.where(AuditEntry.at < until)
-    return [entry_json(e) for e in (await uow.session.scalars(query)).all()]
+    where = AuditFilter(entity, entityPrefix, entityType, role, since, until, limit)
+    return await service.list_entries(uow.session, where)

@@ -6,14 +6,20 @@ from sqlalchemy import text
 from starlette.responses import PlainTextResponse, Response
 
 from api.brokers import service
+from api.brokers.schemas import ReadyChecks, WorkerDocument
 from api.dataplane import live_workers
 from api.deps import StateDep, UowDep
 from api.policies.provenance import provenance_for
-from api.responses import JsonResponse, no_content
+from api.policies.schemas import BrokerDryRun
+from api.policy_store.dry_run import write_answer
+from api.responses import JsonResponse
 from models.errors import NotFound, Unavailable
 
 router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
 DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
+DRY_RUN_ANSWER: dict[int | str, dict] = {
+    200: {"model": BrokerDryRun, "description": "dryRun=true: the limits of every topic"}
+}
 
 
 @router.get("/configuration")
@@ -35,12 +41,11 @@ async def get_runtime_config(uow: UowDep) -> dict[str, str]:
 
 
 async def _answer(uow: UowDep) -> Response:
-    if not uow.dry_run:
-        return no_content()
-    return JsonResponse({"dryRun": True, "topics": await provenance_for(uow.session)})
+    """204, or for a dry run 200 with the would-be limits of every topic."""
+    return await write_answer(uow, lambda: provenance_for(uow.session))
 
 
-@router.post("/configuration/{name}/{value}", status_code=204)
+@router.post("/configuration/{name}/{value}", status_code=204, responses=DRY_RUN_ANSWER)
 async def update_dynamic_config(
     name: str, value: str, uow: UowDep, dry_run: bool = DRY_RUN
 ) -> Response:
@@ -49,7 +54,7 @@ async def update_dynamic_config(
     return await _answer(uow)
 
 
-@router.delete("/configuration/{name}", status_code=204)
+@router.delete("/configuration/{name}", status_code=204, responses=DRY_RUN_ANSWER)
 async def delete_dynamic_config(name: str, uow: UowDep, dry_run: bool = DRY_RUN) -> Response:
     """Reset a dynamic configuration key to its default."""
     await service.delete_override(uow, name)
@@ -62,7 +67,11 @@ async def health() -> str:
     return "ok"
 
 
-@router.get("/ready")
+@router.get(
+    "/ready",
+    response_model=ReadyChecks,
+    responses={503: {"model": ReadyChecks, "description": "the database does not answer"}},
+)
 async def ready(state: StateDep) -> Response:
     """Readiness: the database answers (Redis is reported but not required)."""
     checks = {"database": "ok", "redis": "ok"}
@@ -86,7 +95,7 @@ async def list_brokers(cluster: str, state: StateDep) -> list[str]:
     return [w["id"] for w in await _workers(cluster, state)]
 
 
-@router.get("/{cluster}/workers")
+@router.get("/{cluster}/workers", response_model=list[WorkerDocument])
 async def list_workers(cluster: str, state: StateDep) -> list[dict]:
     """The live workers with how to reach them and how many partitions each owns."""
     return await _workers(cluster, state)

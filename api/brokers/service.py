@@ -1,18 +1,36 @@
-"""Dynamic broker configuration: list, read, override and reset the registry's keys."""
+"""Dynamic broker configuration: list, read, override and reset the registry's keys.
+
+An override is one ``BrokerConfigOverride`` row per key; writes go through the shared policy
+path (``api.policy_store``), so the value, its audit entry and its ``broker.config`` change
+event commit together.
+"""
 
 from __future__ import annotations
 
 from sqlalchemy import select
 
+from api.policy_store.store import Slot, remove, store
 from api.unit_of_work import UnitOfWork
 from models.broker_config import DYNAMIC_KEYS, dynamic_key
 from models.orm import BrokerConfigOverride
-from models.repository import insert_or_lock, load_broker_config
+from models.repository import load_broker_config
 
 
 def dynamic_names() -> list[str]:
     """Names of every key that may change at runtime."""
     return list(DYNAMIC_KEYS)
+
+
+def config_slot(name: str) -> Slot:
+    """Where the override of ``name`` is stored, and how its changes are recorded."""
+    return Slot(
+        BrokerConfigOverride,
+        {"name": name},
+        change="broker.config",
+        entity_type="broker.config",
+        entity=name,
+        payload={"name": name},
+    )
 
 
 async def overrides(uow: UnitOfWork) -> dict[str, str]:
@@ -33,25 +51,10 @@ async def runtime(uow: UnitOfWork) -> dict[str, str]:
 async def set_override(uow: UnitOfWork, name: str, value: str) -> None:
     """Override a dynamic key; 404 unknown, 412 static or invalid value."""
     key = dynamic_key(name)
-    text = key.render(key.parse(value))
-    row, created = await insert_or_lock(
-        uow.session, BrokerConfigOverride, {"name": name, "value": text}, {"name": name}
-    )
-    before = None if created else row.value
-    row.value = text
-    await uow.session.flush()
-    uow.record("broker.config", "broker.config", name, before, text, name=name)
+    await store(uow, config_slot(name), key.render(key.parse(value)))
 
 
 async def delete_override(uow: UnitOfWork, name: str) -> None:
     """Reset a dynamic key to its default; 404 unknown, 412 static."""
     dynamic_key(name)
-    row = await uow.session.scalar(
-        select(BrokerConfigOverride).where(BrokerConfigOverride.name == name).with_for_update()
-    )
-    if row is None:
-        return
-    before = row.value
-    await uow.session.delete(row)
-    await uow.session.flush()
-    uow.record("broker.config", "broker.config", name, before, None, name=name)
+    await remove(uow, config_slot(name))

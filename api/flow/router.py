@@ -16,8 +16,11 @@ from starlette.responses import Response
 
 from api.deps import UowDep
 from api.flow import service
-from api.flow.service import FlowTarget
-from api.responses import JsonResponse, no_content
+from api.flow.schemas import EffectiveFlowControls, FlowDryRun
+from api.policy_store.dry_run import write_answer
+from api.policy_store.target import PolicyTarget, namespace_target, topic_target
+from api.responses import JsonResponse
+from api.schemas import BacklogQuotaDocument
 from api.unit_of_work import UnitOfWork
 from models.errors import InvalidInput
 from models.flow import (
@@ -42,31 +45,33 @@ DRY_RUN = Query(False, alias="dryRun", description="validate and report, change 
 APPLIED = Query(False, description="resolve through namespace and broker levels")
 QUOTA_TYPE = Query(None, alias="backlogQuotaType", description="destination_storage (default)")
 RAW_BODY = Body(None)
+DRY_RUN_ANSWER: dict[int | str, dict] = {
+    200: {"model": FlowDryRun, "description": "dryRun=true: the limits the write would produce"}
+}
+QuotaMap = dict[str, BacklogQuotaDocument]
 
 
-async def _namespace(tenant: str, namespace: str, uow: UowDep) -> FlowTarget:
-    return await service.namespace_target(uow, tenant, namespace)
+async def _namespace(tenant: str, namespace: str, uow: UowDep) -> PolicyTarget:
+    return await namespace_target(uow, tenant, namespace)
 
 
-async def _topic(tenant: str, namespace: str, topic: str, uow: UowDep) -> FlowTarget:
-    return await service.topic_target(uow, TopicName.parse(tenant, namespace, topic))
+async def _topic(tenant: str, namespace: str, topic: str, uow: UowDep) -> PolicyTarget:
+    return await topic_target(uow, TopicName.parse(tenant, namespace, topic))
 
 
-NamespaceDep = Annotated[FlowTarget, Depends(_namespace)]
-TopicDep = Annotated[FlowTarget, Depends(_topic)]
+NamespaceDep = Annotated[PolicyTarget, Depends(_namespace)]
+TopicDep = Annotated[PolicyTarget, Depends(_topic)]
 
 
-async def _write_answer(uow: UnitOfWork, target: FlowTarget) -> Response:
+async def _write_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
     """204, or for a dry run 200 with the would-be flow limits of every affected topic."""
-    if not uow.dry_run:
-        return no_content()
-    await uow.session.flush()
-    topics = await service.flow_provenance_for(
-        uow.session,
-        namespace_id=target.namespace.id,
-        topic_id=target.topic.id if target.topic else None,
-    )
-    return JsonResponse({"dryRun": True, "changed": target.entity, "topics": topics})
+
+    async def topics() -> list[dict]:
+        return await service.flow_provenance_for(
+            uow.session, namespace_id=target.namespace.id, topic_id=target.topic_id
+        )
+
+    return await write_answer(uow, topics, changed=target.entity)
 
 
 def _required(body: Any) -> Any:
@@ -78,13 +83,17 @@ def _required(body: Any) -> Any:
 # --- backlog quota ------------------------------------------------------------------------
 
 
-@router.get(f"{NS}/backlogQuotaMap", summary="Get the namespace backlog quotas")
+@router.get(
+    f"{NS}/backlogQuotaMap", summary="Get the namespace backlog quotas", response_model=QuotaMap
+)
 async def get_namespace_quotas(target: NamespaceDep, uow: UowDep) -> dict:
     """Stored quotas by type (``{}`` when none)."""
     return await service.read_quota_map(uow, target)
 
 
-@router.get(f"{TOPIC}/backlogQuotaMap", summary="Get the topic backlog quotas")
+@router.get(
+    f"{TOPIC}/backlogQuotaMap", summary="Get the topic backlog quotas", response_model=QuotaMap
+)
 async def get_topic_quotas(target: TopicDep, uow: UowDep, applied: bool = APPLIED) -> dict:
     """Stored quotas by type; with ``applied`` every type resolved through the levels."""
     if not applied:
@@ -93,18 +102,23 @@ async def get_topic_quotas(target: TopicDep, uow: UowDep, applied: bool = APPLIE
     return {t.value: limits.quotas[t].value.to_json() for t in QuotaType}
 
 
-async def _set_quota(uow: UnitOfWork, target: FlowTarget, body: Any, quota_type: str | None):
+async def _set_quota(uow: UnitOfWork, target: PolicyTarget, body: Any, quota_type: str | None):
     kind = quota_kind(parse_quota_type(quota_type))
     await service.set_value(uow, target, kind, BacklogQuota.from_json(_required(body)))
     return await _write_answer(uow, target)
 
 
-async def _remove_quota(uow: UnitOfWork, target: FlowTarget, quota_type: str | None):
+async def _remove_quota(uow: UnitOfWork, target: PolicyTarget, quota_type: str | None):
     await service.remove_value(uow, target, quota_kind(parse_quota_type(quota_type)))
     return await _write_answer(uow, target)
 
 
-@router.post(f"{NS}/backlogQuota", status_code=204, summary="Set a namespace backlog quota")
+@router.post(
+    f"{NS}/backlogQuota",
+    status_code=204,
+    summary="Set a namespace backlog quota",
+    responses=DRY_RUN_ANSWER,
+)
 async def set_namespace_quota(
     target: NamespaceDep,
     uow: UowDep,
@@ -115,14 +129,24 @@ async def set_namespace_quota(
     return await _set_quota(uow, target, body, quota_type)
 
 
-@router.delete(f"{NS}/backlogQuota", status_code=204, summary="Remove a namespace backlog quota")
+@router.delete(
+    f"{NS}/backlogQuota",
+    status_code=204,
+    summary="Remove a namespace backlog quota",
+    responses=DRY_RUN_ANSWER,
+)
 async def remove_namespace_quota(
     target: NamespaceDep, uow: UowDep, quota_type: str | None = QUOTA_TYPE, dry_run: bool = DRY_RUN
 ) -> Response:
     return await _remove_quota(uow, target, quota_type)
 
 
-@router.post(f"{TOPIC}/backlogQuota", status_code=204, summary="Set a topic backlog quota")
+@router.post(
+    f"{TOPIC}/backlogQuota",
+    status_code=204,
+    summary="Set a topic backlog quota",
+    responses=DRY_RUN_ANSWER,
+)
 async def set_topic_quota(
     target: TopicDep,
     uow: UowDep,
@@ -133,7 +157,12 @@ async def set_topic_quota(
     return await _set_quota(uow, target, body, quota_type)
 
 
-@router.delete(f"{TOPIC}/backlogQuota", status_code=204, summary="Remove a topic backlog quota")
+@router.delete(
+    f"{TOPIC}/backlogQuota",
+    status_code=204,
+    summary="Remove a topic backlog quota",
+    responses=DRY_RUN_ANSWER,
+)
 async def remove_topic_quota(
     target: TopicDep, uow: UowDep, quota_type: str | None = QUOTA_TYPE, dry_run: bool = DRY_RUN
 ) -> Response:
@@ -162,7 +191,7 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
     name = path.rsplit("/", 1)[1]
 
     async def get_value(
-        uow: UowDep, target: FlowTarget = target_param, applied: bool = APPLIED
+        uow: UowDep, target: PolicyTarget = target_param, applied: bool = APPLIED
     ) -> Response:
         if applied and target.topic is not None:
             limits = await service.applied_limits(uow, target)
@@ -171,7 +200,7 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
 
     async def set_value(
         uow: UowDep,
-        target: FlowTarget = target_param,
+        target: PolicyTarget = target_param,
         body: Any = RAW_BODY,
         message_ttl: int | None = Query(None, alias="messageTTL"),
         dry_run: bool = DRY_RUN,
@@ -181,13 +210,18 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
         return await _write_answer(uow, target)
 
     async def remove_value(
-        uow: UowDep, target: FlowTarget = target_param, dry_run: bool = DRY_RUN
+        uow: UowDep, target: PolicyTarget = target_param, dry_run: bool = DRY_RUN
     ) -> Response:
         await service.remove_value(uow, target, kind)
         return await _write_answer(uow, target)
 
     router.add_api_route(
-        path, get_value, methods=["GET"], name=f"get_{level}_{name}", summary=f"Get {name}"
+        path,
+        get_value,
+        methods=["GET"],
+        name=f"get_{level}_{name}",
+        summary=f"Get {name}",
+        response_model=int | None,
     )
     router.add_api_route(
         path,
@@ -196,6 +230,7 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
         name=f"set_{level}_{name}",
         status_code=204,
         summary=f"Set {name}",
+        responses=DRY_RUN_ANSWER,
     )
     router.add_api_route(
         path,
@@ -204,6 +239,7 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
         name=f"remove_{level}_{name}",
         status_code=204,
         summary=f"Remove {name}",
+        responses=DRY_RUN_ANSWER,
     )
 
 
@@ -221,7 +257,11 @@ for _path, _kind in (
     _add_int_routes(f"{TOPIC}/{_path}", _kind, "topic", _topic)
 
 
-@router.get(f"{TOPIC}/effectiveFlowControls", summary="Resolved flow limits and their sources")
+@router.get(
+    f"{TOPIC}/effectiveFlowControls",
+    summary="Resolved flow limits and their sources",
+    response_model=EffectiveFlowControls,
+)
 async def effective_flow_controls(target: TopicDep, uow: UowDep) -> dict:
     """Every flow-control limit of the topic, with the level (topic, namespace, broker) it
     came from."""

@@ -1,78 +1,54 @@
 """Flow-control policies (backlog quota, max unacked, message TTL) at namespace and topic level.
 
-Every write stores the value, an audit entry and a ``policy`` change event in one transaction,
-so the workers re-resolve exactly as they do for dispatch rates.  ``applied`` reads and dry
-runs go through ``models.flow_resolution``, the functions the workers use.
+A value is one ``FlowPolicy`` row per (target, kind); writes go through the shared policy path
+(``api.policy_store``), so the value, its audit entry and its ``policy`` change event commit
+together and the workers re-resolve exactly as they do for dispatch rates.  ``applied`` reads
+and dry runs go through ``models.flow_resolution``, the functions the workers use.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from api.policy_store.store import Slot, find, remove, store
+from api.policy_store.target import PolicyTarget
 from api.unit_of_work import UnitOfWork
 from models.flow import BACKLOG_QUOTA_PREFIX, QuotaType, quota_kind, value_to_json
 from models.flow_resolution import FlowLimits, resolve_flow
-from models.names import TopicName, check_namespace
+from models.names import TopicName
 from models.orm import FlowPolicy, Namespace, Tenant, Topic
-from models.repository import get_namespace, get_topic, insert_or_lock, load_snapshot
+from models.repository import load_snapshot
 
 
-@dataclass(frozen=True, slots=True)
-class FlowTarget:
-    """Where a flow policy lives: a namespace or a (base) topic."""
+def flow_slot(target: PolicyTarget, kind: str) -> Slot:
+    """Where the flow policy of ``kind`` at ``target`` is stored, and how changes are recorded.
 
-    namespace: Namespace
-    namespace_name: str
-    topic: Topic | None = None
-    topic_name: TopicName | None = None
-
-    @property
-    def level(self) -> str:
-        """namespace or topic."""
-        return "topic" if self.topic is not None else "namespace"
-
-    @property
-    def entity(self) -> str:
-        """Name of the target in the audit log and events."""
-        return self.topic_name.full if self.topic_name else self.namespace_name
-
-    def scope_key(self, kind: str) -> str:
-        """Unique key of the stored row of ``kind``."""
-        return FlowPolicy.key(self.namespace.id, self.topic.id if self.topic else None, kind)
+    ``kind`` is ``backlogQuota.<type>`` for a quota: the event names the policy
+    ``backlogQuota`` and adds the ``backlogQuotaType``.
+    """
+    policy, _, quota_type = kind.partition(".")
+    extra = {"backlogQuotaType": quota_type} if quota_type else {}
+    return Slot(
+        FlowPolicy,
+        {"scope_key": FlowPolicy.key(target.namespace.id, target.topic_id, kind)},
+        change="policy",
+        entity_type=f"{target.level}.{policy}",
+        entity=target.entity,
+        columns={"namespace_id": target.namespace.id, "topic_id": target.topic_id, "kind": kind},
+        payload={**target.event_payload(policy), **extra},
+    )
 
 
-async def namespace_target(uow: UnitOfWork, tenant: str, namespace: str) -> FlowTarget:
-    """Target a namespace; 412 on a bad name, 404 when it does not exist."""
-    check_namespace(tenant, namespace)
-    row = await get_namespace(uow.session, tenant, namespace)
-    return FlowTarget(row, f"{tenant}/{namespace}")
-
-
-async def topic_target(uow: UnitOfWork, topic: TopicName) -> FlowTarget:
-    """Target a topic; policies of a partition are stored under the base topic."""
-    namespace, row = await get_topic(uow.session, topic)
-    base = TopicName(topic.tenant, topic.namespace, row.name)
-    return FlowTarget(namespace, base.namespace_name, row, base)
-
-
-async def _stored(session: AsyncSession, target: FlowTarget, kind: str, lock: bool = False):
-    query = select(FlowPolicy).where(FlowPolicy.scope_key == target.scope_key(kind))
-    if lock:
-        query = query.with_for_update()
-    return await session.scalar(query)
-
-
-async def read_value(uow: UnitOfWork, target: FlowTarget, kind: str) -> Any:
+async def read_value(uow: UnitOfWork, target: PolicyTarget, kind: str) -> Any:
     """The JSON value stored at exactly this target, or None."""
-    row = await _stored(uow.session, target, kind)
-    return row.value if row else None
+    row = await find(uow.session, flow_slot(target, kind))
+    return row.stored_json() if row else None
 
 
-async def read_quota_map(uow: UnitOfWork, target: FlowTarget) -> dict[str, Any]:
+async def read_quota_map(uow: UnitOfWork, target: PolicyTarget) -> dict[str, Any]:
     """Every backlog quota stored at the target, keyed by quota type."""
     rows = await uow.session.scalars(
         select(FlowPolicy).where(
@@ -86,56 +62,17 @@ async def read_quota_map(uow: UnitOfWork, target: FlowTarget) -> dict[str, Any]:
     return {row.kind.removeprefix(BACKLOG_QUOTA_PREFIX): row.value for row in rows}
 
 
-async def set_value(uow: UnitOfWork, target: FlowTarget, kind: str, value: Any) -> None:
+async def set_value(uow: UnitOfWork, target: PolicyTarget, kind: str, value: Any) -> None:
     """Store ``value`` (a BacklogQuota or an int) at the target, with audit entry and event."""
-    stored = value_to_json(value)
-    row, created = await insert_or_lock(
-        uow.session,
-        FlowPolicy,
-        {
-            "scope_key": target.scope_key(kind),
-            "namespace_id": target.namespace.id,
-            "topic_id": target.topic.id if target.topic else None,
-            "kind": kind,
-            "value": stored,
-        },
-        {"scope_key": target.scope_key(kind)},
-    )
-    before = None if created else row.value
-    row.value = stored
-    await uow.session.flush()
-    _record(uow, target, kind, before, stored)
+    await store(uow, flow_slot(target, kind), value_to_json(value))
 
 
-async def remove_value(uow: UnitOfWork, target: FlowTarget, kind: str) -> None:
+async def remove_value(uow: UnitOfWork, target: PolicyTarget, kind: str) -> None:
     """Remove the value stored at the target; removing nothing is not an error."""
-    row = await _stored(uow.session, target, kind, lock=True)
-    if row is None:
-        return
-    before = row.value
-    await uow.session.delete(row)
-    await uow.session.flush()
-    _record(uow, target, kind, before, None)
+    await remove(uow, flow_slot(target, kind))
 
 
-def _record(uow: UnitOfWork, target: FlowTarget, kind: str, before, after) -> None:
-    policy, _, quota_type = kind.partition(".")
-    extra = {"backlogQuotaType": quota_type} if quota_type else {}
-    uow.record(
-        "policy",
-        f"{target.level}.{policy}",
-        target.entity,
-        before,
-        after,
-        level=target.level,
-        policy=policy,
-        namespace=target.namespace_name,
-        topic=target.topic_name.full if target.topic_name else None,
-        **extra,
-    )
-
-
-async def applied_limits(uow: UnitOfWork, target: FlowTarget) -> FlowLimits:
+async def applied_limits(uow: UnitOfWork, target: PolicyTarget) -> FlowLimits:
     """Every flow limit the topic's partitions enforce (topic > namespace > broker)."""
     assert target.topic_name is not None and target.topic is not None
     snapshot = await load_snapshot(
@@ -181,15 +118,13 @@ async def flow_provenance_for(
 
 
 __all__ = [
-    "FlowTarget",
     "applied_limits",
     "flow_provenance_for",
+    "flow_slot",
     "limits_json",
-    "namespace_target",
     "quota_kind",
     "read_quota_map",
     "read_value",
     "remove_value",
     "set_value",
-    "topic_target",
 ]

@@ -6,7 +6,7 @@ from starlette.responses import Response
 from api.deps import StateDep, UowDep
 from api.namespaces import service
 from api.responses import no_content
-from api.schemas import NamespacePolicies
+from api.schemas import NamespacePolicies, PoliciesDocument
 from api.topics.service import list_topics
 
 router = APIRouter(prefix="/admin/v2/namespaces", tags=["namespaces"])
@@ -33,7 +33,7 @@ async def create_namespace(
     return no_content()
 
 
-@router.get("/{tenant}/{namespace}")
+@router.get("/{tenant}/{namespace}", response_model=PoliciesDocument)
 async def get_policies(tenant: str, namespace: str, uow: UowDep, state: StateDep) -> dict:
     """The namespace's ``Policies`` document."""
     return await service.read_policies(uow, tenant, namespace, state.cluster)

@@ -1,5 +1,7 @@
 """Provenance of effective limits: every limiter, the value each level offers, who won.
 
+Only formatting: the precedence and the candidates come from ``models.resolution``.
+
 Used by ``GET .../effectiveDispatchRates`` and by every ``dryRun=true`` write, which reports
 the would-be limits of each affected topic and subscription.
 """
@@ -11,52 +13,24 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from models.broker_config import BrokerConfig
-from models.dispatch_rate import DispatchRate
 from models.names import TopicName
 from models.orm import Namespace, Subscription, Tenant, Topic
 from models.repository import load_snapshot
-from models.resolution import EffectiveLimits, Level, PolicyInputs, ResolvedRate, resolve_limits
+from models.resolution import Candidate, EffectiveLimits, ResolvedRate, resolve_limits
 from models.snapshot import PolicySnapshot
 
 
-def _broker_default(broker: BrokerConfig, prefix: str) -> DispatchRate:
-    return DispatchRate(msg=broker.get(f"{prefix}InMsg"), byte=broker.get(f"{prefix}InByte"))
+def candidate_json(candidate: Candidate) -> dict:
+    """One level's offer to a limiter, and whether it is set (else it falls through)."""
+    rate = candidate.rate
+    return {
+        "level": candidate.level.value,
+        "value": rate.to_json() if rate is not None else None,
+        "set": candidate.set,
+    }
 
 
-def _candidates(inputs: PolicyInputs, limiter: str, subscription: str | None) -> list[dict]:
-    """The value each level offers to ``limiter``, highest precedence first."""
-    if limiter == "broker":
-        offers = [(Level.BROKER, _broker_default(inputs.broker, "dispatchThrottlingRate"))]
-    elif limiter == "topic":
-        offers = [
-            (Level.TOPIC, inputs.topic_dispatch_rate),
-            (Level.NAMESPACE, inputs.namespace_dispatch_rate),
-            (Level.BROKER, _broker_default(inputs.broker, "dispatchThrottlingRatePerTopic")),
-        ]
-    else:
-        own = inputs.subscription_dispatch_rates.get(subscription) if subscription else None
-        offers = [
-            (Level.SUBSCRIPTION, own),
-            (Level.TOPIC, inputs.topic_subscription_dispatch_rate),
-            (Level.NAMESPACE, inputs.namespace_subscription_dispatch_rate),
-            (
-                Level.BROKER,
-                _broker_default(inputs.broker, "dispatchThrottlingRatePerSubscription"),
-            ),
-        ]
-    return [
-        {
-            "level": level.value,
-            "value": rate.to_json() if rate is not None else None,
-            # A stored rate with both dimensions <= 0 is unset and falls through.
-            "set": rate is not None and (rate.enabled or level is Level.BROKER),
-        }
-        for level, rate in offers
-    ]
-
-
-def limiter_json(resolved: ResolvedRate, inputs: PolicyInputs, sub: str | None) -> dict:
+def limiter_json(resolved: ResolvedRate) -> dict:
     """One limiter: the value it got, where from, its permits, and every level's offer."""
     return {
         "source": resolved.source.value,
@@ -64,7 +38,7 @@ def limiter_json(resolved: ResolvedRate, inputs: PolicyInputs, sub: str | None) 
         "enabled": resolved.enabled,
         "permitsPerPeriodInMsg": resolved.permits_msg,
         "permitsPerPeriodInByte": resolved.permits_byte,
-        "levels": _candidates(inputs, resolved.limiter.value, sub),
+        "levels": [candidate_json(c) for c in resolved.candidates],
     }
 
 
@@ -90,7 +64,7 @@ def topic_provenance(
         sub_limits = resolve_limits(inputs, subscription=name)
         assert sub_limits.subscription is not None
         subs[name] = {
-            "subscription": limiter_json(sub_limits.subscription, inputs, name),
+            "subscription": limiter_json(sub_limits.subscription),
             "effective": effective_json(sub_limits),
         }
     default = resolve_limits(inputs, subscription="")
@@ -100,9 +74,9 @@ def topic_provenance(
         "partitions": partitions,
         "appliesPer": "partition",
         "limiters": {
-            "broker": limiter_json(limits.broker, inputs, None),
-            "topic": limiter_json(limits.topic, inputs, None),
-            "subscriptionDefault": limiter_json(default.subscription, inputs, ""),
+            "broker": limiter_json(limits.broker),
+            "topic": limiter_json(limits.topic),
+            "subscriptionDefault": limiter_json(default.subscription),
         },
         "effective": effective_json(limits),
         "subscriptions": subs,

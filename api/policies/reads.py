@@ -6,6 +6,7 @@ Both paths validate names and answer 404 in the same order and with the same rea
 from __future__ import annotations
 
 from api.policies import service
+from api.policy_store.target import namespace_target, topic_target
 from api.state import AppState
 from api.unit_of_work import Caller, UnitOfWork
 from models.dispatch_rate import DispatchRate
@@ -38,10 +39,10 @@ async def read_topic_rate(
     cache.misses += 1
     async with state.sessions() as session:
         uow = UnitOfWork(session, caller)
-        target = await service.topic_target(uow, topic, kind, subscription)
+        target = await topic_target(uow, topic, subscription)
         if applied:
-            return await service.applied_rate(uow, target)
-        return await service.read_rate(uow, target)
+            return await service.applied_rate(uow, target, kind)
+        return await service.read_rate(uow, target, kind)
 
 
 async def read_namespace_rate(
@@ -61,5 +62,5 @@ async def read_namespace_rate(
     cache.misses += 1
     async with state.sessions() as session:
         uow = UnitOfWork(session, caller)
-        target = await service.namespace_target(uow, tenant, namespace, kind)
-        return await service.read_rate(uow, target)
+        target = await namespace_target(uow, tenant, namespace)
+        return await service.read_rate(uow, target, kind)

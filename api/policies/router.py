@@ -14,8 +14,12 @@ from api.deps import CallerDep, StateDep, UowDep
 from api.policies import service
 from api.policies.provenance import provenance_for
 from api.policies.reads import read_namespace_rate, read_topic_rate
-from api.policies.service import DISPATCH_RATE, SUBSCRIPTION_DISPATCH_RATE, Target
-from api.responses import JsonResponse, no_content
+from api.policies.schemas import RateDryRun, TopicProvenance
+from api.policies.service import DISPATCH_RATE, SUBSCRIPTION_DISPATCH_RATE
+from api.policy_store.dry_run import write_answer
+from api.policy_store.target import PolicyTarget, namespace_target, topic_target
+from api.responses import JsonResponse
+from api.schemas import DispatchRateDocument
 from api.unit_of_work import UnitOfWork
 from models.dispatch_rate import DispatchRate
 from models.names import TopicName
@@ -26,20 +30,20 @@ NS = "/admin/v2/namespaces/{tenant}/{namespace}"
 TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
 DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
 APPLIED = Query(False, description="resolve through namespace and broker levels")
+DRY_RUN_ANSWER: dict[int | str, dict] = {
+    200: {"model": RateDryRun, "description": "dryRun=true: the limits the write would produce"}
+}
 
 
-async def _write_answer(uow: UnitOfWork, target: Target) -> Response:
+async def _write_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
     """204, or for a dry run 200 with the would-be limits of every affected topic."""
-    if not uow.dry_run:
-        return no_content()
-    await uow.session.flush()
-    if target.topic is not None:
-        topics = await provenance_for(
-            uow.session, namespace_id=target.namespace.id, topic_id=target.topic.id
+
+    async def topics() -> list[dict]:
+        return await provenance_for(
+            uow.session, namespace_id=target.namespace.id, topic_id=target.topic_id
         )
-    else:
-        topics = await provenance_for(uow.session, namespace_id=target.namespace.id)
-    return JsonResponse({"dryRun": True, "changed": target.entity, "topics": topics})
+
+    return await write_answer(uow, topics, changed=target.entity)
 
 
 def _rate_or_null(rate: DispatchRate | None) -> Response:
@@ -49,27 +53,18 @@ def _rate_or_null(rate: DispatchRate | None) -> Response:
 # Each route family gets a dependency that resolves its Target (404/412 before any work).
 
 
-def _namespace_target(kind: str):
-    async def target(tenant: str, namespace: str, uow: UowDep) -> Target:
-        return await service.namespace_target(uow, tenant, namespace, kind)
-
-    return target
+async def _namespace_target(tenant: str, namespace: str, uow: UowDep) -> PolicyTarget:
+    return await namespace_target(uow, tenant, namespace)
 
 
-def _topic_target(kind: str):
-    async def target(tenant: str, namespace: str, topic: str, uow: UowDep) -> Target:
-        name = TopicName.parse(tenant, namespace, topic)
-        return await service.topic_target(uow, name, kind)
-
-    return target
+async def _topic_target(tenant: str, namespace: str, topic: str, uow: UowDep) -> PolicyTarget:
+    return await topic_target(uow, TopicName.parse(tenant, namespace, topic))
 
 
-def _subscription_target():
-    async def target(tenant: str, namespace: str, topic: str, subName: str, uow: UowDep) -> Target:
-        name = TopicName.parse(tenant, namespace, topic)
-        return await service.topic_target(uow, name, DISPATCH_RATE, subName)
-
-    return target
+async def _subscription_target(
+    tenant: str, namespace: str, topic: str, subName: str, uow: UowDep
+) -> PolicyTarget:
+    return await topic_target(uow, TopicName.parse(tenant, namespace, topic), subName)
 
 
 def _namespace_reader(kind: str):
@@ -112,21 +107,26 @@ def _subscription_reader():
 
 
 def _add_routes(path: str, level: str, kind: str, resolve_target, get_rate) -> None:
-    TargetDep = Annotated[Target, Depends(resolve_target)]
+    TargetDep = Annotated[PolicyTarget, Depends(resolve_target)]
 
     async def set_rate(
         target: TargetDep, uow: UowDep, rate: DispatchRate = Body(...), dry_run: bool = DRY_RUN
     ) -> Response:
-        await service.set_rate(uow, target, rate)
+        await service.set_rate(uow, target, kind, rate)
         return await _write_answer(uow, target)
 
     async def remove_rate(target: TargetDep, uow: UowDep, dry_run: bool = DRY_RUN) -> Response:
-        await service.remove_rate(uow, target)
+        await service.remove_rate(uow, target, kind)
         return await _write_answer(uow, target)
 
     name = f"{level}_{kind}"
     router.add_api_route(
-        path, get_rate, methods=["GET"], name=f"get_{name}", summary=f"Get the {level} {kind}"
+        path,
+        get_rate,
+        methods=["GET"],
+        name=f"get_{name}",
+        summary=f"Get the {level} {kind}",
+        response_model=DispatchRateDocument | None,
     )
     router.add_api_route(
         path,
@@ -135,6 +135,7 @@ def _add_routes(path: str, level: str, kind: str, resolve_target, get_rate) -> N
         name=f"set_{name}",
         status_code=204,
         summary=f"Set the {level} {kind}",
+        responses=DRY_RUN_ANSWER,
     )
     router.add_api_route(
         path,
@@ -143,30 +144,27 @@ def _add_routes(path: str, level: str, kind: str, resolve_target, get_rate) -> N
         name=f"remove_{name}",
         status_code=204,
         summary=f"Remove the {level} {kind}",
+        responses=DRY_RUN_ANSWER,
     )
 
 
 for _kind in (DISPATCH_RATE, SUBSCRIPTION_DISPATCH_RATE):
-    _add_routes(
-        f"{NS}/{_kind}", "namespace", _kind, _namespace_target(_kind), _namespace_reader(_kind)
-    )
-    _add_routes(f"{TOPIC}/{_kind}", "topic", _kind, _topic_target(_kind), _topic_reader(_kind))
+    _add_routes(f"{NS}/{_kind}", "namespace", _kind, _namespace_target, _namespace_reader(_kind))
+    _add_routes(f"{TOPIC}/{_kind}", "topic", _kind, _topic_target, _topic_reader(_kind))
 _add_routes(
     f"{TOPIC}/{{subName}}/dispatchRate",
     "subscription",
     DISPATCH_RATE,
-    _subscription_target(),
+    _subscription_target,
     _subscription_reader(),
 )
 
 
-@router.get(f"{TOPIC}/effectiveDispatchRates")
+@router.get(f"{TOPIC}/effectiveDispatchRates", response_model=TopicProvenance)
 async def effective_dispatch_rates(tenant: str, namespace: str, topic: str, uow: UowDep) -> dict:
     """Every limiter of the topic and its subscriptions: value, source level, combined limit."""
-    name = TopicName.parse(tenant, namespace, topic)
-    target = await service.topic_target(uow, name, DISPATCH_RATE)
-    assert target.topic is not None
+    target = await topic_target(uow, TopicName.parse(tenant, namespace, topic))
     [document] = await provenance_for(
-        uow.session, namespace_id=target.namespace.id, topic_id=target.topic.id
+        uow.session, namespace_id=target.namespace.id, topic_id=target.topic_id
     )
     return document

@@ -5,10 +5,16 @@ from __future__ import annotations
 import asyncio
 
 from fastapi import APIRouter, Body, Query
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, Response
 
 from api.deps import StateDep, UowDep
 from api.reports import service
+from api.reports.schemas import (
+    BacklogReportDocument,
+    QueuedRun,
+    RateReportDocument,
+    RunDocument,
+)
 from models.errors import InvalidInput, Unavailable
 from models.reports import REPORT_JOBS as JOBS
 
@@ -21,7 +27,7 @@ def _topic(tenant: str, namespace: str, topic: str | None) -> str | None:
     return f"persistent://{tenant}/{namespace}/{topic}"
 
 
-@router.get("/rates/{tenant}/{namespace}")
+@router.get("/rates/{tenant}/{namespace}", response_model=list[RateReportDocument])
 async def rate_report(
     tenant: str,
     namespace: str,
@@ -46,7 +52,7 @@ async def rate_report(
     )
 
 
-@router.get("/backlog/{tenant}/{namespace}")
+@router.get("/backlog/{tenant}/{namespace}", response_model=list[BacklogReportDocument])
 async def backlog_report(
     tenant: str,
     namespace: str,
@@ -73,7 +79,7 @@ async def backlog_report(
     )
 
 
-@router.get("/runs")
+@router.get("/runs", response_model=list[RunDocument])
 async def list_runs(
     uow: UowDep,
     job: str | None = Query(None, description="rates or backlog"),
@@ -84,14 +90,14 @@ async def list_runs(
     return await service.list_runs(uow.session, job=job, status=status, limit=limit)
 
 
-@router.get("/runs/{run_id}")
+@router.get("/runs/{run_id}", response_model=RunDocument)
 async def get_run(run_id: int, uow: UowDep) -> dict:
     """One report run."""
     return await service.get_run(uow.session, run_id)
 
 
-@router.post("/runs", status_code=202)
-async def start_run(state: StateDep, body: dict | None = Body(None)) -> JSONResponse:
+@router.post("/runs", status_code=202, response_model=QueuedRun)
+async def start_run(state: StateDep, body: dict | None = Body(None)) -> dict:
     """Queue a report run now: ``{"jobs": ["rates", "backlog"], "lookbackSeconds": 3600}``."""
     body = body or {}
     jobs = body.get("jobs") or list(JOBS)
@@ -102,25 +108,18 @@ async def start_run(state: StateDep, body: dict | None = Body(None)) -> JSONResp
         isinstance(lookback, bool) or not isinstance(lookback, int | float) or lookback <= 0
     ):
         raise InvalidInput("Invalid lookbackSeconds: must be a positive number")
-    from reports.celery_app import make_celery
-
-    def send() -> str:
-        app = make_celery(state.settings)
-        try:
-            return app.send_task(
-                "sluice.run_reports", kwargs={"jobs": jobs, "lookback_seconds": lookback}
-            ).id
-        finally:
-            app.close()
-
     try:
-        task_id = await asyncio.wait_for(asyncio.to_thread(send), timeout=10)
+        task_id = await state.reports.send(jobs, lookback)
     except Exception as exc:
         raise Unavailable(f"Cannot queue the report run: {exc}") from exc
-    return JSONResponse({"taskId": task_id, "jobs": jobs}, status_code=202)
+    return {"taskId": task_id, "jobs": jobs}
 
 
-@router.get("/charts/{tenant}/{namespace}/{topic}")
+@router.get(
+    "/charts/{tenant}/{namespace}/{topic}",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}, "text/html": {}}, "description": "the chart"}},
+)
 async def chart(
     tenant: str,
     namespace: str,

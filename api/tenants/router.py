@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from api.deps import StateDep, UowDep
 from api.responses import no_content
-from api.schemas import TenantInfo
+from api.schemas import TenantDocument, TenantInfo
 from api.tenants import service
 
 router = APIRouter(prefix="/admin/v2/tenants", tags=["tenants"])
@@ -19,7 +19,7 @@ async def list_tenants(uow: UowDep) -> list[str]:
     return await service.list_tenants(uow)
 
 
-@router.get("/{tenant}")
+@router.get("/{tenant}", response_model=TenantDocument)
 async def get_tenant(tenant: str, uow: UowDep) -> dict:
     """A tenant's admin roles and allowed clusters."""
     return await service.read_tenant(uow, tenant)

@@ -7,8 +7,9 @@ from pydantic import StrictInt, StrictStr
 from starlette.responses import Response
 
 from api.deps import UowDep
-from api.responses import no_content
+from api.responses import JsonResponse, no_content
 from api.topics import service
+from api.topics.schemas import Lookup, PartitionedMetadata, PartitionedTopicStats, TopicStats
 from models.names import TopicName
 
 router = APIRouter(prefix="/admin/v2/persistent", tags=["topics"])
@@ -73,7 +74,7 @@ async def update_partitioned_topic(
     return no_content()
 
 
-@router.get(TOPIC + "/partitions")
+@router.get(TOPIC + "/partitions", response_model=PartitionedMetadata)
 async def get_partitioned_metadata(topic: TopicDep, uow: UowDep) -> dict:
     """``{"partitions": N}``; 0 for a non-partitioned or unknown topic."""
     return {"partitions": await service.partition_count(uow, topic)}
@@ -108,19 +109,24 @@ async def delete_subscription(
     return no_content()
 
 
-@router.get(TOPIC + "/stats")
-async def get_stats(topic: TopicDep, uow: UowDep) -> dict:
+# Stats documents come from the workers as they are: passed through, not re-serialized.
+
+
+@router.get(TOPIC + "/stats", response_model=TopicStats)
+async def get_stats(topic: TopicDep, uow: UowDep) -> Response:
     """Stats of a partition or non-partitioned topic (Pulsar's ``TopicStats``)."""
-    return await service.topic_stats(uow, topic)
+    return JsonResponse(await service.topic_stats(uow, topic))
 
 
-@router.get(TOPIC + "/partitioned-stats")
-async def get_partitioned_stats(topic: TopicDep, uow: UowDep, perPartition: bool = True) -> dict:
+@router.get(TOPIC + "/partitioned-stats", response_model=PartitionedTopicStats)
+async def get_partitioned_stats(
+    topic: TopicDep, uow: UowDep, perPartition: bool = True
+) -> Response:
     """Totals over a partitioned topic's partitions, and each partition's stats."""
-    return await service.partitioned_stats(uow, topic, perPartition)
+    return JsonResponse(await service.partitioned_stats(uow, topic, perPartition))
 
 
-@router.get(TOPIC + "/lookup")
+@router.get(TOPIC + "/lookup", response_model=Lookup)
 async def lookup_topic(topic: TopicDep, uow: UowDep) -> dict:
     """The worker that owns the topic (partition -> owner for a partitioned topic)."""
     return await service.lookup_topic(uow, topic)

@@ -8,7 +8,14 @@ import pytest
 
 from models.broker_config import BrokerConfig
 from models.dispatch_rate import DispatchRate
-from models.resolution import Level, Limiter, PolicyInputs, PublishRate, resolve_limits
+from models.resolution import (
+    Candidate,
+    Level,
+    Limiter,
+    PolicyInputs,
+    PublishRate,
+    resolve_limits,
+)
 
 MIB = 1024 * 1024
 
@@ -220,3 +227,43 @@ def test_relative_rate_scales_with_the_period():
 
 def test_subscription_left_out_when_not_asked():
     assert resolve_limits(inputs(ns_sub=rate(5))).subscription is None
+
+
+def test_candidates_in_precedence_order_with_the_first_set_one_winning():
+    own, tp_sub, ns_sub = rate(msg=7), rate(msg=0, byte=0), rate(msg=30)
+    given = inputs(b=PER_SUB_100, tp_sub=tp_sub, ns_sub=ns_sub, subs={"s": own})
+    resolved = resolve_limits(given, subscription="other").subscription
+    assert resolved is not None
+    levels = [(c.level, c.rate, c.set) for c in resolved.candidates]
+    assert levels == [
+        (Level.SUBSCRIPTION, None, False),
+        (Level.TOPIC, tp_sub, False),  # both dimensions <= 0: falls through
+        (Level.NAMESPACE, ns_sub, True),
+        (Level.BROKER, rate(msg=100, byte=0), True),
+    ]
+    assert resolved.source is Level.NAMESPACE and resolved.rate == ns_sub
+    own_resolved = resolve_limits(given, subscription="s").subscription
+    assert own_resolved is not None
+    assert own_resolved.candidates[0] == Candidate(Level.SUBSCRIPTION, own)
+    assert own_resolved.source is Level.SUBSCRIPTION
+
+
+def test_candidates_of_the_topic_and_broker_limiters():
+    limits = resolve_limits(inputs(b=PER_TOPIC_100, ns=rate(msg=5)))
+    assert [c.level for c in limits.topic.candidates] == [
+        Level.TOPIC,
+        Level.NAMESPACE,
+        Level.BROKER,
+    ]
+    assert [c.set for c in limits.topic.candidates] == [False, True, True]
+    assert limits.topic.source is Level.NAMESPACE
+    assert [c.level for c in limits.broker.candidates] == [Level.BROKER]
+    # An unlimited broker default is still the last resort, and set.
+    assert limits.broker.candidates[0].set and not limits.broker.enabled
+
+
+def test_candidates_do_not_change_what_a_limiter_equals():
+    a = resolve_limits(inputs(tp=rate(msg=5), ns=rate(msg=9))).topic
+    b = resolve_limits(inputs(tp=rate(msg=5), ns=rate(msg=1))).topic
+    assert a.candidates != b.candidates
+    assert a == b

@@ -1,0 +1,22 @@
+"""Response documents of the broker routes."""
+
+from __future__ import annotations
+
+from api.schemas import Document
+
+
+class ReadyChecks(Document):
+    """Each dependency's state: ``ok`` or ``unavailable: <error>``."""
+
+    database: str
+    redis: str
+
+
+class WorkerDocument(Document):
+    """A live worker: how to reach it and how many partitions it owns."""
+
+    id: str
+    host: str
+    httpUrl: str
+    startedAt: int | None
+    ownedPartitions: int

@@ -1,0 +1,1 @@
+"""Clusters: ``/admin/v2/clusters`` (one local cluster)."""
