@@ -1,6 +1,6 @@
 """Real ``sluice worker`` processes for end-to-end and fault-injection tests.
 
-``Fleet`` starts workers as separate processes (``python -m sluice.cli worker``), so a test
+``Fleet`` starts workers as separate processes (``python -m server.cli worker``), so a test
 can kill one with SIGKILL or pause it with SIGSTOP, and reads partition ownership straight
 from the leases in Redis.  ``Collector`` is a Shared consumer that receives and acks on a
 thread and counts every delivery, so duplicates and losses show up in its tally.
@@ -19,8 +19,8 @@ from pathlib import Path
 import redis
 
 import sluice
-from models import keys
-from models.names import TopicName
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 from tests.workers.conftest import wait_until
 from workers.leases import rendezvous_owner
 
@@ -66,7 +66,7 @@ class Fleet:
         }
         log = open(self.log_path(worker_id), "wb")  # noqa: SIM115
         process = subprocess.Popen(
-            [sys.executable, "-m", "sluice.cli", "--log-level", "info", "worker"],
+            [sys.executable, "-m", "server.cli", "--log-level", "info", "worker"],
             cwd=ROOT,
             env=env,
             stdout=log,
