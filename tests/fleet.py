@@ -64,14 +64,14 @@ class Fleet:
             "SLUICE_STATS_INTERVAL_SECONDS": "1",
             **self.env,
         }
-        log = open(self.log_path(worker_id), "wb")  # noqa: SIM115
-        process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "--log-level", "info", "worker"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        with self.log_path(worker_id).open("wb") as log:  # the worker keeps its own copy
+            process = subprocess.Popen(
+                [sys.executable, "-m", "server.cli", "--log-level", "info", "worker"],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         self.processes[worker_id] = process
         wait_until(lambda: worker_id in self.live(), timeout=30, every=0.1)
         return process
