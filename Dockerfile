@@ -10,7 +10,7 @@
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # ---------------------------------------------------------------------------------------------
-# build: a virtual environment in /opt/sluice with Sluice and the reports extra (PySpark, ...).
+# build: a virtual environment in /opt/sluice with Sluice, its server and reports extras.
 # ---------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS build
 
@@ -25,7 +25,8 @@ WORKDIR /src
 # Dependencies first, from pyproject.toml alone, so that a code change reuses this layer.
 COPY pyproject.toml README.md ./
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
-print('\n'.join(p['dependencies'] + p['optional-dependencies']['reports']))" > /tmp/requirements.txt \
+extras = p['optional-dependencies']; \
+print('\n'.join(p['dependencies'] + extras['server'] + extras['reports']))" > /tmp/requirements.txt \
  && /opt/sluice/bin/pip install -r /tmp/requirements.txt
 
 # Then the project itself (the .dockerignore keeps tests, docs and the chart out).

@@ -18,7 +18,7 @@ system:
 $(STAMP): pyproject.toml constraints.txt | system
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check pip==$(PIP_VERSION)
-	$(BIN)/python -m pip install --quiet --constraint constraints.txt -e '.[reports,dev]'
+	$(BIN)/python -m pip install --quiet --constraint constraints.txt -e '.[server,reports,dev]'
 	touch $(STAMP)
 
 standalone: system $(STAMP)
@@ -28,6 +28,7 @@ standalone: system $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test: system $(STAMP) lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile
@@ -42,11 +43,11 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# Re-resolve every dependency (reports and dev extras included) into constraints.txt, for
+# Re-resolve every dependency (server, reports and dev extras included) into constraints.txt, for
 # Python 3.11 and newer; commit the result.
 lock: $(STAMP)
 	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
-	$(BIN)/uv pip compile pyproject.toml --extra reports --extra dev --universal \
+	$(BIN)/uv pip compile pyproject.toml --extra server --extra reports --extra dev --universal \
 		--python-version 3.11 --custom-compile-command "make lock" --quiet -o constraints.txt
 
 clean:

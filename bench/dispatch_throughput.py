@@ -24,9 +24,9 @@ from redis._parsers import _RESP2Parser
 
 import sluice
 from bench.harness import Stack, arguments, report
-from models import keys
-from models.names import TopicName
-from models.protocol import wake_data
+from sluice.protocol import keys
+from sluice.protocol.frames import wake_data
+from sluice.protocol.names import TopicName
 
 TOPIC = "persistent://bench/ns/throughput"
 BATCHED_TOPIC = "persistent://bench/ns/batched"

@@ -22,8 +22,8 @@ import redis
 
 import sluice
 from bench.harness import Stack, arguments, percentile, report
-from models import keys
-from models.names import TopicName
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 
 LEASE_TTL = 3.0
 FAILOVER_TOPIC = "persistent://bench/ns/failover"

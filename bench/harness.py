@@ -24,8 +24,8 @@ import httpx
 
 from migrations import upgrade
 from models.db import create_scratch_database, drop_database
-from sluice.embedded_postgres import EmbeddedPostgres
-from sluice.embedded_redis import EmbeddedRedis, free_port
+from server.embedded_postgres import EmbeddedPostgres
+from server.embedded_redis import EmbeddedRedis, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 _postgres: EmbeddedPostgres | None = None
@@ -107,7 +107,7 @@ class Stack:
     def _spawn(self, args: list[str], extra: dict[str, str]) -> subprocess.Popen:
         log = open(self.tmp / f"{args[0]}-{len(self.processes)}.log", "w")  # noqa: SIM115
         process = subprocess.Popen(
-            [sys.executable, "-m", "sluice.cli", "--log-level", "warning", *args],
+            [sys.executable, "-m", "server.cli", "--log-level", "warning", *args],
             cwd=ROOT,
             env={**self.env(), **extra},
             stdout=log,

@@ -24,8 +24,8 @@ import redis
 import sluice
 from bench.harness import Stack, arguments, mean, percentile, report
 from bench.throttle_accuracy import books_periods, fill
-from models import keys
-from models.names import TopicName
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 
 PER_TOPIC = 20
 # One atomic read of (period start, quota left, permits, dispatched) for every subscription.

@@ -34,9 +34,9 @@ import redis
 
 import sluice
 from bench.harness import Stack, arguments, mean, report
-from models import keys
-from models.names import TopicName
-from models.protocol import wake_data
+from sluice.protocol import keys
+from sluice.protocol.frames import wake_data
+from sluice.protocol.names import TopicName
 
 SCENARIOS = [
     ("100 msg/s", {"dispatchThrottlingRateInMsg": 100}, 100, 64, "msg"),

@@ -11,25 +11,26 @@ from datetime import UTC, datetime
 
 from sqlalchemy import JSON, BigInteger, DateTime, Integer, MetaData, TypeDecorator
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 Json = JSON().with_variant(JSONB(), "postgresql")
 
 
-class Timestamp(TypeDecorator):
+class Timestamp(TypeDecorator[datetime]):
     """Timezone-aware UTC on every database (SQLite keeps naive UTC text underneath)."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
         value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
-    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is not None and value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value

@@ -6,9 +6,16 @@ here is created at import time.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 
 def normalize_url(url: str, *, asynchronous: bool) -> str:
@@ -27,7 +34,7 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -57,7 +64,7 @@ def make_sync_engine(url: str) -> Engine:
     return engine
 
 
-def make_session_factory(engine: AsyncEngine) -> async_sessionmaker:
+def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """Sessions that keep loaded objects usable after commit."""
     return async_sessionmaker(engine, expire_on_commit=False)
 

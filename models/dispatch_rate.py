@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from models.errors import InvalidInput
 
@@ -44,9 +44,9 @@ class DispatchRate(BaseModel):
 
     @field_validator("msg", "byte", "relative", "period", mode="before")
     @classmethod
-    def _null_is_default(cls, value: Any, info) -> Any:
+    def _null_is_default(cls, value: Any, info: ValidationInfo) -> Any:
         if value is None:
-            return _DEFAULTS[cls.model_fields[info.field_name].alias]
+            return _DEFAULTS[str(cls.model_fields[str(info.field_name)].alias)]
         return value
 
     @property

@@ -6,7 +6,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Index, String
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from models.base import Base, BigId, Json, Timestamp, utcnow
 
@@ -42,7 +43,7 @@ class OutboxEvent(Base):
 
 
 def record_change(
-    session,
+    session: Session | AsyncSession,
     *,
     role: str,
     request_id: str,
@@ -81,7 +82,11 @@ def record_change(
 
 
 def change_rows(
-    *, role: str, request_id: str, kind: str, changes: list[tuple[str, str, Any, Any, dict]]
+    *,
+    role: str,
+    request_id: str,
+    kind: str,
+    changes: list[tuple[str, str, Any, Any, dict[str, Any]]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Audit rows and change-event rows for many changes at once (bulk inserts):
     ``changes`` holds (entity type, entity, before, after, event payload)."""

@@ -19,7 +19,6 @@ from models.broker_config import BrokerConfig
 from models.dispatch_rate import DispatchRate
 from models.errors import NotFound
 from models.flow import value_from_json
-from models.names import TopicName
 from models.orm import (
     DISPATCH_RATE,
     SUBSCRIPTION_DISPATCH_RATE,
@@ -31,6 +30,7 @@ from models.orm import (
     Topic,
 )
 from models.snapshot import NamespaceRates, PolicySnapshot, TopicRates
+from sluice.protocol.names import TopicName
 
 
 async def load_broker_config(session: AsyncSession) -> BrokerConfig:

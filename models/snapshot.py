@@ -7,7 +7,7 @@ function.  Pure data: no database or Redis access here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -15,8 +15,8 @@ from typing import Any
 from models.broker_config import BrokerConfig
 from models.dispatch_rate import DispatchRate
 from models.flow_resolution import FlowInputs
-from models.names import TopicName
 from models.resolution import PolicyInputs
+from sluice.protocol.names import TopicName
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,9 @@ class PolicySnapshot:
         its topics') taken from ``part``, a snapshot of that namespace alone."""
         prefix = f"persistent://{namespace}/"
 
-        def merged(mine: Mapping, theirs: Mapping, keep) -> dict:
+        def merged(
+            mine: Mapping[str, Any], theirs: Mapping[str, Any], keep: Callable[[str], bool]
+        ) -> dict[str, Any]:
             return {**{k: v for k, v in mine.items() if keep(k)}, **theirs}
 
         return replace(

@@ -35,7 +35,11 @@ RSA_ALGORITHMS = ("RS256", "RS384", "RS512")
 EC_ALGORITHMS = ("ES256", "ES384", "ES512")
 # Bytes of random secret per HMAC algorithm (the digest size, as JWA recommends).
 SECRET_SIZES = {"HS256": 32, "HS384": 48, "HS512": 64}
-EC_CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
+EC_CURVES: dict[str, type[ec.EllipticCurve]] = {
+    "ES256": ec.SECP256R1,
+    "ES384": ec.SECP384R1,
+    "ES512": ec.SECP521R1,
+}
 # Units of --expiry-time, as Pulsar's RelativeTimeUtil reads them.
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800, "y": 31_536_000}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdwy]?)\s*$")
@@ -79,6 +83,7 @@ def create_secret_key(algorithm: str = "HS256") -> bytes:
 
 def create_key_pair(algorithm: str = "RS256") -> tuple[bytes, bytes]:
     """A fresh (private key, public key) pair in PEM (PKCS#8 and SubjectPublicKeyInfo)."""
+    private: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
     if algorithm in RSA_ALGORITHMS:
         private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     elif algorithm in EC_ALGORITHMS:

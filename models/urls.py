@@ -1,23 +1,11 @@
-"""Connection URLs made safe to print: the password is replaced by ``***``.
-
-Redis and database URLs may carry credentials (``redis://user:secret@host/0``); logs and
-error messages show them through ``redact_url`` only.
+"""Compatibility shim: the module moved to ``sluice.protocol.urls`` (the wire protocol the client
+and the server share).  Import from there; this name stays until every caller has moved.
 """
 
-from __future__ import annotations
+from sluice.protocol.urls import (
+    redact_url,
+)
 
-from urllib.parse import urlsplit, urlunsplit
-
-
-def redact_url(url: str) -> str:
-    """``url`` with any password masked; unchanged when it has none or does not parse."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if not password:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+__all__ = [
+    "redact_url",
+]

@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import redis
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from models import keys
-from models.errors import PreconditionFailed
-from models.names import TopicName
-from models.protocol import SCRIPT_NAMES, script_source, wake_topic
-from models.urls import redact_url
 from sluice.backoff import Backoff, Clock
 from sluice.consumer import Consumer, ConsumerType, DeadLetterPolicy, InitialPosition
 from sluice.errors import (
@@ -32,6 +27,11 @@ from sluice.errors import (
     TopicNotFound,
 )
 from sluice.producer import Producer
+from sluice.protocol import keys
+from sluice.protocol.errors import PreconditionFailed
+from sluice.protocol.frames import SCRIPT_NAMES, script_source, wake_topic
+from sluice.protocol.names import TopicName
+from sluice.protocol.urls import redact_url
 from sluice.routing import PartitionsRoutingMode
 from sluice.ticker import Ticker
 
@@ -241,7 +241,8 @@ class Client:
         namespaces = self.redis.smembers(keys.NAMESPACES)
         if namespaces and topic.namespace_name.encode() not in namespaces:
             raise NamespaceNotFound(f"Namespace {topic.namespace_name} does not exist")
-        config = {k.decode(): v.decode() for k, v in self.redis.hgetall(keys.CLIENT_CONFIG).items()}
+        raw = cast(dict[bytes, bytes], self.redis.hgetall(keys.CLIENT_CONFIG))
+        config = {k.decode(): v.decode() for k, v in raw.items()}
         if config.get("allowAutoTopicCreation", "true") != "true":
             raise TopicNotFound(f"Topic {topic.full} does not exist")
         partitions = 0
@@ -251,7 +252,9 @@ class Client:
         if self.redis.hsetnx(keys.TOPICS, topic.full, record):
             self.redis.publish(keys.WAKE_CHANNEL, wake_topic(topic.full))
             return partitions
-        return int(orjson.loads(self.redis.hget(keys.TOPICS, topic.full))["partitions"])
+        return int(
+            orjson.loads(cast(bytes, self.redis.hget(keys.TOPICS, topic.full)))["partitions"]
+        )
 
     def _check_open(self) -> None:
         if self._closed:

@@ -18,26 +18,13 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import orjson
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from models import keys
-from models.names import TopicName
-from models.protocol import (
-    ack_call,
-    ack_cumulative_call,
-    range_notice,
-    release_call,
-    subscribe_call,
-    unpack_batch,
-    unpack_packets,
-    unsubscribe_call,
-    wake_dispatch,
-)
 from sluice.consumer_state import AckTracker, Part
 from sluice.errors import (
     AlreadyClosed,
@@ -48,6 +35,19 @@ from sluice.errors import (
     Timeout,
 )
 from sluice.message import EMPTY_PROPERTIES, Message, MessageId
+from sluice.protocol import keys
+from sluice.protocol.frames import (
+    ack_call,
+    ack_cumulative_call,
+    range_notice,
+    release_call,
+    subscribe_call,
+    unpack_batch,
+    unpack_packets,
+    unsubscribe_call,
+    wake_dispatch,
+)
+from sluice.protocol.names import TopicName
 
 if TYPE_CHECKING:
     from sluice.client import Client
@@ -228,7 +228,7 @@ class Consumer:
                 part.log, self._subscription, "-", "+", 100_000, consumername=self._id
             )
             ids = [
-                MessageId(_text(p["message_id"]), part.index_in_topic, -1, part.topic)
+                MessageId(_text(cast(bytes, p["message_id"])), part.index_in_topic, -1, part.topic)
                 for p in pending
             ]
             if ids:
@@ -268,7 +268,7 @@ class Consumer:
             )
             if not reply:
                 return
-            queue, elements = reply
+            queue, elements = cast(tuple[bytes, list[bytes]], reply)
             part = self._by_queue[queue]
             notices = [range_notice(raw) for raw in elements]
             ranges = [n for n in notices if n is not None]

@@ -7,9 +7,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from models import keys
-from models.names import TopicName
 from sluice.message import Message, MessageId
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 
 
 @dataclass(eq=False)

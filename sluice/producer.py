@@ -32,9 +32,6 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from models import keys
-from models.names import TopicName
-from models.protocol import pack_batch, produce_keys, wake_data
 from sluice.backoff import Backoff, Clock
 from sluice.errors import (
     AlreadyClosed,
@@ -44,6 +41,9 @@ from sluice.errors import (
     Timeout,
 )
 from sluice.message import MessageId
+from sluice.protocol import keys
+from sluice.protocol.frames import pack_batch, produce_keys, wake_data
+from sluice.protocol.names import TopicName
 from sluice.routing import PartitionsRoutingMode, Router
 
 if TYPE_CHECKING:

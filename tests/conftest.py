@@ -2,7 +2,7 @@
 
 A test run brings its own PostgreSQL, as it brings its own ``redis-server``: the first process
 of the run (the xdist controller, or the only process) creates a throw-away cluster on a free
-port (``sluice.embedded_postgres``) and removes it at the end; ``SLUICE_TEST_PG_URL`` names an
+port (``server.embedded_postgres``) and removes it at the end; ``SLUICE_TEST_PG_URL`` names an
 existing server instead (trust auth, or the password in the URL).  Every test session (and
 every xdist worker) creates its own database there, migrated with Alembic, and starts its own
 ``redis-server`` on a free port.  Nothing is mocked.
@@ -28,8 +28,8 @@ from migrations import upgrade
 from models.db import create_scratch_database, make_sync_engine
 from models.db import drop_database as drop_scratch_database
 from models.settings import Settings
-from sluice.embedded_postgres import EmbeddedPostgres, PostgresNotFound
-from sluice.embedded_redis import EmbeddedRedis, free_port
+from server.embedded_postgres import EmbeddedPostgres, PostgresNotFound
+from server.embedded_redis import EmbeddedRedis, free_port
 
 PG_URL_VARIABLE = "SLUICE_TEST_PG_URL"
 # The throw-away cluster this process started (None when the URL came from the environment).

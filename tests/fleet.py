@@ -1,6 +1,6 @@
 """Real ``sluice worker`` processes for end-to-end and fault-injection tests.
 
-``Fleet`` starts workers as separate processes (``python -m sluice.cli worker``), so a test
+``Fleet`` starts workers as separate processes (``python -m server.cli worker``), so a test
 can kill one with SIGKILL or pause it with SIGSTOP, and reads partition ownership straight
 from the leases in Redis.  ``Collector`` is a Shared consumer that receives and acks on a
 thread and counts every delivery, so duplicates and losses show up in its tally.
@@ -19,8 +19,8 @@ from pathlib import Path
 import redis
 
 import sluice
-from models import keys
-from models.names import TopicName
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 from tests.workers.conftest import wait_until
 from workers.leases import rendezvous_owner
 
@@ -64,14 +64,14 @@ class Fleet:
             "SLUICE_STATS_INTERVAL_SECONDS": "1",
             **self.env,
         }
-        log = open(self.log_path(worker_id), "wb")  # noqa: SIM115
-        process = subprocess.Popen(
-            [sys.executable, "-m", "sluice.cli", "--log-level", "info", "worker"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        with self.log_path(worker_id).open("wb") as log:  # the worker keeps its own copy
+            process = subprocess.Popen(
+                [sys.executable, "-m", "server.cli", "--log-level", "info", "worker"],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         self.processes[worker_id] = process
         wait_until(lambda: worker_id in self.live(), timeout=30, every=0.1)
         return process

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from sluice.embedded_redis import free_port
+from server.embedded_redis import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ class Standalone:
                 [
                     sys.executable,
                     "-m",
-                    "sluice.cli",
+                    "server.cli",
                     "standalone",
                     "--data-dir",
                     str(self.data),

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 
 import uvicorn
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -37,8 +38,12 @@ def build_worker(settings: Settings, sessions) -> Worker:
     return Worker(settings, connect_redis(settings), sessions, control=connect_redis(settings, 4))
 
 
-async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
-    """Run one worker until ``stop`` is set or SIGTERM/SIGINT arrives."""
+async def run_worker(
+    settings: Settings, stop: asyncio.Event | None = None, http_socket: socket.socket | None = None
+) -> None:
+    """Run one worker until ``stop`` is set or SIGTERM/SIGINT arrives; the HTTP endpoint
+    listens on ``http_socket`` when given (bound by the caller), else it binds
+    ``worker_http_port``."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -58,7 +63,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
             )
         )
         server.install_signal_handlers = lambda: None
-        server_task = asyncio.create_task(server.serve())
+        sockets = [http_socket] if http_socket is not None else None
+        server_task = asyncio.create_task(server.serve(sockets=sockets))
     try:
         while True:
             try:

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from api.app import create_app
 from migrations import upgrade
 from models.db import make_sync_engine
-from sluice.embedded_redis import EmbeddedRedis
+from server.embedded_redis import EmbeddedRedis
 from tests.conftest import ServerThread, create_database, drop_database
 
 RATE = {"dispatchThrottlingRateInMsg": 100, "ratePeriodInSecond": 1}

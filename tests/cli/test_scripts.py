@@ -16,7 +16,7 @@ import pytest
 
 from api.app import create_app
 from migrations import upgrade
-from sluice.embedded_redis import EmbeddedRedis
+from server.embedded_redis import EmbeddedRedis
 from tests.conftest import ServerThread, create_database, drop_database
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import yaml
 from sqlalchemy.engine import make_url
 
 from models.settings import Settings
-from sluice.cli import build_parser
+from server.cli import build_parser
 from tests.deploy.helpers import ROOT
 
 COMPOSE = ROOT / "docker-compose.yml"

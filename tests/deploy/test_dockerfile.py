@@ -14,7 +14,7 @@ import dockerfile
 import pytest
 import yaml
 
-from sluice.cli import build_parser
+from server.cli import build_parser
 from tests.deploy.helpers import CHART, ROOT
 
 DOCKERFILE = ROOT / "Dockerfile"
@@ -137,7 +137,8 @@ def test_dependency_layer_lists_the_project_requirements(tmp_path):
         [sys.executable, "-c", argv[2]], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout.split()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    expected = project["dependencies"] + project["optional-dependencies"]["reports"]
+    extras = project["optional-dependencies"]
+    expected = project["dependencies"] + extras["server"] + extras["reports"]
     assert output == [d.replace(" ", "") for d in expected]
 
 

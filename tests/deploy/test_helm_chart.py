@@ -15,7 +15,7 @@ import pytest
 import yaml
 from kubernetes_validate.utils import SchemaNotFoundError, all_versions
 
-from sluice.cli import build_parser
+from server.cli import build_parser
 from tests.deploy.helpers import (
     CHART,
     FULLNAME,

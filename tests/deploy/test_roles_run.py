@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sluice.embedded_redis import free_port
+from server.embedded_redis import free_port
 from tests.conftest import create_database, drop_database
 from tests.deploy.helpers import FULLNAME, ROOT, release, values_file
 from tests.deploy.test_compose import services as compose_services
@@ -59,7 +59,7 @@ def environ(chart, redis_server, tmp_path_factory) -> Iterator[dict[str, str]]:
 def command(args: list[str]) -> list[str]:
     """A container's args run with this checkout's code (``sluice`` -> ``python -m``)."""
     assert args[0] == "sluice"
-    return [sys.executable, "-m", "sluice.cli", *args[1:]]
+    return [sys.executable, "-m", "server.cli", *args[1:]]
 
 
 def with_port(args: list[str], port: int) -> list[str]:

@@ -12,7 +12,7 @@ import contextlib
 import socket
 import threading
 
-from sluice.embedded_redis import free_port
+from server.embedded_redis import free_port
 
 
 class TcpProxy:

@@ -26,7 +26,7 @@ from sqlalchemy import text
 
 import sluice
 from api.app import create_app
-from models.names import TopicName
+from sluice.protocol.names import TopicName
 from tests.conftest import ServerThread
 from tests.faults.proxy import TcpProxy
 from tests.fleet import Collector

@@ -18,8 +18,8 @@ import redis
 
 import sluice
 from api.app import create_app
-from models import keys
-from models.names import TopicName
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 from tests.conftest import ServerThread
 from tests.faults.proxy import TcpProxy
 from tests.workers.conftest import ADMIN, WorkerThread, rate, wait_until

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 import sluice
-from models import keys
-from models.names import TopicName
-from sluice.embedded_redis import EmbeddedRedis
+from server.embedded_redis import EmbeddedRedis
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 from tests.fleet import Collector, Fleet
 from tests.workers.conftest import ADMIN, rate, wait_until
 

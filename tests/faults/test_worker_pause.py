@@ -17,8 +17,8 @@ import time
 import pytest
 
 import sluice
-from models import keys
-from models.names import TopicName
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 from tests.fleet import LEASE_TTL, Collector, with_signal
 from tests.workers.conftest import ADMIN, wait_until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from models.errors import PreconditionFailed
-from models.names import TopicName, check_namespace, check_tenant
+from sluice.protocol.names import TopicName, check_namespace, check_tenant
 
 
 @pytest.mark.parametrize("name", ["acme", "a-b", "a_b", "a.b", "a=b", "a:b", "A9"])

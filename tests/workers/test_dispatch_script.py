@@ -12,9 +12,8 @@ import uuid
 import pytest
 import redis
 
-from models import keys
-from models.names import TopicName
-from models.protocol import (
+from sluice.protocol import keys
+from sluice.protocol.frames import (
     SCRIPT_NAMES,
     DispatchArgs,
     DispatchReason,
@@ -27,6 +26,7 @@ from models.protocol import (
     wake_data,
     wake_subscription,
 )
+from sluice.protocol.names import TopicName
 
 NOW_MS = 1_700_000_000_000
 

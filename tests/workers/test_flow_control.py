@@ -9,9 +9,9 @@ import pytest
 import redis
 
 import sluice
-from models import keys
-from models.names import TopicName
 from sluice.backoff import FakeClock
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 from tests.workers.conftest import ADMIN, wait_until
 
 TOPIC = "persistent://acme/orders/flow"

@@ -15,9 +15,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 import sluice
-from models import keys
 from models.settings import Settings
-from sluice.embedded_redis import EmbeddedRedis, TlsFiles
+from server.embedded_redis import EmbeddedRedis, TlsFiles
+from sluice.protocol import keys
 from tests.workers.conftest import ADMIN, WorkerThread, drain, wait_until
 
 PASSWORD = "p@ss:w/rd%"  # characters that must be quoted in a URL

@@ -13,7 +13,7 @@ from itertools import permutations
 import pytest
 
 import sluice
-from models.names import TopicName
+from sluice.protocol.names import TopicName
 from tests.workers.conftest import ADMIN, drain, rate, wait_until
 
 TOPIC = "persistent://acme/orders/created"

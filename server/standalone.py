@@ -26,9 +26,9 @@ import uvicorn
 from api.app import create_app
 from migrations import upgrade
 from models.settings import Settings
-from models.urls import redact_url
-from sluice.embedded_redis import EmbeddedRedis
-from sluice.ports import Port, check_free
+from server.embedded_redis import EmbeddedRedis
+from server.ports import Port, check_free
+from sluice.protocol.urls import redact_url
 from workers.main import run_worker
 
 log = logging.getLogger("sluice.standalone")
@@ -134,7 +134,7 @@ async def _serve(settings: Settings, log_level: str) -> None:
             log_level=log_level,
         )
     )
-    server.install_signal_handlers = lambda: None
+    server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
     api = asyncio.create_task(server.serve())
     worker = asyncio.create_task(run_worker(settings, stop))
     await stop.wait()

@@ -43,3 +43,23 @@ def check_free(*ports: Port) -> None:
                 f"port {port.number} ({port.purpose}) is already in use: stop what listens "
                 f"there, or choose another port with {port.option}"
             )
+
+
+def bind(host: str, port: int, purpose: str, option: str) -> socket.socket:
+    """A socket bound to ``host:port`` (``0``: a port the system picks), ready to listen;
+    ``PortInUse`` when the port is taken.  Binding before the server starts leaves no window
+    in which another process could take the port, and tells the caller the port it got."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(
+                f"port {port} ({purpose}) is already in use: stop what listens there, "
+                f"or choose another port with {option}"
+            ) from None
+        raise
+    return sock

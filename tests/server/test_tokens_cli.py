@@ -11,7 +11,7 @@ import pytest
 
 from api.app import create_app
 from models.settings import Settings
-from sluice.cli import main
+from server.cli import main
 from tests.conftest import ServerThread
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sluice.embedded_redis import free_port
-from sluice.ports import Port, PortInUse, check_free, is_in_use
+from server.embedded_redis import free_port
+from server.ports import Port, PortInUse, check_free, is_in_use
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ def sluice(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env["SLUICE_WORKER_HTTP_PORT"] = str(free_port())
     return subprocess.run(
-        [sys.executable, "-m", "sluice.cli", *args],
+        [sys.executable, "-m", "server.cli", *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -1,0 +1,372 @@
+"""The data-plane protocol: Lua scripts, entry fields, packets and wake-up messages.
+
+Clients and workers talk only through Redis.  A producer appends *entries* to a partition's
+stream (``produce.lua``); a worker moves entries into consumers' receiver queues as *packets*
+(``dispatch.lua``); consumers acknowledge with ``ack.lua``.  Each script's header names its
+KEYS, ARGV and return value.  Workers are woken through the pub/sub channel ``sl:wake`` with
+messages ``d<TAB>partition`` (new data), ``s<TAB>partition<TAB>subscription`` (consumers
+joined or left), ``p<TAB>partition<TAB>subscription`` (permits, acks or redeliveries: the
+same consumers may take more) and ``t<TAB>topic`` (topic created or changed).
+
+Entry fields: ``d`` payload, ``n`` messages in a batch entry (absent = 1), ``k`` partition
+key, ``p`` properties (JSON), ``e`` event time (ms), ``t`` publish time (ms, server clock),
+``pr`` producer name, ``sq`` sequence id.  A batch entry's payload is a msgpack list of
+``[payload, key, properties JSON, event time]`` per message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from importlib import resources
+from typing import Any, cast
+
+import msgpack
+
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
+
+SCRIPT_NAMES = (
+    "produce",
+    "subscribe",
+    "flow",
+    "ack",
+    "ack_cumulative",
+    "nack",
+    "release",
+    "unsubscribe",
+    "dispatch",
+    "lease_acquire",
+    "lease_renew",
+    "lease_release",
+    "skip",
+)
+
+
+def script_source(name: str) -> str:
+    """The Lua text of one script."""
+    return resources.files("sluice.protocol.lua").joinpath(f"{name}.lua").read_text()
+
+
+class DispatchReason(IntEnum):
+    """Why a dispatch call stopped."""
+
+    MORE = 0  # a read cap was reached; more may follow at once
+    NO_DATA = 1  # nothing to hand out; producers will wake the worker
+    NO_PERMITS = 2  # consumers have no room; a flow will wake the worker
+    MSG_BUDGET = 3  # the message budget ran out
+    BYTE_BUDGET = 4  # the byte budget ran out
+    UNACKED = 5  # a max-unacked limit is reached; an ack will wake the worker
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchResult:
+    """What one ``dispatch.lua`` call handed out."""
+
+    entries: int
+    messages: int  # real messages (a batch entry holds several)
+    bytes: int
+    redelivered: int  # entries among them that were redeliveries
+    reason: DispatchReason
+    unthrottled: bool  # a caught-up subscription skipped the budgets
+    next_due_ms: int  # when the next scheduled redelivery is due, -1 = none
+    units: int  # what the message budget counted: messages, or entries
+    unacked: int = -1  # the subscription's pending entries afterwards; -1 = not counted
+    exhausted: int = 0  # Redis-side limiters left without quota (bits, see dispatch.lua)
+    wait_ms: int = 0  # until every exhausted Redis-side limiter has quota again
+
+    @classmethod
+    def from_reply(cls, reply: list[int]) -> DispatchResult:
+        """Parse the script's reply."""
+        entries, messages, size, redelivered, reason, unthrottled, due, units, *rest = reply
+        return cls(
+            int(entries),
+            int(messages),
+            int(size),
+            int(redelivered),
+            DispatchReason(int(reason)),
+            bool(unthrottled),
+            int(due),
+            int(units),
+            int(rest[0]) if rest else -1,
+            int(rest[1]) if len(rest) > 1 else 0,
+            int(rest[2]) if len(rest) > 2 else 0,
+        )
+
+
+RANGE_NOTICE = b"R"
+
+
+def range_notice(raw: bytes) -> tuple[bytes, bytes] | None:
+    """A receiver-queue element that announces consecutive new entries as (first, last) ids,
+    or None when the element is a packet of entries."""
+    if raw[:1] != RANGE_NOTICE:
+        return None
+    first, _, last = raw[1:].partition(b" ")
+    return first, last
+
+
+def unpack_packets(raw: bytes) -> list[tuple[bytes, list[bytes], int]]:
+    """One element of a receiver queue as ``(entry id, flat field list, delivery count)``
+    triples, undecoded: what the consumer's hot path reads."""
+    return cast(list[tuple[bytes, list[bytes], int]], msgpack.unpackb(raw, raw=True))
+
+
+def pack_batch(messages: list[tuple[bytes, str | None, str | None, int | None]]) -> bytes:
+    """Payload of a batch entry: ``[payload, key, properties JSON, event time]`` per message."""
+    return cast(bytes, msgpack.packb([list(m) for m in messages], use_bin_type=True))
+
+
+def unpack_batch(payload: bytes) -> list[tuple[bytes, str | None, str | None, int | None]]:
+    """Inverse of ``pack_batch``."""
+    return [tuple(m) for m in msgpack.unpackb(payload, raw=False)]
+
+
+def parse_position(entry_id: str) -> tuple[int, int]:
+    """A stream entry id (``ms-seq``) as a tuple that orders like the stream does."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def wake_data(partition: str) -> str:
+    """Wake-up: new entries on ``partition`` (full name)."""
+    return f"d\t{partition}"
+
+
+def wake_subscription(partition: str, subscription: str) -> str:
+    """Wake-up: consumers, permits or redeliveries of a subscription changed."""
+    return f"s\t{partition}\t{subscription}"
+
+
+def wake_dispatch(partition: str, subscription: str) -> str:
+    """Wake-up: a subscription's consumers may take more (permits, acks, redeliveries)."""
+    return f"p\t{partition}\t{subscription}"
+
+
+def wake_topic(topic: str) -> str:
+    """Wake-up: a topic was created or its partitions changed."""
+    return f"t\t{topic}"
+
+
+# --- call builders: (keys, args) of the scripts several processes call ----------------------
+
+Call = tuple[list[str], list[Any]]
+
+
+def subscribe_call(
+    partition: TopicName,
+    subscription: str,
+    consumer: str,
+    sub_type: str,
+    initial_position: str,
+    now_ms: int,
+    info_json: str,
+    consumer_timeout_ms: int,
+) -> Call:
+    """``subscribe.lua``: register ``consumer`` (or, with consumer "", ensure the group)."""
+    return (
+        [
+            keys.log(partition),
+            keys.subs(partition),
+            keys.sub_key(partition, subscription, "meta"),
+            keys.sub_key(partition, subscription, "cursor"),
+            keys.sub_key(partition, subscription, "permits"),
+            keys.sub_key(partition, subscription, "alive"),
+            keys.sub_key(partition, subscription, "info"),
+        ],
+        [
+            subscription,
+            consumer,
+            sub_type,
+            initial_position,
+            now_ms,
+            info_json,
+            keys.WAKE_CHANNEL,
+            wake_subscription(partition.full, subscription),
+            consumer_timeout_ms,
+        ],
+    )
+
+
+def unsubscribe_call(
+    partition: TopicName, subscription: str, consumer: str, now_ms: int, consumer_timeout_ms: int
+) -> Call:
+    """``unsubscribe.lua``: delete the subscription (consumer "" = administrative)."""
+    return (
+        [
+            keys.log(partition),
+            keys.subs(partition),
+            keys.idle(partition),
+            keys.sub_key(partition, subscription, "alive"),
+            keys.sub_key(partition, subscription, "info"),
+        ],
+        [
+            subscription,
+            consumer,
+            keys.sub_prefix(partition, subscription),
+            now_ms,
+            consumer_timeout_ms,
+            keys.WAKE_CHANNEL,
+            wake_subscription(partition.full, subscription),
+        ],
+    )
+
+
+def ack_call(partition: TopicName, subscription: str, entry_ids: list[str]) -> Call:
+    """``ack.lua``: acknowledge entries; wakes a dispatcher stopped at a max-unacked limit."""
+    return (
+        [
+            keys.log(partition),
+            keys.sub_key(partition, subscription, "redeliver"),
+            keys.sub_key(partition, subscription, "stats"),
+            keys.sub_key(partition, subscription, "waitack"),
+        ],
+        [
+            subscription,
+            keys.WAKE_CHANNEL,
+            wake_dispatch(partition.full, subscription),
+            *entry_ids,
+        ],
+    )
+
+
+def ack_cumulative_call(
+    partition: TopicName, subscription: str, consumer: str, last_entry_id: str
+) -> Call:
+    """``ack_cumulative.lua``: acknowledge a consumer's entries up to ``last_entry_id``."""
+    return (
+        [
+            keys.log(partition),
+            keys.sub_key(partition, subscription, "redeliver"),
+            keys.sub_key(partition, subscription, "stats"),
+            keys.sub_key(partition, subscription, "waitack"),
+        ],
+        [
+            subscription,
+            consumer,
+            last_entry_id,
+            keys.WAKE_CHANNEL,
+            wake_dispatch(partition.full, subscription),
+        ],
+    )
+
+
+def produce_keys(partition: TopicName) -> list[str]:
+    """KEYS of ``produce.lua`` for one partition (stream, stats, idle set, quota flag)."""
+    return [
+        keys.log(partition),
+        keys.partition_stats(partition),
+        keys.idle(partition),
+        keys.quota(partition),
+    ]
+
+
+def release_call(partition: TopicName, subscription: str, consumer: str, now_ms: int) -> Call:
+    """``release.lua``: remove a consumer; what it held becomes due for redelivery."""
+    return (
+        [
+            keys.log(partition),
+            keys.sub_key(partition, subscription, "permits"),
+            keys.sub_key(partition, subscription, "alive"),
+            keys.sub_key(partition, subscription, "info"),
+            keys.sub_key(partition, subscription, "redeliver"),
+            keys.queue(partition, subscription, consumer),
+        ],
+        [
+            subscription,
+            consumer,
+            now_ms,
+            keys.WAKE_CHANNEL,
+            wake_subscription(partition.full, subscription),
+        ],
+    )
+
+
+def dispatch_keys(partition: TopicName, subscription: str) -> list[str]:
+    """KEYS of ``dispatch.lua`` for one subscription on one partition."""
+    return [
+        keys.log(partition),
+        keys.sub_key(partition, subscription, "cursor"),
+        keys.sub_key(partition, subscription, "permits"),
+        keys.sub_key(partition, subscription, "redeliver"),
+        keys.sub_key(partition, subscription, "stats"),
+        keys.idle(partition),
+        keys.sub_key(partition, subscription, "waitp"),
+        keys.lease(partition),
+        keys.partition_stats(partition),
+        keys.sub_key(partition, subscription, "waitack"),
+        keys.limiter(partition),
+        keys.sub_key(partition, subscription, "lim"),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class LimitArgs:
+    """A TOPIC or SUBSCRIPTION limit as ``dispatch.lua`` takes it (<= 0 = unlimited)."""
+
+    msg: int = -1
+    byte: int = -1
+    period: int = 1  # seconds
+    relative: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchArgs:
+    """ARGV of ``dispatch.lua`` (see its header)."""
+
+    subscription: str
+    queue_prefix: str
+    now_ms: int
+    max_entries: int = 100
+    broker_msg: int = -1
+    broker_byte: int = -1
+    read_cap: int = 5 * 1024 * 1024
+    count_entries: bool = False
+    active: str = ""
+    rr_chunk: int = 20
+    rr_offset: int = 0
+    skip_when_caught_up: bool = False
+    fencing_token: str = ""
+    max_unacked_subscription: int = 0
+    max_unacked_consumer: int = 0
+    topic: LimitArgs = LimitArgs()
+    sub: LimitArgs = LimitArgs()
+    reads: int = 1  # reads of up to ``max_entries`` one call may make (unthrottled fast path)
+    clock_ms: float | None = None  # the limiters' clock; None = Redis's TIME
+
+    def argv(self) -> list[Any]:
+        """The script's ARGV."""
+        argv = [
+            self.subscription,
+            self.queue_prefix,
+            self.now_ms,
+            self.max_entries,
+            self.broker_msg,
+            self.broker_byte,
+            self.read_cap,
+            1 if self.count_entries else 0,
+            self.active,
+            self.rr_chunk,
+            self.rr_offset,
+            1 if self.skip_when_caught_up else 0,
+            self.fencing_token,
+            self.max_unacked_subscription,
+            self.max_unacked_consumer,
+            self.topic.msg,
+            self.topic.byte,
+            self.topic.period,
+            self.sub.msg,
+            self.sub.byte,
+            self.sub.period,
+            1 if self.topic.relative else 0,
+            1 if self.sub.relative else 0,
+            self.reads,
+        ]
+        if self.clock_ms is not None:
+            argv.append(repr(float(self.clock_ms)))
+        return argv
+
+
+def partitions_of(topic: TopicName, count: int) -> list[TopicName]:
+    """The partitions of a topic, or the topic itself when non-partitioned."""
+    return [topic.partition(i) for i in range(count)] if count else [topic]

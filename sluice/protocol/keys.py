@@ -1,0 +1,145 @@
+"""The Redis key layout of the data plane, shared by clients, workers and the admin service.
+
+Every key of one topic partition carries the hash tag ``{tenant/ns/topic-partition-N}``, so a
+partition's stream, its subscriptions' state and its counters live in one Redis Cluster slot
+and one Lua call can touch them all.  Keys::
+
+    sl:{P}:log                     stream of entries (one per message or batch)
+    sl:{P}:stats                   hash: msg_in, bytes_in (written by producers)
+    sl:{P}:idle                    set of subscriptions waiting for new entries
+    sl:{P}:subs                    set of subscription names
+    sl:{P}:s:{S}:meta              hash: type, created (subscription settings)
+    sl:{P}:s:{S}:cursor            last entry id handed out (mirror of the group's cursor)
+    sl:{P}:s:{S}:permits           hash: consumer -> flow permits (messages)
+    sl:{P}:s:{S}:alive             zset: consumer -> last heartbeat (ms)
+    sl:{P}:s:{S}:info              hash: consumer -> JSON (name, receiver queue, since)
+    sl:{P}:s:{S}:redeliver         zset: entry id -> due time (ms)
+    sl:{P}:s:{S}:waitp             flag: the dispatcher waits for permits
+    sl:{P}:s:{S}:waitack           flag: the dispatcher waits for acks (max unacked reached)
+    sl:{P}:s:{S}:stats             hash: msg_out, bytes_out, redelivered, acked, throttled_*
+    sl:{P}:s:{S}:lim               hash: the subscription's SUBSCRIPTION limiter
+    sl:{P}:s:{S}:q:{C}             list: consumer C's receiver queue (packed entries)
+    sl:{P}:lease                   fencing token of the worker that owns the partition
+    sl:{P}:epoch                   counter the fencing tokens are numbered from
+    sl:{P}:lim                     hash: the partition's TOPIC limiter (see dispatch.lua)
+    sl:{P}:doc                     JSON stats document published by the owning worker
+    sl:{P}:quota                   "policy<TAB>reason" while the backlog quota refuses producers
+
+Cluster-wide keys (no partition): ``sl:meta:topics`` (hash: base topic -> JSON with its
+partitions), ``sl:meta:namespaces`` (set of ``tenant/ns``), ``sl:meta:config`` (hash: broker
+settings clients need), ``sl:meta:unsubscribed`` (hash: ``topic#subscription`` -> time, for
+subscriptions deleted by their consumers), the worker registry ``sl:workers`` (zset: worker
+id -> heartbeat expiry, ms of Redis time) with ``sl:worker:{id}`` (hash: how to reach it) and
+``sl:worker:{id}:leases`` (set of the partitions whose lease it holds), ``sl:meta:applied``
+(hash: worker id -> position in the change-event stream up to which it enforces every
+change) with its pub/sub channel ``sl:applied``, and the pub/sub channel ``sl:wake`` that wakes
+workers.
+"""
+
+from __future__ import annotations
+
+from sluice.protocol.names import TopicName
+
+PREFIX = "sl"
+TOPICS = "sl:meta:topics"
+NAMESPACES = "sl:meta:namespaces"
+TOMBSTONES = "sl:meta:unsubscribed"
+CLIENT_CONFIG = "sl:meta:config"
+WAKE_CHANNEL = "sl:wake"
+WORKERS = "sl:workers"
+APPLIED = "sl:meta:applied"
+APPLIED_CHANNEL = "sl:applied"
+
+
+def worker_info(worker_id: str) -> str:
+    """A live worker's registration: host, HTTP URL, start time, owned partitions."""
+    return f"sl:worker:{worker_id}"
+
+
+def worker_leases(worker_id: str) -> str:
+    """The partitions a worker holds leases on (so a worker can be fenced off as a whole)."""
+    return f"sl:worker:{worker_id}:leases"
+
+
+def tag(partition: TopicName) -> str:
+    """The hash tag of a partition (or non-partitioned topic)."""
+    return "{" + f"{partition.tenant}/{partition.namespace}/{partition.local}" + "}"
+
+
+def partition_prefix(partition: TopicName) -> str:
+    """``sl:{P}:`` — every key of the partition starts with it."""
+    return f"{PREFIX}:{tag(partition)}:"
+
+
+def log(partition: TopicName) -> str:
+    """The partition's stream."""
+    return partition_prefix(partition) + "log"
+
+
+def partition_stats(partition: TopicName) -> str:
+    """Producer-side counters of the partition."""
+    return partition_prefix(partition) + "stats"
+
+
+def idle(partition: TopicName) -> str:
+    """Subscriptions that found no entries and want a wake-up on the next produce."""
+    return partition_prefix(partition) + "idle"
+
+
+def subs(partition: TopicName) -> str:
+    """Names of the partition's subscriptions."""
+    return partition_prefix(partition) + "subs"
+
+
+def lease(partition: TopicName) -> str:
+    """The partition's ownership lease (holds the owner's fencing token)."""
+    return partition_prefix(partition) + "lease"
+
+
+def lease_epoch(partition: TopicName) -> str:
+    """The counter fencing tokens of the partition are numbered from (never reset)."""
+    return partition_prefix(partition) + "epoch"
+
+
+def limiter(partition: TopicName) -> str:
+    """The partition's TOPIC limiter state (quota periods kept by ``dispatch.lua``)."""
+    return partition_prefix(partition) + "lim"
+
+
+def doc(partition: TopicName) -> str:
+    """The stats document the owning worker publishes."""
+    return partition_prefix(partition) + "doc"
+
+
+def quota(partition: TopicName) -> str:
+    """Set by the owning worker while the partition's backlog quota refuses producers."""
+    return partition_prefix(partition) + "quota"
+
+
+def sub_prefix(partition: TopicName, subscription: str) -> str:
+    """``sl:{P}:s:{S}:`` — every key of one subscription on one partition starts with it."""
+    return f"{partition_prefix(partition)}s:{subscription}:"
+
+
+def sub_key(partition: TopicName, subscription: str, name: str) -> str:
+    """One of a subscription's keys: meta, cursor, permits, alive, info, redeliver, ..."""
+    return sub_prefix(partition, subscription) + name
+
+
+def queue(partition: TopicName, subscription: str, consumer: str) -> str:
+    """A consumer's receiver queue on one partition."""
+    return sub_prefix(partition, subscription) + "q:" + consumer
+
+
+SUB_KEYS = (
+    "meta",
+    "cursor",
+    "permits",
+    "alive",
+    "info",
+    "redeliver",
+    "waitp",
+    "waitack",
+    "stats",
+    "lim",
+)

@@ -1,0 +1,107 @@
+"""Names of tenants, namespaces, topics and partitions, validated as Pulsar validates them.
+
+A tenant, namespace or topic name is non-empty and made of word characters and ``- = : .``
+(Pulsar's ``NamedEntity`` rule).  A topic's full name is ``persistent://tenant/ns/local``; a
+partition of a partitioned topic is ``local-partition-N``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sluice.protocol.errors import PreconditionFailed
+
+_NAME = re.compile(r"^[-=:.\w]+$", re.ASCII)  # Java \w is ASCII-only
+MAX_NAME_LENGTH = 255
+PARTITION_SUFFIX = "-partition-"
+PERSISTENT = "persistent"
+
+
+def is_valid_name(name: str) -> bool:
+    """Pulsar's ``NamedEntity.checkName`` rule, plus a length cap."""
+    return bool(_NAME.match(name)) and len(name) <= MAX_NAME_LENGTH
+
+
+def check_tenant(name: str) -> str:
+    """Return ``name`` or raise 412 "Tenant name is not valid"."""
+    if not is_valid_name(name):
+        raise PreconditionFailed("Tenant name is not valid")
+    return name
+
+
+def check_namespace(tenant: str, namespace: str) -> str:
+    """Return ``tenant/namespace`` or raise 412 "Namespace name is not valid"."""
+    if not is_valid_name(tenant) or not is_valid_name(namespace):
+        raise PreconditionFailed("Namespace name is not valid")
+    return f"{tenant}/{namespace}"
+
+
+def check_subscription(name: str) -> str:
+    """Subscription names are free text in Pulsar; refuse only empty and control characters."""
+    if not name or len(name) > MAX_NAME_LENGTH or any(ord(c) < 32 for c in name):
+        raise PreconditionFailed("Subscription name is not valid")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class TopicName:
+    """A persistent topic (or one partition of it)."""
+
+    tenant: str
+    namespace: str
+    local: str
+
+    @classmethod
+    def parse(cls, tenant: str, namespace: str, local: str) -> TopicName:
+        """Validate the three path segments of a topic; raise 412 when invalid."""
+        if not is_valid_name(tenant) or not is_valid_name(namespace):
+            raise PreconditionFailed("Namespace name is not valid")
+        if not is_valid_name(local):
+            raise PreconditionFailed(f"Invalid topic name {local}")
+        return cls(tenant, namespace, local)
+
+    @classmethod
+    def from_full(cls, full: str) -> TopicName:
+        """Parse ``persistent://t/ns/topic`` (or the short ``t/ns/topic``)."""
+        text = full
+        if "://" in text:
+            domain, text = text.split("://", 1)
+            if domain != PERSISTENT:
+                raise PreconditionFailed(f"Only persistent topics are supported: {full}")
+        parts = text.split("/")
+        if len(parts) != 3:
+            raise PreconditionFailed(f"Invalid topic name {full}")
+        return cls.parse(*parts)
+
+    @property
+    def namespace_name(self) -> str:
+        """``tenant/namespace``."""
+        return f"{self.tenant}/{self.namespace}"
+
+    @property
+    def full(self) -> str:
+        """``persistent://tenant/namespace/local``."""
+        return f"{PERSISTENT}://{self.tenant}/{self.namespace}/{self.local}"
+
+    @property
+    def partition_index(self) -> int:
+        """The partition number if this names a partition, else -1."""
+        base, sep, index = self.local.rpartition(PARTITION_SUFFIX)
+        if sep and base and index.isdigit():
+            return int(index)
+        return -1
+
+    @property
+    def base(self) -> TopicName:
+        """The partitioned (base) topic this partition belongs to, or itself."""
+        if self.partition_index < 0:
+            return self
+        return TopicName(self.tenant, self.namespace, self.local.rpartition(PARTITION_SUFFIX)[0])
+
+    def partition(self, index: int) -> TopicName:
+        """The name of partition ``index`` of this topic."""
+        return TopicName(self.tenant, self.namespace, f"{self.local}{PARTITION_SUFFIX}{index}")
+
+    def __str__(self) -> str:
+        return self.full

@@ -1,0 +1,76 @@
+"""The client stands alone: ``import sluice`` loads none of the server's libraries, and the
+wire protocol's old module paths are the very same objects (so both sides agree)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SERVER_LIBRARIES = (
+    "fastapi",
+    "starlette",
+    "sqlalchemy",
+    "celery",
+    "pyspark",
+    "alembic",
+    "uvicorn",
+    "pydantic",
+    "pydantic_settings",
+    "psycopg",
+    "prometheus_client",
+)
+SERVER_PACKAGES = ("api", "workers", "models", "reports", "migrations", "server")
+
+
+def loaded_after(code: str) -> set[str]:
+    """Top-level names of the modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return {name.partition(".")[0] for name in json.loads(done.stdout.splitlines()[-1])}
+
+
+def test_import_sluice_loads_no_server_library():
+    loaded = loaded_after(
+        "import sluice, sluice.producer, sluice.consumer, sluice.protocol.frames\n"
+        "sluice.Client  # the public names resolve"
+    )
+    assert "sluice" in loaded and "redis" in loaded
+    assert loaded.isdisjoint(SERVER_LIBRARIES), sorted(loaded & set(SERVER_LIBRARIES))
+    assert loaded.isdisjoint(SERVER_PACKAGES), sorted(loaded & set(SERVER_PACKAGES))
+
+
+def test_the_admin_cli_loads_no_server_library():
+    loaded = loaded_after("import sluice.admin_cli.runner")
+    assert loaded.isdisjoint(SERVER_LIBRARIES), sorted(loaded & set(SERVER_LIBRARIES))
+    assert loaded.isdisjoint(SERVER_PACKAGES), sorted(loaded & set(SERVER_PACKAGES))
+
+
+def test_the_old_protocol_paths_are_the_same_objects():
+    import models.errors
+    import models.keys
+    import models.names
+    import models.protocol
+    import models.urls
+    from sluice.protocol import errors, frames, keys, names, urls
+
+    assert models.keys.log is keys.log and models.keys.WORKERS == keys.WORKERS
+    assert models.names.TopicName is names.TopicName
+    assert models.protocol.DispatchArgs is frames.DispatchArgs
+    assert models.urls.redact_url is urls.redact_url
+    assert models.errors.PreconditionFailed is errors.PreconditionFailed
+    for shim, home in ((models.keys, keys), (models.protocol, frames), (models.names, names)):
+        assert shim.__all__
+        assert all(getattr(shim, name) is getattr(home, name) for name in shim.__all__)
+
+
+def test_every_script_ships_with_the_protocol():
+    from sluice.protocol.frames import SCRIPT_NAMES, script_source
+
+    for name in SCRIPT_NAMES:
+        assert "redis.call" in script_source(name), name
