@@ -32,10 +32,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from api.docs import ASSET_PATHS
 from api.errors import reason_response
 from models.errors import Forbidden, SluiceError
-from models.names import is_valid_name
 from models.orm import Tenant
 from models.settings import Settings
 from models.tokens import TokenVerifier, read_key
+from sluice.protocol.names import is_valid_name
 
 
 class Access(StrEnum):

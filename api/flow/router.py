@@ -35,7 +35,7 @@ from models.flow import (
     quota_kind,
 )
 from models.flow_resolution import FlowLimits
-from models.names import TopicName
+from sluice.protocol.names import TopicName
 
 router = APIRouter(tags=["flow control policies"])
 

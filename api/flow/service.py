@@ -18,9 +18,9 @@ from api.policy_store.target import PolicyTarget
 from api.unit_of_work import UnitOfWork
 from models.flow import BACKLOG_QUOTA_PREFIX, QuotaType, quota_kind, value_to_json
 from models.flow_resolution import FlowLimits, resolve_flow
-from models.names import TopicName
 from models.orm import FlowPolicy, Namespace, Tenant, Topic
 from models.repository import load_snapshot
+from sluice.protocol.names import TopicName
 
 
 def flow_slot(target: PolicyTarget, kind: str) -> Slot:

@@ -14,7 +14,6 @@ from models.flow import (
     MESSAGE_TTL,
     value_to_json,
 )
-from models.names import TopicName, check_namespace, check_tenant
 from models.orm import Namespace, Tenant, Topic
 from models.repository import (
     find_namespace,
@@ -23,6 +22,7 @@ from models.repository import (
     load_broker_config,
     load_snapshot,
 )
+from sluice.protocol.names import TopicName, check_namespace, check_tenant
 
 DEFAULT_BUNDLES = {
     "boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"],

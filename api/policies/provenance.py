@@ -13,11 +13,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from models.names import TopicName
 from models.orm import Namespace, Subscription, Tenant, Topic
 from models.repository import load_snapshot
 from models.resolution import Candidate, EffectiveLimits, ResolvedRate, resolve_limits
 from models.snapshot import PolicySnapshot
+from sluice.protocol.names import TopicName
 
 
 def candidate_json(candidate: Candidate) -> dict:

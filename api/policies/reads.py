@@ -11,8 +11,8 @@ from api.state import AppState
 from api.unit_of_work import Caller, UnitOfWork
 from models.dispatch_rate import DispatchRate
 from models.errors import NotFound
-from models.names import TopicName, check_namespace, check_subscription
 from models.orm import DISPATCH_RATE
+from sluice.protocol.names import TopicName, check_namespace, check_subscription
 
 
 async def read_topic_rate(

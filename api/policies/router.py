@@ -22,7 +22,7 @@ from api.responses import JsonResponse
 from api.schemas import DispatchRateDocument
 from api.unit_of_work import UnitOfWork
 from models.dispatch_rate import DispatchRate
-from models.names import TopicName
+from sluice.protocol.names import TopicName
 
 router = APIRouter(tags=["dispatch rate policies"])
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.unit_of_work import UnitOfWork
-from models.names import TopicName, check_namespace, check_subscription
 from models.orm import Namespace, Topic
 from models.repository import get_namespace, get_topic
+from sluice.protocol.names import TopicName, check_namespace, check_subscription
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,9 @@ from sqlalchemy import select
 from api.schemas import TenantInfo
 from api.unit_of_work import UnitOfWork
 from models.errors import Conflict, NotAllowed, PreconditionFailed
-from models.names import check_tenant
 from models.orm import Cluster, Namespace, Tenant
 from models.repository import find_tenant, get_tenant, load_broker_config
+from sluice.protocol.names import check_tenant
 
 
 def tenant_json(tenant: Tenant) -> dict:

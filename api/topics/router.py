@@ -10,7 +10,7 @@ from api.deps import UowDep
 from api.responses import JsonResponse, no_content
 from api.topics import service
 from api.topics.schemas import Lookup, PartitionedMetadata, PartitionedTopicStats, TopicStats
-from models.names import TopicName
+from sluice.protocol.names import TopicName
 
 router = APIRouter(prefix="/admin/v2/persistent", tags=["topics"])
 

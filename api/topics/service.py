@@ -9,11 +9,11 @@ from sqlalchemy import select
 
 from api.dataplane import aggregate, lookup, registry_topics, subscription_names
 from api.unit_of_work import UnitOfWork
-from models import keys
 from models.errors import Conflict, NotAcceptable, NotFound, PreconditionFailed, Unavailable
-from models.names import PARTITION_SUFFIX, TopicName, check_namespace, check_subscription
 from models.orm import Namespace, Subscription, Topic
 from models.repository import find_topic, get_namespace, get_topic, load_broker_config
+from sluice.protocol import keys
+from sluice.protocol.names import PARTITION_SUFFIX, TopicName, check_namespace, check_subscription
 
 
 def expand(topic: TopicName, partitions: int) -> list[str]:
