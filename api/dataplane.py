@@ -15,61 +15,20 @@ from typing import Any
 import orjson
 from redis.asyncio import Redis
 
+from dataplane.catalog import CatalogProjection
+from dataplane.scripts import register_scripts
 from models import keys
 from models.errors import PreconditionFailed
 from models.names import TopicName
-from models.protocol import (
-    SCRIPT_NAMES,
-    partitions_of,
-    script_source,
-    subscribe_call,
-    unsubscribe_call,
-)
+from models.protocol import partitions_of
 
 
-class DataPlane:
-    """Redis access of the admin service."""
+class DataPlane(CatalogProjection):
+    """Redis access of the admin service: the catalog projection the workers share
+    (``dataplane.catalog``), and what only the admin service reads."""
 
     def __init__(self, redis: Redis, consumer_timeout_ms: int) -> None:
-        self.redis = redis
-        self.consumer_timeout_ms = consumer_timeout_ms
-        self.scripts = {name: redis.register_script(script_source(name)) for name in SCRIPT_NAMES}
-
-    # --- projection -----------------------------------------------------------------------
-
-    async def register_topic(self, topic: TopicName, partitions: int) -> None:
-        """Publish a topic's partition count to clients (workers learn of it from the
-        change event, before the write is answered)."""
-        await self.redis.hset(keys.TOPICS, topic.full, orjson.dumps({"partitions": partitions}))
-
-    async def register_namespace(self, namespace: str) -> None:
-        """Let clients auto-create topics in a new namespace (``tenant/ns``) at once."""
-        await self.redis.sadd(keys.NAMESPACES, namespace)
-
-    async def unregister_namespaces(self, namespaces: list[str]) -> None:
-        """Stop clients from using deleted namespaces (workers delete their topics' data)."""
-        if namespaces:
-            await self.redis.srem(keys.NAMESPACES, *namespaces)
-
-    async def unregister_topic(self, topic: TopicName) -> None:
-        """Stop clients from using a deleted topic (workers delete its data)."""
-        await self.redis.hdel(keys.TOPICS, topic.full)
-
-    async def ensure_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
-        """Create the subscription's consumer group on every partition."""
-        now_ms = int(time.time() * 1000)
-        for partition in partitions_of(topic, partitions):
-            script_keys, args = subscribe_call(
-                partition, name, "", "", "latest", now_ms, "{}", self.consumer_timeout_ms
-            )
-            await self.scripts["subscribe"](keys=script_keys, args=args)
-
-    async def drop_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
-        """Delete the subscription from every partition."""
-        now_ms = int(time.time() * 1000)
-        for partition in partitions_of(topic, partitions):
-            script_keys, args = unsubscribe_call(partition, name, "", now_ms, 0)
-            await self.scripts["unsubscribe"](keys=script_keys, args=args)
+        super().__init__(redis, register_scripts(redis), consumer_timeout_ms)
 
     async def require_no_consumers(self, topic: TopicName, partitions: int, name: str) -> None:
         """412 while a consumer is connected to the subscription on any partition."""

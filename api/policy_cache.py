@@ -22,6 +22,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from dataplane.events import ChangeEvent, ChangeFollower
 from models.dispatch_rate import DispatchRate
 from models.names import TopicName
 from models.orm import DISPATCH_RATE, Namespace, Tenant, Topic
@@ -117,24 +118,19 @@ class PolicyCache:
             follower.cancel()
 
     async def _follow_events(self) -> None:
-        position = "$"
-        while True:
-            try:
-                # Block well under the client's socket timeout (5 s by default).
-                reply = await self.redis.xread({self.stream: position}, block=1000, count=1000)
-            except asyncio.CancelledError:
-                raise
-            except RedisError:
-                # Without events we cannot know what other replicas changed: stale until the
-                # stream is back, then reload.
-                self._pending_events = True
-                self._wake.set()
-                await asyncio.sleep(1.0)
-                continue
-            for _stream, entries in reply or []:
-                position = entries[-1][0]
-                self._pending_events = True
-                self._wake.set()
+        follower = ChangeFollower(self.redis, self.stream, count=1000, retry_seconds=1.0)
+        await follower.follow(self._on_events, self._on_stream_lost)
+
+    async def _on_events(self, _events: list[ChangeEvent]) -> bool:
+        self._pending_events = True
+        self._wake.set()
+        return True
+
+    def _on_stream_lost(self, _exc: RedisError) -> None:
+        # Without events we cannot know what other replicas changed: stale until the stream
+        # is back, then reload.
+        self._pending_events = True
+        self._wake.set()
 
     # --- reads ----------------------------------------------------------------------------
 

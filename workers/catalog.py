@@ -6,6 +6,11 @@ settings clients read (auto-creation, consumer timeout) are published.  Redis ->
 topics clients auto-created and subscriptions consumers created are recorded (with an audit
 entry by the worker's role), and subscriptions consumers deleted are removed.  Deleted topics
 lose their Redis data.  Runs fully at start and periodically; change events apply it piecewise.
+
+Redis is written through ``dataplane.catalog.CatalogProjection``, the same code the admin
+service projects its writes with.  The catalog needs the worker's context and a session
+factory; when the set of topics changed it calls ``on_changed`` (the worker then claims and
+runs the partitions that are now its own).
 """
 
 from __future__ import annotations
@@ -13,25 +18,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 import orjson
 from sqlalchemy import delete, insert, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from dataplane.catalog import CatalogProjection
+from dataplane.events import ChangeEvent
 from models import keys
 from models.base import utcnow
 from models.journal import AuditEntry, OutboxEvent, change_rows, record_change
 from models.names import TopicName
 from models.orm import Namespace, Subscription, Tenant, Topic
-from models.protocol import partitions_of, subscribe_call, unsubscribe_call
+from models.protocol import partitions_of
 from models.repository import find_namespace, find_topic
-
-if TYPE_CHECKING:
-    from workers.worker import Worker
+from workers.context import WorkerContext
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +48,16 @@ CLIENT_SETTINGS = ("allowAutoTopicCreation", "allowAutoTopicCreationType", "defa
 class Catalog:
     """Topic registry mirror and the two-way sync."""
 
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
+    def __init__(
+        self,
+        context: WorkerContext,
+        sessions: async_sessionmaker[AsyncSession],
+        on_changed: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.context = context
+        self.sessions = sessions
+        self.plane = CatalogProjection(context.redis, context.scripts, context.consumer_timeout_ms)
+        self.on_changed = on_changed
         self.topics: dict[str, int] = {}
         self.recorded: set[tuple[str, str]] = set()  # (base topic, subscription) in the database
         self._to_record: set[tuple[str, str]] = set()
@@ -61,7 +74,7 @@ class Catalog:
 
     async def load_registry(self) -> dict[str, dict]:
         """Read the topic registry from Redis."""
-        raw = await self.worker.redis.hgetall(keys.TOPICS)
+        raw = await self.context.redis.hgetall(keys.TOPICS)
         records = {k.decode(): orjson.loads(v) for k, v in raw.items()}
         self.topics = {name: int(r["partitions"]) for name, r in records.items()}
         return records
@@ -78,9 +91,8 @@ class Catalog:
                 await self._sync()
 
     async def _sync(self) -> None:
-        redis = self.worker.redis
         records = await self.load_registry()
-        async with self.worker.sessions() as session, session.begin():
+        async with self.sessions() as session, session.begin():
             rows = (
                 await session.execute(
                     select(Topic, Namespace, Tenant.name)
@@ -123,13 +135,9 @@ class Catalog:
                 elif not record.get("autoCreated"):
                     await self.drop_topic_data(topic, int(record["partitions"]))
             await self._sync_subscriptions(session, db_topics)
-        pipe = redis.pipeline(transaction=True)
-        for name, row in db_topics.items():
-            pipe.hset(keys.TOPICS, name, orjson.dumps({"partitions": row.partitions}))
-        pipe.delete(keys.NAMESPACES)
-        if namespaces:
-            pipe.sadd(keys.NAMESPACES, *namespaces)
-        await pipe.execute()
+        await self.plane.replace_catalog(
+            {name: row.partitions for name, row in db_topics.items()}, namespaces
+        )
         await self.publish_client_config()
         await self.load_registry()
 
@@ -137,7 +145,7 @@ class Catalog:
         """Topics that appeared in the registry (clients create them on first use): record
         the new ones in the database and run their partitions.  Only these topics are read,
         however large the catalog."""
-        redis = self.worker.redis
+        redis = self.context.redis
         async with self._lock:
             wanted = sorted(name for name in names if name not in self.topics)
             if not wanted:
@@ -152,13 +160,17 @@ class Catalog:
                 await self._record_auto_created(records)
             for name, record in records.items():
                 self.topics[name] = int(record["partitions"])
-        await self.worker.claim_partitions()
+        await self._changed()
+
+    async def _changed(self) -> None:
+        if self.on_changed is not None:
+            await self.on_changed()
 
     async def _record_auto_created(self, records: dict[str, dict]) -> None:
         auto = {name: r for name, r in records.items() if r.get("autoCreated")}
         if not auto:
             return
-        async with self.worker.sessions() as session, session.begin():
+        async with self.sessions() as session, session.begin():
             for name, record in auto.items():
                 topic = TopicName.from_full(name)
                 namespace = await find_namespace(session, topic.tenant, topic.namespace)
@@ -181,21 +193,20 @@ class Catalog:
                     {"partitions": row.partitions},
                     partitions=row.partitions,
                 )
-        recorded = {n: orjson.dumps({"partitions": int(r["partitions"])}) for n, r in auto.items()}
-        await self.worker.redis.hset(keys.TOPICS, mapping=recorded)
+        await self.plane.register_topics({n: int(r["partitions"]) for n, r in auto.items()})
 
     async def publish_client_config(self) -> None:
         """The broker settings clients read (auto-creation, consumer timeout)."""
-        runtime = self.worker.policy.broker.runtime()
+        runtime = self.context.policy.broker.runtime()
         config = {k: runtime[k] for k in CLIENT_SETTINGS}
-        config["consumerTimeoutMs"] = str(self.worker.consumer_timeout_ms)
-        await self.worker.redis.hset(keys.CLIENT_CONFIG, mapping=config)
+        config["consumerTimeoutMs"] = str(self.context.consumer_timeout_ms)
+        await self.context.redis.hset(keys.CLIENT_CONFIG, mapping=config)
 
     async def _sync_subscriptions(self, session, db_topics: dict[str, Topic]) -> None:
         """Subscriptions deleted by their consumers leave the database; those created by
         consumers are recorded (in small batches, off this pass); those created over the
         admin API get their consumer groups."""
-        redis = self.worker.redis
+        redis = self.context.redis
         tombstones = {k.decode() for k in await redis.hkeys(keys.TOMBSTONES)}
         rows = (
             await session.execute(select(Subscription.id, Subscription.topic_id, Subscription.name))
@@ -227,7 +238,7 @@ class Catalog:
                     continue
                 self.recorded.add((name, sub_name))
                 if sub_name not in in_redis:
-                    await self.ensure_subscription(base, topic.partitions, sub_name)
+                    await self.plane.ensure_subscription(base, topic.partitions, sub_name)
             for sub_name in in_redis - set(known):
                 self.note_subscription(name, sub_name)
         if gone:
@@ -262,7 +273,7 @@ class Catalog:
         """Record a batch of client-created subscriptions, with their audit entries and
         change events, in a few bulk statements."""
         names = {TopicName.from_full(topic) for topic, _sub in batch}
-        async with self.worker.sessions() as session, session.begin():
+        async with self.sessions() as session, session.begin():
             rows = (
                 await session.execute(
                     select(Tenant.name, Namespace.name, Topic.name, Topic.id)
@@ -294,7 +305,7 @@ class Catalog:
                 return
             audit, events = change_rows(
                 role=WORKER_ROLE,
-                request_id=f"worker:{self.worker.id}",
+                request_id=f"worker:{self.context.worker_id}",
                 kind="subscription",
                 changes=[
                     (
@@ -314,7 +325,7 @@ class Catalog:
         record_change(
             session,
             role=WORKER_ROLE,
-            request_id=f"worker:{self.worker.id}",
+            request_id=f"worker:{self.context.worker_id}",
             kind=kind,
             entity_type=entity_type,
             entity=entity,
@@ -325,41 +336,12 @@ class Catalog:
 
     # --- pieces ---------------------------------------------------------------------------
 
-    async def ensure_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
-        """Create a subscription's consumer groups (starting at the latest entry)."""
-        now_ms = int(time.time() * 1000)
-        for partition in partitions_of(topic, partitions):
-            script_keys, args = subscribe_call(
-                partition, name, "", "", "latest", now_ms, "{}", self.worker.consumer_timeout_ms
-            )
-            await self.worker.scripts["subscribe"](keys=script_keys, args=args)
-
-    async def drop_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
-        """Delete a subscription from every partition (administrative delete)."""
-        now_ms = int(time.time() * 1000)
-        for partition in partitions_of(topic, partitions):
-            script_keys, args = unsubscribe_call(partition, name, "", now_ms, 0)
-            await self.worker.scripts["unsubscribe"](keys=script_keys, args=args)
-
     async def drop_topic_data(self, topic: TopicName, partitions: int) -> None:
-        """Delete every Redis key of a deleted topic and its registry record."""
-        redis = self.worker.redis
-        for partition in partitions_of(topic, max(partitions, 0)):
-            for sub in await redis.smembers(keys.subs(partition)):
-                await self.drop_subscription(partition, 0, sub.decode())
-            await redis.delete(
-                keys.log(partition),
-                keys.partition_stats(partition),
-                keys.idle(partition),
-                keys.subs(partition),
-                keys.doc(partition),
-                keys.quota(partition),
-                keys.limiter(partition),
-            )
-        await redis.hdel(keys.TOPICS, topic.full)
+        """Delete every Redis key of a deleted topic and forget it."""
+        await self.plane.drop_topic_data(topic, partitions)
         self.topics.pop(topic.full, None)
 
-    async def apply_events(self, events: list[tuple[str, str, dict]]) -> None:
+    async def apply_events(self, events: list[ChangeEvent]) -> None:
         """Apply catalog events from the admin service, then rebalance partitions.
 
         An event only names what changed: the database says what is true now, so events
@@ -367,7 +349,8 @@ class Catalog:
         named: dict[str, int] = {}  # topic -> partitions its events mention
         subscriptions: set[tuple[str, str]] = set()
         deleted_namespaces = False
-        for kind, entity, payload in events:
+        for event in events:
+            kind, entity, payload = event.kind, event.entity, event.payload
             if kind == "topic":
                 named[entity] = max(named.get(entity, 0), int(payload.get("partitions", 0)))
             elif kind == "subscription":
@@ -382,7 +365,7 @@ class Catalog:
         for name, mentioned in named.items():
             if name in current:
                 count = current[name]
-                await self.worker.redis.hset(keys.TOPICS, name, orjson.dumps({"partitions": count}))
+                await self.plane.register_topic(TopicName.from_full(name), count)
                 self.topics[name] = count
             else:
                 partitions = max(self.topics.get(name, 0), mentioned)
@@ -392,14 +375,14 @@ class Catalog:
                 continue  # the topic went, and its subscriptions with it
             topic = TopicName.from_full(topic_name)
             if (topic_name, sub) in existing:
-                await self.ensure_subscription(topic, current[topic_name], sub)
+                await self.plane.ensure_subscription(topic, current[topic_name], sub)
                 self.recorded.add((topic_name, sub))
             else:
-                await self.drop_subscription(topic, current[topic_name], sub)
+                await self.plane.drop_subscription(topic, current[topic_name], sub)
                 self.recorded.discard((topic_name, sub))
         if deleted_namespaces:
             await self.sync()
-        await self.worker.claim_partitions()
+        await self._changed()
 
     async def _read_current(
         self, topics: set[str], subscriptions: set[tuple[str, str]]
@@ -409,7 +392,7 @@ class Catalog:
         if not topics:
             return {}, set()
         names = [TopicName.from_full(t) for t in topics]
-        async with self.worker.sessions() as session:
+        async with self.sessions() as session:
             rows = (
                 await session.execute(
                     select(Tenant.name, Namespace.name, Topic.name, Topic.partitions, Topic.id)

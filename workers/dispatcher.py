@@ -7,10 +7,12 @@ queues, in one atomic round trip; settle the BROKER reservation with what really
 When a limiter is exhausted the dispatcher sleeps until its next period (or until a limit
 changes); when there is no data or no permit it parks until a producer or consumer wakes it.
 
-The limits a call enforces are passed in by the caller (``rates``): the partition runner
-resolves them from the worker's policy view, and a policy change is in force for every call
-made after ``Worker.apply_limits`` returns.  Calls already on their way are counted by the
-worker's ``DispatchGate`` so that a change is confirmed only once none of them remain.
+The limits a call enforces are handed down (``apply``): the partition runner resolves them
+from what the worker gave it, and a policy change is in force for every call made after
+``Worker.apply_limits`` returns.  Calls already on their way are counted by the shared
+``DispatchGate`` so that a change is confirmed only once none of them remain.  A dispatcher
+needs no worker: a ``WorkerContext``, the ``SharedDispatch`` state, its partition and
+subscription, the fencing token, and a callback for when the lease is gone.
 
 Max-unacked limits (per subscription, per consumer) are checked inside ``dispatch.lua`` with
 an XPENDING summary, but only when they could bind: the dispatcher keeps an upper bound of the
@@ -25,11 +27,13 @@ import asyncio
 import logging
 import math
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from redis.exceptions import RedisError, ResponseError
 
 from models import keys
+from models.flow_resolution import FlowLimits
+from models.names import TopicName
 from models.protocol import (
     DispatchArgs,
     DispatchReason,
@@ -38,9 +42,7 @@ from models.protocol import (
     dispatch_keys,
 )
 from models.resolution import Limiter, ResolvedRate
-
-if TYPE_CHECKING:
-    from workers.partition import PartitionRunner
+from workers.context import SharedDispatch, WorkerContext
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +73,25 @@ def limit_args(rate: ResolvedRate | None) -> LimitArgs:
 class Dispatcher:
     """Dispatch loop of one subscription on one partition."""
 
-    def __init__(self, runner: PartitionRunner, subscription: str) -> None:
-        self.runner = runner
-        self.worker = runner.worker
+    def __init__(
+        self,
+        context: WorkerContext,
+        shared: SharedDispatch,
+        partition: TopicName,
+        subscription: str,
+        fencing_token: str = "",
+        on_fenced: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.context = context
+        self.shared = shared
+        self.partition = partition
         self.subscription = subscription
+        self.fencing_token = fencing_token
+        self.on_fenced = on_fenced
         self.rate: ResolvedRate | None = None  # the SUBSCRIPTION limit in force
         self._sub_args = LimitArgs()
+        self.topic_args = LimitArgs()  # the partition's TOPIC limit in force
+        self.flow: FlowLimits | None = None  # the max-unacked limits in force (see apply)
         self.wake = asyncio.Event()
         self.waiting_for_quota = False  # data wake-ups need not wake it: it has backlog
         self.alarm = 0  # number of the current sleep (see workers.alarms)
@@ -95,9 +110,9 @@ class Dispatcher:
         self.blocked_on_unacked = False
         self._stopped = False
         self._task: asyncio.Task | None = None
-        self._keys = dispatch_keys(runner.partition, subscription)
-        self._packed_keys = runner.worker.dispatch_script.prefix(self._keys)
-        self._queue_prefix = keys.sub_prefix(runner.partition, subscription) + "q:"
+        self._keys = dispatch_keys(partition, subscription)
+        self._packed_keys = shared.script.prefix(self._keys)
+        self._queue_prefix = keys.sub_prefix(partition, subscription) + "q:"
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -113,10 +128,13 @@ class Dispatcher:
             self._task.cancel()
             await asyncio.wait([self._task], timeout=5.0)
 
-    def apply(self, resolved: ResolvedRate) -> None:
-        """Take a new SUBSCRIPTION limit: every later call enforces it."""
+    def apply(self, resolved: ResolvedRate, topic: LimitArgs, flow: FlowLimits) -> None:
+        """Take new limits (SUBSCRIPTION, the partition's TOPIC, flow control): every later
+        call enforces them.  Called before ``start`` and on every change."""
         self.rate = resolved
         self._sub_args = limit_args(resolved)
+        self.topic_args = topic
+        self.flow = flow
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -127,15 +145,13 @@ class Dispatcher:
                 await self.step()
                 backoff = 0.05
             except Fenced:
-                log.warning("lease lost for %s; stop dispatching", self.runner.partition.full)
-                self.runner.fenced()
+                log.warning("lease lost for %s; stop dispatching", self.partition.full)
+                self.on_fenced()
                 return
             except asyncio.CancelledError:
                 raise
             except RedisError as exc:
-                log.warning(
-                    "dispatch %s/%s: %s", self.runner.partition.full, self.subscription, exc
-                )
+                log.warning("dispatch %s/%s: %s", self.partition.full, self.subscription, exc)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
                 self.refresh_needed = True
@@ -144,13 +160,13 @@ class Dispatcher:
 
     async def refresh_consumers(self) -> None:
         """Read the subscription type and live consumers; pick the active one if single."""
-        name, sub = self.runner.partition, self.subscription
-        redis = self.worker.redis
+        name, sub = self.partition, self.subscription
+        context = self.context
         now_ms = int(time.time() * 1000)
-        pipe = redis.pipeline(transaction=False)
+        pipe = context.redis.pipeline(transaction=False)
         pipe.hget(keys.sub_key(name, sub, "meta"), "type")
         pipe.zrangebyscore(
-            keys.sub_key(name, sub, "alive"), now_ms - self.worker.consumer_timeout_ms, "+inf"
+            keys.sub_key(name, sub, "alive"), now_ms - context.consumer_timeout_ms, "+inf"
         )
         sub_type, alive = await pipe.execute()
         self.sub_type = (sub_type or b"Shared").decode()
@@ -166,9 +182,9 @@ class Dispatcher:
 
     async def step(self) -> None:
         """Dispatch once, then wait as the outcome requires."""
-        worker = self.worker
-        config = worker.dispatch_settings
-        broker = worker.broker_limiter
+        shared = self.shared
+        config = shared.settings
+        broker = shared.broker_limiter
         skip_when_caught_up = config.skip_when_caught_up
         now = time.monotonic()
         if broker.enabled and broker.available(now).exhausted and not skip_when_caught_up:
@@ -205,20 +221,21 @@ class Dispatcher:
             rr_chunk=rr_chunk,
             rr_offset=self.rr_offset,
             skip_when_caught_up=skip_when_caught_up,
-            fencing_token=self.runner.fencing_token,
+            fencing_token=self.fencing_token,
             max_unacked_subscription=sub_limit,
             max_unacked_consumer=consumer_limit,
-            topic=self.runner.topic_args,
+            topic=self.topic_args,
             sub=self._sub_args,
             reads=config.reads_per_call,
         )
         self.wake.clear()
-        generation = worker.gate.enter()
+        gate = shared.gate
+        generation = gate.enter()
         try:
             # The gate counts the call until Redis has answered it, even if this task is
             # cancelled meanwhile (a stopped dispatcher's call may still be running).
-            reply = await worker.dispatch_script.call(
-                self._packed_keys, args.argv(), lambda: worker.gate.leave(generation)
+            reply = await shared.script.call(
+                self._packed_keys, args.argv(), lambda: gate.leave(generation)
             )
         except ResponseError as exc:
             if broker.enabled:
@@ -253,7 +270,8 @@ class Dispatcher:
 
     def _unacked_limits(self, max_entries: int) -> tuple[int, int]:
         """The (subscription, consumer) limits to check in this call; 0 = do not check."""
-        flow = self.worker.policy.flow(self.runner.partition)
+        flow = self.flow
+        assert flow is not None, "apply() limits before start()"
         sub_limit = flow.max_unacked_per_subscription.value
         consumer_limit = flow.max_unacked_per_consumer.value
         limits = [limit for limit in (sub_limit, consumer_limit) if limit > 0]
@@ -282,7 +300,7 @@ class Dispatcher:
             if result.exhausted & bit:
                 self._count(dimension, kind)
         wait = result.wait_ms / 1000
-        broker = self.worker.broker_limiter
+        broker = self.shared.broker_limiter
         now = time.monotonic()
         if broker.enabled and broker.available(now).exhausted:
             self._count_broker(now)
@@ -299,7 +317,7 @@ class Dispatcher:
 
     async def _wait_for_broker(self) -> None:
         """The BROKER limiter is exhausted before the call: wait for its next period."""
-        broker = self.worker.broker_limiter
+        broker = self.shared.broker_limiter
         now = time.monotonic()
         self._count_broker(now)
         deadline = broker.next_refill()
@@ -309,7 +327,7 @@ class Dispatcher:
         await self._sleep(deadline - now)
 
     def _count_broker(self, now: float) -> None:
-        budget = self.worker.broker_limiter.available(now)
+        budget = self.shared.broker_limiter.available(now)
         if budget.messages is not None and budget.messages <= 0:
             self._count("msg", Limiter.BROKER)
         if budget.bytes is not None and budget.bytes <= 0:
@@ -336,7 +354,7 @@ class Dispatcher:
             await asyncio.sleep(0)
             return False
         self.alarm += 1
-        self.worker.alarms.ring_at(asyncio.get_running_loop().time() + timeout, self)
+        self.shared.alarms.ring_at(asyncio.get_running_loop().time() + timeout, self)
         try:
             await self.wake.wait()
         finally:

@@ -1,14 +1,16 @@
-"""Following the admin service's change events (the ``sluice:events`` stream), and confirming.
+"""Following the admin service's change events, applying them, and confirming.
 
-Policy and broker-config events reload the policy snapshot and re-apply every limit in place;
-catalog events (topics, subscriptions, namespaces, tenants) update the Redis side.  Events only
-say *what* changed: the worker re-reads the database, so a duplicate or an out-of-order event
-is harmless, and a periodic full resync heals a missed one.
-
-After each batch the worker waits until no dispatch call issued under the old limits is still
-running, then confirms the stream position it has reached (``sl:meta:applied`` and the
+The stream is read by ``dataplane.events.ChangeFollower``, the reader the admin service's
+policy cache uses too.  Each batch goes to ``apply`` (the worker reloads the policies it names
+and re-applies every limit in place, or updates the catalog).  Then the follower waits until
+no dispatch call issued under the old limits is still running (the ``DispatchGate``), and
+only then confirms the stream position it has reached (``sl:meta:applied`` and the
 ``sl:applied`` channel).  The admin service answers a write only once every live worker has
 confirmed a position at or past the write's events (``api.enforcement``).
+
+A batch that fails to apply is not confirmed: ``resync`` re-reads everything and the batch is
+read again.  Meanwhile the admin service waits (and in the end fences this worker off) rather
+than answer a write this worker may not enforce.
 """
 
 from __future__ import annotations
@@ -16,78 +18,71 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
-import orjson
+from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from dataplane.events import ChangeEvent, ChangeFollower
 from models import keys
 from models.protocol import parse_position
-
-if TYPE_CHECKING:
-    from workers.worker import Worker
+from workers.gate import DispatchGate
 
 log = logging.getLogger(__name__)
 
 POLICY_KINDS = frozenset({"policy", "broker.config"})
 
 
-async def stream_position(worker: Worker) -> str:
-    """The id of the newest event now (read before a full load, so nothing falls between)."""
-    last = await worker.control.xrevrange(worker.settings.events_stream, count=1)
-    return last[0][0].decode() if last else "0-0"
-
-
 class EventFollower:
     """Reads the change-event stream from a position, applies it, confirms what it applied."""
 
-    def __init__(self, worker: Worker, start: str) -> None:
-        self.worker = worker
-        self.position = start  # the last event read and applied
+    def __init__(
+        self,
+        control: Redis,
+        stream: str,
+        worker_id: str,
+        gate: DispatchGate,
+        start: str,
+        apply: Callable[[list[ChangeEvent]], Awaitable[None]],
+        resync: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.control = control
+        self.worker_id = worker_id
+        self.gate = gate
+        self.apply = apply
+        self.resync = resync
+        self.reader = ChangeFollower(control, stream, start, count=500, retry_seconds=0.5)
         self._advanced = asyncio.Event()
+
+    @property
+    def position(self) -> str:
+        """The last event read, applied and confirmed."""
+        return self.reader.position
 
     async def run(self) -> None:
         """Apply events until cancelled."""
-        worker = self.worker
-        stream = worker.settings.events_stream
-        while True:
-            try:
-                reply = await worker.control.xread({stream: self.position}, block=1000, count=500)
-            except asyncio.CancelledError:
-                raise
-            except RedisError as exc:
-                log.warning("event stream unavailable (%s); retrying", exc)
-                await asyncio.sleep(0.5)
-                continue
-            if not reply:
-                continue
-            events = []
-            last = self.position
-            for _name, entries in reply:
-                for entry_id, fields in entries:
-                    last = entry_id.decode()
-                    events.append(
-                        (
-                            fields[b"kind"].decode(),
-                            fields[b"entity"].decode(),
-                            orjson.loads(fields.get(b"payload", b"{}")),
-                        )
-                    )
-            try:
-                await apply_events(worker, events)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                # Not confirmed: the admin service waits (and in the end fences this worker
-                # off) rather than answer a write this worker may not enforce.
-                log.exception("applying change events failed; retrying with a full resync")
-                await self._resync_after_failure()
-                continue
-            await self.confirm(last)
+        await self.reader.follow(self._on_batch, self._on_unavailable)
+
+    def _on_unavailable(self, exc: RedisError) -> None:
+        log.warning("event stream unavailable (%s); retrying", exc)
+
+    async def _on_batch(self, events: list[ChangeEvent]) -> bool:
+        try:
+            await self.apply(events)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Not confirmed: the admin service waits (and in the end fences this worker
+            # off) rather than answer a write this worker may not enforce.
+            log.exception("applying change events failed; retrying with a full resync")
+            await self._resync_after_failure()
+            return False
+        await self.confirm(events[-1].id)
+        return True
 
     async def _resync_after_failure(self) -> None:
         try:
-            await self.worker.resync()
+            await self.resync()
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -96,12 +91,11 @@ class EventFollower:
 
     async def confirm(self, position: str) -> None:
         """Record that every change up to ``position`` is enforced by this worker."""
-        worker = self.worker
-        await worker.gate.drained(worker.gate.generation)
-        self.position = position
-        async with worker.control.pipeline(transaction=False) as pipe:
-            pipe.hset(keys.APPLIED, worker.id, position)
-            pipe.publish(keys.APPLIED_CHANNEL, f"{worker.id}\t{position}")
+        await self.gate.drained(self.gate.generation)
+        self.reader.position = position
+        async with self.control.pipeline(transaction=False) as pipe:
+            pipe.hset(keys.APPLIED, self.worker_id, position)
+            pipe.publish(keys.APPLIED_CHANNEL, f"{self.worker_id}\t{position}")
             await pipe.execute()
         event, self._advanced = self._advanced, asyncio.Event()
         event.set()
@@ -121,23 +115,11 @@ class EventFollower:
         return True
 
 
-async def apply_events(worker: Worker, events: list[tuple[str, str, dict]]) -> None:
-    """Reload policies once per batch; hand catalog events to the catalog."""
-    started = time.monotonic()
-    policy_events = [(kind, payload) for kind, _e, payload in events if kind in POLICY_KINDS]
-    if policy_events:
-        namespaces = {
-            payload.get("namespace") for kind, payload in policy_events if kind == "policy"
-        }
-        if None in namespaces:
-            await worker.policy.reload()
-        else:
-            broker = any(kind == "broker.config" for kind, _p in policy_events)
-            await worker.policy.reload_parts(namespaces, broker)
-        worker.apply_limits()
-        worker.metrics.policy_reload_seconds = time.monotonic() - started
-        if any(kind == "broker.config" for kind, _e, _p in events):
-            await worker.catalog.publish_client_config()
-    catalog_events = [e for e in events if e[0] not in POLICY_KINDS]
-    if catalog_events:
-        await worker.catalog.apply_events(catalog_events)
+def split_events(
+    events: list[ChangeEvent],
+) -> tuple[set[str | None], bool, list[ChangeEvent]]:
+    """A batch as the worker applies it: the namespaces whose policies changed (None: any,
+    reload everything), whether the broker configuration changed, and the catalog events."""
+    namespaces = {e.payload.get("namespace") for e in events if e.kind == "policy"}
+    broker = any(e.kind == "broker.config" for e in events)
+    return namespaces, broker, [e for e in events if e.kind not in POLICY_KINDS]

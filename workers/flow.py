@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
 
 from models import keys
 from models.flow import QuotaType, RetentionPolicy
@@ -31,10 +30,9 @@ from models.flow_resolution import (
     needs_age,
     quota_breach,
 )
-
-if TYPE_CHECKING:
-    from workers.partition import PartitionRunner
-    from workers.stats import SubscriptionSample
+from models.names import TopicName
+from workers.context import WorkerContext
+from workers.samples import SubscriptionSample
 
 log = logging.getLogger(__name__)
 
@@ -49,24 +47,26 @@ def _ms(stream_id: bytes | str) -> int:
 
 
 class PartitionFlow:
-    """Backlog quota and TTL of one partition; counters for its stats document."""
+    """Backlog quota and TTL of one partition; counters for its stats document.
 
-    def __init__(self, runner: PartitionRunner) -> None:
-        self.runner = runner
+    ``limits`` are handed down by the partition runner on every policy change."""
+
+    def __init__(
+        self, context: WorkerContext, partition: TopicName, limits: FlowLimits, fencing_token: str
+    ) -> None:
+        self.context = context
+        self.partition = partition
+        self.limits = limits
+        self.fencing_token = fencing_token
         self.breach: Breach | None = None
         self.flag_set: bool | None = None  # None: unknown (clear it on the first tick)
         self.evicted_entries = 0
 
-    @property
-    def limits(self) -> FlowLimits:
-        """The partition's resolved flow limits (cached per policy reload)."""
-        return self.runner.worker.policy.flow(self.runner.partition)
-
     def _skip_call(
         self, subscription: str, cutoff: str, budget: int, include_pending: bool, field: str
     ):
-        partition = self.runner.partition
-        return self.runner.worker.scripts["skip"](
+        partition = self.partition
+        return self.context.scripts["skip"](
             keys=[
                 keys.log(partition),
                 keys.sub_key(partition, subscription, "cursor"),
@@ -80,34 +80,36 @@ class PartitionFlow:
                 budget,
                 1 if include_pending else 0,
                 field,
-                self.runner.fencing_token,
+                self.fencing_token,
             ],
         )
 
     # --- message TTL ----------------------------------------------------------------------
 
-    async def expire(self, now_ms: int) -> int:
+    async def expire(self, now_ms: int, subscriptions: list[str]) -> int:
         """Pass entries older than the TTL that were never dispatched; messages expired."""
         ttl = self.limits.message_ttl.value
         if ttl <= 0:
             return 0
         cutoff = f"{now_ms - ttl * 1000}-0"
         expired = 0
-        for name in list(self.runner.dispatchers):
+        for name in subscriptions:
             _entries, messages = await self._skip_call(name, cutoff, SKIP_BATCH, False, "expired")
             expired += int(messages)
         return expired
 
     # --- backlog quota --------------------------------------------------------------------
 
-    async def check_quota(self, samples: dict[str, SubscriptionSample]) -> None:
-        """Compare the slowest subscription's backlog with the quotas and act on a breach."""
-        runner = self.runner
-        if not runner.worker.policy.setting("backlogQuotaCheckEnabled"):
+    async def check_quota(
+        self, samples: dict[str, SubscriptionSample], msg_in: int, bytes_in: int
+    ) -> None:
+        """Compare the slowest subscription's backlog with the quotas and act on a breach
+        (``msg_in`` / ``bytes_in``: what was published so far, for the average size)."""
+        if not self.context.policy.setting("backlogQuotaCheckEnabled"):
             await self._set_flag(None)
             return
         limits = self.limits
-        avg_size = runner.bytes_in / runner.msg_in if runner.msg_in else 0.0
+        avg_size = bytes_in / msg_in if msg_in else 0.0
         backlogs = {name: s.lag + s.pending for name, s in samples.items()}
         ages = await self._ages(samples) if needs_age(limits) else {}
         slowest = max(backlogs.values(), default=0)
@@ -126,23 +128,23 @@ class PartitionFlow:
             await self._evict(limits, backlogs, avg_size)
 
     async def _set_flag(self, breach: Breach | None) -> None:
-        redis = self.runner.worker.redis
-        flag = keys.quota(self.runner.partition)
+        redis = self.context.redis
+        flag = keys.quota(self.partition)
         if breach is None:
             if self.flag_set is not False:
                 await redis.delete(flag)
                 self.flag_set = False
             return
-        value = f"{breach.policy.value}\t{breach.describe(self.runner.partition.full)}"
+        value = f"{breach.policy.value}\t{breach.describe(self.partition.full)}"
         await redis.set(flag, value, ex=QUOTA_FLAG_TTL_SECONDS)
         if not self.flag_set:
-            log.info("%s", breach.describe(self.runner.partition.full))
+            log.info("%s", breach.describe(self.partition.full))
         self.flag_set = True
 
     async def _ages(self, samples: dict[str, SubscriptionSample]) -> dict[str, float]:
         """Age in seconds of each subscription's oldest unacknowledged entry."""
-        redis = self.runner.worker.redis
-        partition = self.runner.partition
+        redis = self.context.redis
+        partition = self.partition
         stream = keys.log(partition)
         now_ms = int(time.time() * 1000)
         ages: dict[str, float] = {}

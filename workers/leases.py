@@ -14,6 +14,10 @@ cannot dispatch once another took over, even before it notices.  A partition tha
 released by its old owner (runner stopped first) and acquired by the new one on its next
 cycle; a dead owner's lease simply expires.  The TOPIC and SUBSCRIPTION limiters' periods live
 in Redis, so the new owner continues them exactly.
+
+Leases go over the worker's control connections (``WorkerContext.control``), so a busy
+dispatch pool never delays a renewal.  The catalog's partitions, rebalancing and the recovery
+after a fence are reached through ``OwnershipHooks``.
 """
 
 from __future__ import annotations
@@ -24,16 +28,15 @@ import logging
 import os
 import socket
 import time
-from typing import TYPE_CHECKING
 
 import mmh3
 from redis.exceptions import RedisError
 
 from models import keys
 from models.names import TopicName
-
-if TYPE_CHECKING:
-    from workers.worker import Worker
+from models.protocol import script_source
+from workers.context import OwnershipHooks, WorkerContext
+from workers.scriptcall import PackedScript
 
 log = logging.getLogger(__name__)
 
@@ -56,21 +59,24 @@ class LeaseOwnership:
         self.interval = self.ttl_ms / 3000
         self.tokens: dict[str, str] = {}
         self.live: list[str] = []
-        self.worker: Worker | None = None
+        self.context: WorkerContext | None = None
+        self.hooks: OwnershipHooks | None = None
+        self._renew_script: PackedScript | None = None
         self._task: asyncio.Task | None = None
         self._lock = asyncio.Lock()
 
     # --- Ownership protocol ---------------------------------------------------------------
 
-    async def join(self, worker: Worker) -> None:
+    async def join(self, context: WorkerContext, hooks: OwnershipHooks) -> None:
         """Register in the fleet (heartbeat), holding no partition yet."""
-        self.worker = worker
+        self.context, self.hooks = context, hooks
+        if self._renew_script is None:
+            self._renew_script = PackedScript(context.control, script_source("lease_renew"))
         await self._register()
         await self._heartbeat()
 
-    async def start(self, worker: Worker) -> None:
+    async def start(self) -> None:
         """Take this worker's share of the partitions, and keep it up to date."""
-        self.worker = worker
         await self.cycle(rebalance=False)
         self._task = asyncio.create_task(self._run(), name="leases")
 
@@ -80,17 +86,21 @@ class LeaseOwnership:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self.worker is None:
+        context = self.context
+        if context is None:
             return
         async with self._lock:
             held, self.tokens = self.tokens, {}
             with contextlib.suppress(RedisError):
                 await self._release(held)
         with contextlib.suppress(RedisError):
-            redis = self.worker.control
-            await redis.zrem(keys.WORKERS, self.worker.id)
-            await redis.delete(keys.worker_info(self.worker.id), keys.worker_leases(self.worker.id))
-            await redis.hdel(keys.APPLIED, self.worker.id)
+            redis, me = context.control, context.worker_id
+            await redis.zrem(keys.WORKERS, me)
+            await redis.delete(keys.worker_info(me), keys.worker_leases(me))
+            await redis.hdel(keys.APPLIED, me)
+        if self._renew_script is not None:
+            await self._renew_script.close()
+            self._renew_script = None
 
     def owns(self, partition: TopicName) -> bool:
         """True while this worker holds the partition's lease."""
@@ -119,11 +129,11 @@ class LeaseOwnership:
                 log.exception("lease cycle failed; will run again")
 
     async def _register(self) -> None:
-        worker = self.worker
-        settings = worker.settings
+        context = self.context
+        settings = context.settings
         host = settings.worker_advertised_address or socket.gethostname()
         info = {
-            "id": worker.id,
+            "id": context.worker_id,
             "host": host,
             "pid": os.getpid(),
             "startedAt": int(time.time() * 1000),
@@ -134,11 +144,11 @@ class LeaseOwnership:
                 f"http://{host}:{settings.worker_http_port}" if settings.worker_http_port else ""
             ),
         }
-        await worker.control.hset(keys.worker_info(worker.id), mapping=info)
+        await context.control.hset(keys.worker_info(context.worker_id), mapping=info)
 
     async def _heartbeat(self) -> int:
         """Renew this worker's registration; return Redis time in ms."""
-        redis, me = self.worker.control, self.worker.id
+        redis, me = self.context.control, self.context.worker_id
         seconds, micros = await redis.time()
         now_ms = seconds * 1000 + micros // 1000
         async with redis.pipeline(transaction=False) as pipe:
@@ -160,47 +170,40 @@ class LeaseOwnership:
     async def _recover_from_fence(self, position: str) -> None:
         """The admin service fenced this worker off (it did not confirm a change in time):
         give every partition up, re-read everything, then take partitions again."""
-        worker = self.worker
         log.error("fenced off by the admin service at change %s: re-reading everything", position)
         self.tokens = {}
-        await worker.rebalance()
-        await worker.policy.reload()
-        worker.apply_limits()
-        await worker.catalog.sync()
-        if worker.events is not None:
-            target = await worker.control.xrevrange(worker.settings.events_stream, count=1)
-            if target and not await worker.events.caught_up(target[0][0].decode(), 10):
-                return  # still behind: stay fenced, try again on the next cycle
-        await worker.control.hdel(keys.worker_info(worker.id), "fenced")
+        await self.hooks.rebalance()
+        if not await self.hooks.recover():
+            return  # still behind: stay fenced, try again on the next cycle
+        await self.context.control.hdel(keys.worker_info(self.context.worker_id), "fenced")
 
     async def cycle(self, rebalance: bool = True) -> None:
         """Heartbeat, then renew, release and acquire leases to match the assignment."""
         async with self._lock:
             await self._heartbeat()
-            live = self.live if self.worker.id in self.live else [*self.live, self.worker.id]
+            me = self.context.worker_id
+            live = self.live if me in self.live else [*self.live, me]
             wanted = {
-                p.full: p
-                for p in self.worker.catalog.partitions()
-                if rendezvous_owner(live, p.full) == self.worker.id
+                p.full: p for p in self.hooks.partitions() if rendezvous_owner(live, p.full) == me
             }
             changed = await self._renew(wanted)
             leaving = {name: token for name, token in self.tokens.items() if name not in wanted}
             if leaving:
                 for name in leaving:
                     del self.tokens[name]
-                await self.worker.rebalance()  # stops their runners before the leases go
+                await self.hooks.rebalance()  # stops their runners before the leases go
                 await self._release(leaving)
                 changed = False  # rebalanced already
             missing = [p for name, p in wanted.items() if name not in self.tokens]
             changed = await self._acquire(missing) or changed
         if changed and rebalance:
-            await self.worker.rebalance()
+            await self.hooks.rebalance()
 
     async def _renew(self, wanted: dict[str, TopicName]) -> bool:
         held = [(name, token) for name, token in self.tokens.items() if name in wanted]
         if not held:
             return False
-        script = self.worker.lease_renew_script
+        script = self._renew_script
         results = await asyncio.gather(
             *(
                 script.call(script.prefix([keys.lease(wanted[name])]), [token, self.ttl_ms])
@@ -217,12 +220,13 @@ class LeaseOwnership:
     async def _acquire(self, partitions: list[TopicName]) -> bool:
         if not partitions:
             return False
-        script = self.worker.scripts["lease_acquire"]
-        async with self.worker.control.pipeline(transaction=False) as pipe:
+        context = self.context
+        script = context.scripts["lease_acquire"]
+        async with context.control.pipeline(transaction=False) as pipe:
             for partition in partitions:
                 await script(
                     keys=[keys.lease(partition), keys.lease_epoch(partition)],
-                    args=[self.worker.id, self.ttl_ms],
+                    args=[context.worker_id, self.ttl_ms],
                     client=pipe,
                 )
             results = await pipe.execute()
@@ -232,7 +236,7 @@ class LeaseOwnership:
                 self.tokens[partition.full] = token.decode() if isinstance(token, bytes) else token
                 taken.append(partition.full)
         if taken:
-            await self.worker.control.sadd(keys.worker_leases(self.worker.id), *taken)
+            await context.control.sadd(keys.worker_leases(context.worker_id), *taken)
             log.info("acquired %d partition lease(s)", len(taken))
         return bool(taken)
 
@@ -240,11 +244,12 @@ class LeaseOwnership:
         """Give leases up (their runners were stopped first)."""
         if not leases:
             return
-        script = self.worker.scripts["lease_release"]
-        async with self.worker.control.pipeline(transaction=False) as pipe:
+        context = self.context
+        script = context.scripts["lease_release"]
+        async with context.control.pipeline(transaction=False) as pipe:
             for name, token in leases.items():
                 partition = TopicName.from_full(name)
                 await script(keys=[keys.lease(partition)], args=[token], client=pipe)
-            pipe.srem(keys.worker_leases(self.worker.id), *leases)
+            pipe.srem(keys.worker_leases(context.worker_id), *leases)
             await pipe.execute()
         log.info("released %d partition lease(s)", len(leases))

@@ -3,27 +3,27 @@
 ``Ownership`` is the seam where partition leases plug in: the worker asks it whether it owns
 a partition and which fencing token to present to Redis.  ``LocalOwnership`` owns every
 partition (a single worker) and presents no token; ``workers.leases.LeaseOwnership`` shares
-the partitions among a fleet of workers.
+the partitions among a fleet of workers.  Ownership is given the worker's context and the
+``OwnershipHooks`` it calls back through when it joins.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from models.names import TopicName
 from models.settings import Settings
-
-if TYPE_CHECKING:
-    from workers.worker import Worker
+from workers.context import OwnershipHooks, WorkerContext
+from workers.leases import LeaseOwnership
 
 
 class Ownership(Protocol):
     """Decides and proves which partitions a worker may dispatch."""
 
-    async def join(self, worker: Worker) -> None:
+    async def join(self, context: WorkerContext, hooks: OwnershipHooks) -> None:
         """Register in the fleet without taking partitions yet."""
 
-    async def start(self, worker: Worker) -> None:
+    async def start(self) -> None:
         """Begin taking partitions (acquire leases, ...)."""
 
     async def stop(self) -> None:
@@ -42,10 +42,10 @@ class Ownership(Protocol):
 class LocalOwnership:
     """One worker owns everything (it does not join the fleet: writes do not wait for it)."""
 
-    async def join(self, worker: Worker) -> None:
+    async def join(self, context: WorkerContext, hooks: OwnershipHooks) -> None:
         """Nothing to register."""
 
-    async def start(self, worker: Worker) -> None:
+    async def start(self) -> None:
         """Nothing to acquire."""
 
     async def stop(self) -> None:
@@ -71,6 +71,4 @@ def default_ownership(settings: Settings) -> Ownership:
         raise ValueError(
             f"SLUICE_WORKER_OWNERSHIP must be 'lease' or 'local', not {settings.worker_ownership!r}"
         )
-    from workers.leases import LeaseOwnership
-
     return LeaseOwnership(settings.worker_lease_ttl_seconds)

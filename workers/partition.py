@@ -5,6 +5,12 @@ subscriptions, ``dispatch.lua`` keeps in Redis), one ``Dispatcher`` per subscrip
 measured publish rate (for relative limits), and the housekeeping: releasing consumers that
 stopped heartbeating, expiring entries past the message TTL (``workers.flow``) and trimming
 entries every subscription has acknowledged.
+
+The runner never reads the worker's policies: the worker hands it a ``PartitionLimits`` when
+it starts and on every policy change (``apply_limits``), and the runner resolves and hands
+down its dispatchers' limits.  What the runner reports back goes through two callbacks:
+``on_lost`` (a dispatcher was fenced off) and ``on_subscription`` (a subscription appeared
+that the catalog may not have recorded yet).
 """
 
 from __future__ import annotations
@@ -12,60 +18,48 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from models import keys
 from models.names import TopicName
 from models.protocol import LimitArgs, release_call
-from models.resolution import PublishRate, ResolvedRate
+from models.resolution import ResolvedRate
+from workers.context import SharedDispatch, WorkerContext
 from workers.dispatcher import Dispatcher, limit_args
 from workers.flow import PartitionFlow
-
-if TYPE_CHECKING:
-    from workers.worker import Worker
+from workers.policy import PartitionLimits
+from workers.samples import RateMeter
 
 log = logging.getLogger(__name__)
 
-RATE_WINDOW_SECONDS = 5.0
 TRIM_EVERY_SECONDS = 10.0
-
-
-class RateMeter:
-    """A rate from cumulative counters sampled over time (window of a few seconds)."""
-
-    def __init__(self) -> None:
-        self.samples: deque[tuple[float, int, int]] = deque()
-
-    def add(self, now: float, messages: int, size: int) -> None:
-        """Record the counters' values at ``now``."""
-        self.samples.append((now, messages, size))
-        while len(self.samples) > 2 and now - self.samples[0][0] > RATE_WINDOW_SECONDS:
-            self.samples.popleft()
-
-    def rate(self) -> PublishRate:
-        """Messages and bytes per second over the window."""
-        if len(self.samples) < 2:
-            return PublishRate()
-        (t0, m0, b0), (t1, m1, b1) = self.samples[0], self.samples[-1]
-        span = t1 - t0
-        if span <= 0:
-            return PublishRate()
-        return PublishRate(max(m1 - m0, 0) / span, max(b1 - b0, 0) / span)
 
 
 class PartitionRunner:
     """The dispatchers and limiters of one owned partition."""
 
-    def __init__(self, worker: Worker, partition: TopicName, fencing_token: str = "") -> None:
-        self.worker = worker
+    def __init__(
+        self,
+        context: WorkerContext,
+        shared: SharedDispatch,
+        partition: TopicName,
+        limits: PartitionLimits,
+        fencing_token: str = "",
+        on_lost: Callable[[TopicName], None] = lambda _partition: None,
+        on_subscription: Callable[[str, str], None] = lambda _topic, _sub: None,
+    ) -> None:
+        self.context = context
+        self.shared = shared
         self.partition = partition
+        self.limits = limits  # as the worker last handed them down
         self.fencing_token = fencing_token
+        self.on_lost = on_lost
+        self.on_subscription = on_subscription
         self.topic_rate: ResolvedRate | None = None  # the TOPIC limit in force
         self.topic_args = LimitArgs()  # the same, as dispatch.lua takes it
         self.dispatchers: dict[str, Dispatcher] = {}
         self.publish = RateMeter()
-        self.flow = PartitionFlow(self)
+        self.flow = PartitionFlow(context, partition, limits.flow, fencing_token)
         self.msg_in = 0
         self.bytes_in = 0
         self.quota_rejected = 0  # sends refused by the backlog quota (counter)
@@ -88,13 +82,14 @@ class PartitionRunner:
 
     def fenced(self) -> None:
         """A dispatcher found the lease gone: give the partition up."""
-        self.worker.partition_lost(self.partition)
+        self.on_lost(self.partition)
 
     # --- subscriptions --------------------------------------------------------------------
 
     async def sync_subscriptions(self) -> None:
         """Start dispatchers for new subscriptions, stop those of deleted ones."""
-        names = {s.decode() for s in await self.worker.redis.smembers(keys.subs(self.partition))}
+        members = await self.context.redis.smembers(keys.subs(self.partition))
+        names = {s.decode() for s in members}
         async with self._lock:
             for name in names - set(self.dispatchers):
                 self._add(name)
@@ -102,11 +97,18 @@ class PartitionRunner:
         await asyncio.gather(*(d.stop() for d in gone))
 
     def _add(self, subscription: str) -> Dispatcher:
-        dispatcher = Dispatcher(self, subscription)
-        limits = self.worker.policy.limits(self.partition, subscription, self.publish.rate())
-        assert limits.subscription is not None
-        dispatcher.apply(limits.subscription)
-        self.worker.catalog.note_subscription(self.partition.base.full, subscription)
+        dispatcher = Dispatcher(
+            self.context,
+            self.shared,
+            self.partition,
+            subscription,
+            self.fencing_token,
+            self.fenced,
+        )
+        resolved = self.limits.resolve(subscription, self.publish.rate()).subscription
+        assert resolved is not None
+        dispatcher.apply(resolved, self.topic_args, self.limits.flow)
+        self.on_subscription(self.partition.base.full, subscription)
         self.dispatchers[subscription] = dispatcher
         dispatcher.start()
         return dispatcher
@@ -133,16 +135,27 @@ class PartitionRunner:
 
     # --- limits ---------------------------------------------------------------------------
 
-    def apply_limits(self) -> None:
-        """Re-resolve the TOPIC and SUBSCRIPTION limiters (policy change or new rate)."""
+    def apply_limits(self, limits: PartitionLimits | None = None) -> None:
+        """Re-resolve the TOPIC and SUBSCRIPTION limiters and hand them to the dispatchers:
+        new ``limits`` (a policy change), or the same ones at a new publish rate."""
+        if limits is not None:
+            self.limits = limits
+        limits = self.limits
         rate = self.publish.rate()
-        policy = self.worker.policy
-        self.topic_rate = policy.limits(self.partition, None, rate).topic
+        self.topic_rate = limits.resolve(None, rate).topic
         self.topic_args = limit_args(self.topic_rate)
+        self.flow.limits = limits.flow
         for name, dispatcher in self.dispatchers.items():
-            resolved = policy.limits(self.partition, name, rate).subscription
+            resolved = limits.resolve(name, rate).subscription
             assert resolved is not None
-            dispatcher.apply(resolved)
+            dispatcher.apply(resolved, self.topic_args, limits.flow)
+
+    def note_publish(self, now: float) -> None:
+        """Sample the publish counters (read by the stats tick); limits relative to the
+        publish rate follow it."""
+        self.publish.add(now, self.msg_in, self.bytes_in)
+        if self.relative:
+            self.apply_limits()
 
     @property
     def relative(self) -> bool:
@@ -155,9 +168,9 @@ class PartitionRunner:
     async def housekeeping(self) -> None:
         """Release dead consumers; expire entries past the TTL; trim acknowledged entries now
         and then."""
-        redis = self.worker.redis
+        redis = self.context.redis
         now_ms = int(time.time() * 1000)
-        cutoff = now_ms - self.worker.consumer_timeout_ms
+        cutoff = now_ms - self.context.consumer_timeout_ms
         dispatchers = list(self.dispatchers.items())
         async with redis.pipeline(transaction=False) as pipe:
             for name, _dispatcher in dispatchers:
@@ -169,18 +182,18 @@ class PartitionRunner:
                 consumer_id = consumer.decode()
                 log.info("releasing consumer %s of %s/%s", consumer_id, self.partition.full, name)
                 script_keys, args = release_call(self.partition, name, consumer_id, now_ms)
-                await self.worker.scripts["release"](keys=script_keys, args=args)
+                await self.context.scripts["release"](keys=script_keys, args=args)
                 dispatcher.refresh_needed = True
                 dispatcher.wake.set()
-        await self.flow.expire(now_ms)
+        await self.flow.expire(now_ms, list(self.dispatchers))
         if time.monotonic() - self._last_trim >= TRIM_EVERY_SECONDS:
             self._last_trim = time.monotonic()
             await self.trim(now_ms)
 
     async def trim(self, now_ms: int) -> None:
         """Delete entries every subscription has acknowledged (older than the grace period)."""
-        redis = self.worker.redis
-        floor = now_ms - int(self.worker.settings.retention_grace_seconds * 1000)
+        redis = self.context.redis
+        floor = now_ms - int(self.context.settings.retention_grace_seconds * 1000)
         stream = keys.log(self.partition)
         for name in list(self.dispatchers):
             pipe = redis.pipeline(transaction=False)

@@ -4,12 +4,19 @@ Loaded in full from the database at start, on every change event and periodicall
 missed event heals); resolution itself is ``models.resolution.resolve_limits`` (dispatch
 rates) and ``models.flow_resolution.resolve_flow`` (flow controls), the same pure functions
 the admin service uses for ``applied=true``.
+
+Only the worker reloads it.  Its parts see it through ``PolicyView`` (read only), and a
+partition runner does not read it at all: on every change the worker hands each runner a
+``PartitionLimits``, the partition's own resolution inputs and flow limits, from which the
+runner resolves its subscriptions' limits (they depend on its subscriptions and measured
+publish rate, which only the runner knows).
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -17,8 +24,53 @@ from models.broker_config import BrokerConfig
 from models.flow_resolution import FlowLimits, resolve_flow
 from models.names import TopicName
 from models.repository import load_broker_config, load_snapshot
-from models.resolution import EffectiveLimits, PublishRate, resolve_limits
+from models.resolution import EffectiveLimits, PolicyInputs, PublishRate, resolve_limits
 from models.snapshot import PolicySnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLimits:
+    """What a policy change hands down to one partition: its inputs and flow limits."""
+
+    inputs: PolicyInputs
+    flow: FlowLimits
+
+    def resolve(
+        self, subscription: str | None = None, publish_rate: PublishRate = PublishRate()
+    ) -> EffectiveLimits:
+        """Resolved BROKER, TOPIC and (if named) SUBSCRIPTION limiters."""
+        return resolve_limits(self.inputs, subscription, publish_rate)
+
+
+class PolicyView(Protocol):
+    """What the parts of a worker may read of the policies (never reload)."""
+
+    @property
+    def version(self) -> int:
+        """Grows on every reload."""
+        ...
+
+    @property
+    def broker(self) -> BrokerConfig:
+        """Broker configuration in force."""
+        ...
+
+    def setting(self, name: str) -> Any:
+        """A typed broker setting."""
+        ...
+
+    def limits(
+        self,
+        partition: TopicName,
+        subscription: str | None = None,
+        publish_rate: PublishRate = PublishRate(),
+    ) -> EffectiveLimits:
+        """Resolved limiters of a partition."""
+        ...
+
+    def for_partition(self, partition: TopicName) -> PartitionLimits:
+        """What a runner of ``partition`` is handed."""
+        ...
 
 
 class PolicyState:
@@ -81,6 +133,10 @@ class PolicyState:
             self._flow[base] = limits
         return limits
 
-    def setting(self, name: str):
+    def for_partition(self, partition: TopicName) -> PartitionLimits:
+        """The inputs and flow limits of one partition, to hand to its runner."""
+        return PartitionLimits(self.snapshot.inputs_for(partition), self.flow(partition))
+
+    def setting(self, name: str) -> Any:
         """A typed broker setting."""
         return self.snapshot.broker.get(name)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import orjson
 from redis.exceptions import RedisError
@@ -20,12 +20,10 @@ from redis.exceptions import RedisError
 from models import keys
 from models.flow import QuotaType
 from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM, StatsSnapshot
-from workers.partition import RateMeter
-
-if TYPE_CHECKING:
-    from workers.dispatcher import Dispatcher
-    from workers.partition import PartitionRunner
-    from workers.worker import Worker
+from workers.context import WorkerContext
+from workers.dispatcher import Dispatcher
+from workers.partition import PartitionRunner
+from workers.samples import RateMeter, SubscriptionSample
 
 log = logging.getLogger(__name__)
 
@@ -35,16 +33,6 @@ REASONS = ("broker", "topic", "subscription")
 
 def _int(raw: dict, name: bytes) -> int:
     return int(raw.get(name, b"0"))
-
-
-@dataclass
-class SubscriptionSample:
-    """What one tick read about one subscription."""
-
-    counters: dict[bytes, bytes]
-    lag: int
-    pending: int
-    consumers: list[tuple[str, int, int, dict]]  # id, permits, unacked, info
 
 
 @dataclass
@@ -67,8 +55,8 @@ class Baseline:
 class StatsPublisher:
     """Reads, computes and publishes the stats of every owned partition."""
 
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
+    def __init__(self, context: WorkerContext) -> None:
+        self.context = context
         self.out_meters: dict[tuple[str, str], RateMeter] = {}
         self.redeliver_meters: dict[tuple[str, str], RateMeter] = {}
         self.expire_meters: dict[tuple[str, str], RateMeter] = {}
@@ -104,24 +92,24 @@ class StatsPublisher:
                 del meters[key]
         self.docs.pop(partition, None)
 
-    async def tick(self) -> None:
-        """Read every owned partition, publish its document; snapshot when due."""
+    async def tick(self, runners: Iterable[PartitionRunner]) -> None:
+        """Read every owned partition (``runners``), publish its document; snapshot when
+        due."""
+        context = self.context
         now = time.monotonic()
         interval_ms = int((now - self._last_snapshot) * 1000)
-        snapshot_due = interval_ms >= self.worker.settings.stats_interval_seconds * 1000
+        snapshot_due = interval_ms >= context.settings.stats_interval_seconds * 1000
         snapshots: list[StatsSnapshot] = []
-        for runner in list(self.worker.runners.values()):
+        for runner in list(runners):
             samples = await self._read(runner)
             try:
-                await runner.flow.check_quota(samples)
+                await runner.flow.check_quota(samples, runner.msg_in, runner.bytes_in)
             except RedisError as exc:
                 log.warning("backlog quota check of %s: %s", runner.partition.full, exc)
-            runner.publish.add(now, runner.msg_in, runner.bytes_in)
-            if runner.relative:
-                runner.apply_limits()
+            runner.note_publish(now)
             doc = self._document(runner, samples, now)
             self.docs[runner.partition.full] = doc
-            await self.worker.redis.set(
+            await context.redis.set(
                 keys.doc(runner.partition), orjson.dumps(doc), ex=DOC_TTL_SECONDS
             )
             if snapshot_due:
@@ -129,18 +117,18 @@ class StatsPublisher:
         if snapshot_due:
             self._last_snapshot = now
             if snapshots:
-                pipe = self.worker.redis.pipeline(transaction=False)
+                pipe = context.redis.pipeline(transaction=False)
                 for snap in snapshots:
                     pipe.xadd(
                         SNAPSHOT_STREAM,
                         {SNAPSHOT_FIELD: snap.to_json()},
-                        maxlen=self.worker.settings.stats_stream_maxlen,
+                        maxlen=context.settings.stats_stream_maxlen,
                         approximate=True,
                     )
                 await pipe.execute()
 
     async def _read(self, runner: PartitionRunner) -> dict[str, SubscriptionSample]:
-        redis = self.worker.redis
+        redis = self.context.redis
         partition = runner.partition
         names = list(runner.dispatchers)
         pipe = redis.pipeline(transaction=False)
@@ -264,7 +252,7 @@ class StatsPublisher:
             "publishers": [],
             "subscriptions": subs,
             "replication": {},
-            "owner": self.worker.id,
+            "owner": self.context.worker_id,
             "updatedAt": int(time.time() * 1000),
         }
 
@@ -275,7 +263,7 @@ class StatsPublisher:
         common = dict(
             ts=ts,
             interval_ms=interval_ms,
-            worker=self.worker.id,
+            worker=self.context.worker_id,
             tenant=partition.tenant,
             namespace=partition.namespace,
             topic=base.full,
@@ -291,7 +279,7 @@ class StatsPublisher:
         for name, sample in samples.items():
             dispatcher = runner.dispatchers.get(name)
             baseline = self.baselines.setdefault((partition.full, name), Baseline(fresh=True))
-            limits = self.worker.policy.limits(partition, name, runner.publish.rate())
+            limits = runner.limits.resolve(name, runner.publish.rate())
             sources = {
                 "broker": limits.broker,
                 "topic": limits.topic,

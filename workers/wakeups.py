@@ -3,7 +3,9 @@
 Producers publish when a subscription that found no data gets some; consumers when they give
 permits to a waiting subscription, join, leave or ask for redelivery.  Pub/sub can lose
 messages while the connection is down, so every (re)subscription wakes every dispatcher, and
-parked dispatchers also look again on their own every few seconds.
+parked dispatchers also look again on their own every few seconds.  The listener knows no
+worker: it hands each message to ``on_wake`` and calls ``on_subscribed`` after each
+(re)subscription.
 """
 
 from __future__ import annotations
@@ -11,31 +13,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
+from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from models import keys
 
-if TYPE_CHECKING:
-    from workers.worker import Worker
-
 log = logging.getLogger(__name__)
 
 
-async def listen_for_wakeups(worker: Worker) -> None:
-    """Route wake-up messages to dispatchers until cancelled; reconnect on errors."""
+async def listen_for_wakeups(
+    redis: Redis,
+    on_wake: Callable[[str], Awaitable[None]],
+    on_subscribed: Callable[[], None],
+) -> None:
+    """Hand wake-up messages to ``on_wake`` until cancelled; reconnect on errors."""
     backoff = 0.1
     while True:
-        pubsub = worker.redis.pubsub()
+        pubsub = redis.pubsub()
         try:
             await pubsub.subscribe(keys.WAKE_CHANNEL)
-            worker.wake_everything()
+            on_subscribed()
             backoff = 0.1
             while True:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                 if message is not None and message["type"] == "message":
-                    await worker.on_wake(message["data"].decode())
+                    await on_wake(message["data"].decode())
         except asyncio.CancelledError:
             raise
         except RedisError as exc:

@@ -21,13 +21,16 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from dataplane.events import ChangeEvent, latest_position
+from dataplane.scripts import register_scripts
 from models.names import TopicName
-from models.protocol import SCRIPT_NAMES, script_source
+from models.protocol import script_source
 from models.resolution import Limiter
 from models.settings import Settings
 from workers.alarms import AlarmClock
 from workers.catalog import Catalog
-from workers.events import EventFollower, stream_position
+from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, WorkerContext
+from workers.events import EventFollower, split_events
 from workers.gate import DispatchGate
 from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
@@ -37,31 +40,9 @@ from workers.scriptcall import PackedScript
 from workers.stats import StatsPublisher
 from workers.wakeups import listen_for_wakeups
 
+__all__ = ["DispatchSettings", "Worker", "WorkerMetrics"]
+
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class DispatchSettings:
-    """The broker settings every dispatch step reads, taken once per policy change."""
-
-    max_entries: int
-    read_cap: int
-    count_entries: bool
-    round_robin_chunk: int
-    skip_when_caught_up: bool
-    reads_per_call: int
-
-    @classmethod
-    def of(cls, policy: PolicyState, settings: Settings) -> DispatchSettings:
-        """The values in force now."""
-        return cls(
-            max_entries=policy.setting("dispatcherMaxReadBatchSize"),
-            read_cap=policy.setting("dispatcherMaxReadSizeBytes"),
-            count_entries=policy.setting("dispatchThrottlingOnBatchMessageEnabled"),
-            round_robin_chunk=policy.setting("dispatcherMaxRoundRobinBatchSize"),
-            skip_when_caught_up=not policy.setting("dispatchThrottlingOnNonBacklogConsumerEnabled"),
-            reads_per_call=settings.worker_reads_per_call,
-        )
 
 
 @dataclass
@@ -73,7 +54,7 @@ class WorkerMetrics:
 
 
 class Worker:
-    """One broker worker process."""
+    """One broker worker process: builds its parts, wires them, and runs them."""
 
     def __init__(
         self,
@@ -92,46 +73,81 @@ class Worker:
         self.id = settings.worker_id or f"{socket.gethostname()}-{os.getpid()}"
         self.ownership = ownership or default_ownership(settings)
         self.policy = PolicyState(sessions)
-        self.catalog = Catalog(self)
-        self.stats = StatsPublisher(self)
+        self.scripts = register_scripts(redis)
+        self.context = WorkerContext(
+            self.id, settings, redis, self.control, self.scripts, self.policy
+        )
+        self.shared = SharedDispatch(
+            broker_limiter=RateLimiter(Limiter.BROKER, time.monotonic()),
+            gate=DispatchGate(),
+            alarms=AlarmClock(),
+            script=PackedScript(redis, script_source("dispatch")),
+            settings=DispatchSettings.of(self.policy, settings),
+        )
+        self.catalog = Catalog(self.context, sessions, on_changed=self.claim_partitions)
+        self.stats = StatsPublisher(self.context)
         self.metrics = WorkerMetrics()
-        self.broker_limiter = RateLimiter(Limiter.BROKER, time.monotonic())
-        self.gate = DispatchGate()
-        self.alarms = AlarmClock()
         self.events: EventFollower | None = None
-        self.scripts = {name: redis.register_script(script_source(name)) for name in SCRIPT_NAMES}
-        self.dispatch_script = PackedScript(redis, script_source("dispatch"))
-        self.lease_renew_script = PackedScript(self.control, script_source("lease_renew"))
         self.runners: dict[str, PartitionRunner] = {}
-        self.consumer_timeout_ms = int(settings.consumer_timeout_seconds * 1000)
         self.ready = False
-        self.dispatch_settings = DispatchSettings.of(self.policy, settings)
         self._tasks: list[asyncio.Task] = []
         self._rebalance_lock = asyncio.Lock()
         self._new_topics: set[str] = set()
         self._adopting: asyncio.Task | None = None
 
+    @property
+    def broker_limiter(self) -> RateLimiter:
+        """The BROKER limiter, shared by every dispatcher of the process."""
+        return self.shared.broker_limiter
+
+    @property
+    def gate(self) -> DispatchGate:
+        """Dispatch calls in flight, by limits generation."""
+        return self.shared.gate
+
+    @property
+    def dispatch_settings(self) -> DispatchSettings:
+        """The dispatch settings in force."""
+        return self.shared.settings
+
+    @property
+    def consumer_timeout_ms(self) -> int:
+        """How long a consumer may stay silent before it is released."""
+        return self.context.consumer_timeout_ms
+
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Load, sync, catch up, take partitions, and start the background loops."""
-        position = await stream_position(self)
+        stream = self.settings.events_stream
+        position = await latest_position(self.control, stream)
         await self.policy.reload()
         self.apply_limits()
         await self.catalog.sync()
-        self.events = EventFollower(self, position)
+        self.events = EventFollower(
+            self.control,
+            stream,
+            self.id,
+            self.shared.gate,
+            position,
+            apply=self.apply_events,
+            resync=self.resync,
+        )
         self._tasks = [asyncio.create_task(self.events.run(), name="events")]
-        await self.ownership.join(self)
+        hooks = OwnershipHooks(self.catalog.partitions, self.rebalance, self.recover)
+        await self.ownership.join(self.context, hooks)
         # Everything published before this worker joined must be applied before it
         # dispatches: the admin service did not wait for it.
-        target = await stream_position(self)
+        target = await latest_position(self.control, stream)
         if not await self.events.caught_up(target, timeout=30):
             raise RuntimeError("could not apply the change events at start")
         await self.events.confirm(self.events.position)
-        await self.ownership.start(self)
+        await self.ownership.start()
         await self.rebalance()
         self._tasks += [
-            asyncio.create_task(listen_for_wakeups(self), name="wakeups"),
+            asyncio.create_task(
+                listen_for_wakeups(self.redis, self.on_wake, self.wake_everything), name="wakeups"
+            ),
             asyncio.create_task(self._every(1.0, self._tick), name="tick"),
             asyncio.create_task(
                 self._every(self.settings.worker_resync_seconds, self.resync), name="resync"
@@ -152,8 +168,7 @@ class Worker:
             await asyncio.wait([asyncio.ensure_future(r.stop()) for r in runners], timeout=timeout)
         await asyncio.wait_for(self.ownership.stop(), timeout)
         self.runners = {}
-        await self.dispatch_script.close()
-        await self.lease_renew_script.close()
+        await self.shared.script.close()
 
     async def _every(self, seconds: float, job) -> None:
         while True:
@@ -170,7 +185,7 @@ class Worker:
     async def _tick(self) -> None:
         for runner in list(self.runners.values()):
             await runner.housekeeping()
-        await self.stats.tick()
+        await self.stats.tick(self.runners.values())
 
     async def resync(self) -> None:
         """Reload policies and the catalog from the database (heals missed events)."""
@@ -179,6 +194,34 @@ class Worker:
         await self.catalog.sync()
         await self.claim_partitions()
         self.metrics.resyncs += 1
+
+    async def recover(self) -> bool:
+        """Re-read everything after the admin service fenced this worker off; True once
+        every change event published until now is applied."""
+        await self.policy.reload()
+        self.apply_limits()
+        await self.catalog.sync()
+        if self.events is None:
+            return True
+        last = await self.control.xrevrange(self.settings.events_stream, count=1)
+        return not last or await self.events.caught_up(last[0][0].decode(), 10)
+
+    async def apply_events(self, events: list[ChangeEvent]) -> None:
+        """Reload policies once per batch and re-apply every limit; hand catalog events to
+        the catalog."""
+        started = time.monotonic()
+        namespaces, broker, catalog_events = split_events(events)
+        if namespaces or broker:
+            if None in namespaces:
+                await self.policy.reload()
+            else:
+                await self.policy.reload_parts({n for n in namespaces if n is not None}, broker)
+            self.apply_limits()
+            self.metrics.policy_reload_seconds = time.monotonic() - started
+            if broker:
+                await self.catalog.publish_client_config()
+        if catalog_events:
+            await self.catalog.apply_events(catalog_events)
 
     # --- partitions -----------------------------------------------------------------------
 
@@ -198,7 +241,15 @@ class Worker:
                 self.stats.forget(name)
             for name in set(wanted) - set(self.runners):
                 partition = wanted[name]
-                runner = PartitionRunner(self, partition, self.ownership.token(partition))
+                runner = PartitionRunner(
+                    self.context,
+                    self.shared,
+                    partition,
+                    self.policy.for_partition(partition),
+                    self.ownership.token(partition),
+                    on_lost=self.partition_lost,
+                    on_subscription=self.catalog.note_subscription,
+                )
                 await runner.start()
                 await self.stats.adopt(runner)
                 self.runners[name] = runner
@@ -224,12 +275,13 @@ class Worker:
         """Re-resolve every limiter in place after a policy change, and wake every dispatcher
         (one waiting for quota may have more now)."""
         now = time.monotonic()
-        self.gate.advance()
-        self.dispatch_settings = DispatchSettings.of(self.policy, self.settings)
+        shared = self.shared
+        shared.gate.advance()
+        shared.settings = DispatchSettings.of(self.policy, self.settings)
         any_partition = TopicName("_", "_", "_")
-        self.broker_limiter.apply(self.policy.limits(any_partition).broker, now)
+        shared.broker_limiter.apply(self.policy.limits(any_partition).broker, now)
         for runner in self.runners.values():
-            runner.apply_limits()
+            runner.apply_limits(self.policy.for_partition(runner.partition))
             for dispatcher in runner.dispatchers.values():
                 dispatcher.wake.set()
 

@@ -1,0 +1,113 @@
+"""A ``Dispatcher`` on its own: a context, the shared dispatch state, limits handed down.
+
+No worker runs: the partition's backlog and consumer are made through the scripts clients
+use (``tests.workers.test_dispatch_script.Partition``), and the dispatcher is driven against
+a real Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import redis
+from redis.asyncio import Redis
+
+from models import keys
+from models.dispatch_rate import DispatchRate
+from models.flow_resolution import FlowInputs, resolve_flow
+from models.resolution import PolicyInputs, resolve_limits
+from tests.workers.parts import make_context, make_shared
+from tests.workers.test_dispatch_script import Partition
+from workers.dispatcher import Dispatcher, limit_args
+
+FLOW = resolve_flow(FlowInputs())
+
+
+def delivered(client: redis.Redis, partition: Partition, subscription: str) -> int:
+    return int(client.hget(keys.sub_key(partition.name, subscription, "stats"), "msg_out") or 0)
+
+
+def limits(topic_msg: int = -1, sub_msg: int = -1):
+    """The TOPIC args and SUBSCRIPTION limit a runner would hand down."""
+    inputs = PolicyInputs(
+        topic_dispatch_rate=DispatchRate(msg=topic_msg),
+        topic_subscription_dispatch_rate=DispatchRate(msg=sub_msg),
+    )
+    resolved = resolve_limits(inputs, "s")
+    assert resolved.subscription is not None
+    return resolved.subscription, limit_args(resolved.topic)
+
+
+async def wait_for(predicate, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met"
+        await asyncio.sleep(0.02)
+
+
+def test_a_dispatcher_hands_out_what_its_limits_allow_and_takes_new_ones(settings, redis_server):
+    sync = redis.Redis.from_url(redis_server.url)
+    partition = Partition(sync)
+    partition.produce(40)
+    partition.subscribe("s")
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        context = make_context(settings, client)
+        shared = make_shared(context)
+        dispatcher = Dispatcher(context, shared, partition.name, "s")
+        subscription, topic = limits(topic_msg=10)
+        dispatcher.apply(subscription, topic, FLOW)
+        dispatcher.start()
+        try:
+            await wait_for(lambda: delivered(sync, partition, "s") >= 10)
+            await asyncio.sleep(0.3)  # the rest of the period: nothing more
+            assert delivered(sync, partition, "s") == 10
+            assert dispatcher.waiting_for_quota
+            assert dispatcher.throttled[("msg", "topic")] >= 1
+            assert not shared.gate.busy_before(shared.gate.generation + 1)
+            # A lower SUBSCRIPTION limit handed down binds from the next period on.
+            subscription, topic = limits(topic_msg=10, sub_msg=3)
+            dispatcher.apply(subscription, topic, FLOW)
+            assert dispatcher.rate is subscription and dispatcher.topic_args is topic
+            dispatcher.wake.set()
+            await wait_for(lambda: delivered(sync, partition, "s") >= 13, timeout=3)
+            await asyncio.sleep(0.3)
+            assert delivered(sync, partition, "s") == 13
+        finally:
+            await dispatcher.stop()
+            await shared.script.close()
+            await client.aclose()
+
+    asyncio.run(scenario())
+    sync.close()
+
+
+def test_a_fenced_dispatcher_reports_it_and_stops(settings, redis_server):
+    sync = redis.Redis.from_url(redis_server.url)
+    partition = Partition(sync)
+    partition.produce(5)
+    partition.subscribe("s")
+    sync.set(keys.lease(partition.name), "another-worker:7")
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        context = make_context(settings, client)
+        shared = make_shared(context)
+        lost = asyncio.Event()
+        dispatcher = Dispatcher(context, shared, partition.name, "s", "unit:1", on_fenced=lost.set)
+        subscription, topic = limits()
+        dispatcher.apply(subscription, topic, FLOW)
+        dispatcher.start()
+        try:
+            await asyncio.wait_for(lost.wait(), 5)
+            await asyncio.wait_for(asyncio.shield(dispatcher._task), 5)
+            assert delivered(sync, partition, "s") == 0
+        finally:
+            await dispatcher.stop()
+            await shared.script.close()
+            await client.aclose()
+
+    asyncio.run(scenario())
+    sync.close()
