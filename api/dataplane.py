@@ -17,10 +17,10 @@ from redis.asyncio import Redis
 
 from dataplane.catalog import CatalogProjection
 from dataplane.scripts import register_scripts
-from models import keys
 from models.errors import PreconditionFailed
-from models.names import TopicName
-from models.protocol import partitions_of
+from sluice.protocol import keys
+from sluice.protocol.frames import partitions_of
+from sluice.protocol.names import TopicName
 
 
 class DataPlane(CatalogProjection):

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from models import keys
-from models.names import TopicName
-from models.protocol import parse_position
+from sluice.protocol import keys
+from sluice.protocol.frames import parse_position
+from sluice.protocol.names import TopicName
 
 log = logging.getLogger(__name__)
 

@@ -24,11 +24,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from dataplane.events import ChangeEvent, ChangeFollower
 from models.dispatch_rate import DispatchRate
-from models.names import TopicName
 from models.orm import DISPATCH_RATE, Namespace, Tenant, Topic
 from models.repository import load_snapshot
 from models.resolution import resolve_limits
 from models.snapshot import PolicySnapshot
+from sluice.protocol.names import TopicName
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ import orjson
 from redis.asyncio import Redis
 
 from dataplane.scripts import Scripts
-from models import keys
-from models.names import TopicName
-from models.protocol import partitions_of, subscribe_call, unsubscribe_call
+from sluice.protocol import keys
+from sluice.protocol.frames import partitions_of, subscribe_call, unsubscribe_call
+from sluice.protocol.names import TopicName
 
 
 def topic_record(partitions: int) -> bytes:

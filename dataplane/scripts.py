@@ -1,6 +1,6 @@
 """The data plane's Lua scripts, registered once per Redis client.
 
-``register_scripts`` returns every script of ``models.protocol.SCRIPT_NAMES`` by name, as
+``register_scripts`` returns every script of ``sluice.protocol.frames.SCRIPT_NAMES`` by name, as
 redis-py ``AsyncScript`` objects: they load themselves again after a server restart, and a
 call may go through another client's pipeline (``client=``).
 """
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
-from models.protocol import SCRIPT_NAMES, script_source
+from sluice.protocol.frames import SCRIPT_NAMES, script_source
 
 Scripts = Mapping[str, AsyncScript]
 

@@ -1,6 +1,7 @@
 """Sluice's core: ORM tables and the pure policy domain.
 
-Everything else (the admin service in ``api``, the broker workers in ``workers``, the report
-jobs in ``reports`` and the public ``sluice`` package) depends on this package; it depends on
-none of them, nor on FastAPI, Redis, Celery or Spark.
+The admin service (``api``), the broker workers (``workers``), the shared Redis side
+(``dataplane``), the report jobs (``reports``) and the launchers (``server``) depend on this
+package; it depends on none of them, only on the wire protocol (``sluice.protocol``), and not
+on FastAPI, Redis, Celery or Spark.  The client (``sluice``) does not import it.
 """

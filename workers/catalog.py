@@ -29,13 +29,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from dataplane.catalog import CatalogProjection
 from dataplane.events import ChangeEvent
-from models import keys
 from models.base import utcnow
 from models.journal import AuditEntry, OutboxEvent, change_rows, record_change
-from models.names import TopicName
 from models.orm import Namespace, Subscription, Tenant, Topic
-from models.protocol import partitions_of
 from models.repository import find_namespace, find_topic
+from sluice.protocol import keys
+from sluice.protocol.frames import partitions_of
+from sluice.protocol.names import TopicName
 from workers.context import WorkerContext
 
 log = logging.getLogger(__name__)

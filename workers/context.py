@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from dataplane.scripts import Scripts
-from models.names import TopicName
 from models.settings import Settings
+from sluice.protocol.names import TopicName
 from workers.alarms import AlarmClock
 from workers.gate import DispatchGate
 from workers.limiter import RateLimiter

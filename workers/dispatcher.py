@@ -31,17 +31,17 @@ from collections.abc import Callable
 
 from redis.exceptions import RedisError, ResponseError
 
-from models import keys
 from models.flow_resolution import FlowLimits
-from models.names import TopicName
-from models.protocol import (
+from models.resolution import Limiter, ResolvedRate
+from sluice.protocol import keys
+from sluice.protocol.frames import (
     DispatchArgs,
     DispatchReason,
     DispatchResult,
     LimitArgs,
     dispatch_keys,
 )
-from models.resolution import Limiter, ResolvedRate
+from sluice.protocol.names import TopicName
 from workers.context import SharedDispatch, WorkerContext
 
 log = logging.getLogger(__name__)

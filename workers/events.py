@@ -24,8 +24,8 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from dataplane.events import ChangeEvent, ChangeFollower
-from models import keys
-from models.protocol import parse_position
+from sluice.protocol import keys
+from sluice.protocol.frames import parse_position
 from workers.gate import DispatchGate
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import time
 
-from models import keys
 from models.flow import QuotaType, RetentionPolicy
 from models.flow_resolution import (
     Backlog,
@@ -30,7 +29,8 @@ from models.flow_resolution import (
     needs_age,
     quota_breach,
 )
-from models.names import TopicName
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 from workers.context import WorkerContext
 from workers.samples import SubscriptionSample
 

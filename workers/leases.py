@@ -32,9 +32,9 @@ import time
 import mmh3
 from redis.exceptions import RedisError
 
-from models import keys
-from models.names import TopicName
-from models.protocol import script_source
+from sluice.protocol import keys
+from sluice.protocol.frames import script_source
+from sluice.protocol.names import TopicName
 from workers.context import OwnershipHooks, WorkerContext
 from workers.scriptcall import PackedScript
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from models.names import TopicName
 from models.settings import Settings
+from sluice.protocol.names import TopicName
 from workers.context import OwnershipHooks, WorkerContext
 from workers.leases import LeaseOwnership
 

@@ -20,10 +20,10 @@ import logging
 import time
 from collections.abc import Callable
 
-from models import keys
-from models.names import TopicName
-from models.protocol import LimitArgs, release_call
 from models.resolution import ResolvedRate
+from sluice.protocol import keys
+from sluice.protocol.frames import LimitArgs, release_call
+from sluice.protocol.names import TopicName
 from workers.context import SharedDispatch, WorkerContext
 from workers.dispatcher import Dispatcher, limit_args
 from workers.flow import PartitionFlow

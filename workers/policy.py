@@ -22,10 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from models.broker_config import BrokerConfig
 from models.flow_resolution import FlowLimits, resolve_flow
-from models.names import TopicName
 from models.repository import load_broker_config, load_snapshot
 from models.resolution import EffectiveLimits, PolicyInputs, PublishRate, resolve_limits
 from models.snapshot import PolicySnapshot
+from sluice.protocol.names import TopicName
 
 
 @dataclass(frozen=True, slots=True)

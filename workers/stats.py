@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import orjson
 from redis.exceptions import RedisError
 
-from models import keys
 from models.flow import QuotaType
 from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM, StatsSnapshot
+from sluice.protocol import keys
 from workers.context import WorkerContext
 from workers.dispatcher import Dispatcher
 from workers.partition import PartitionRunner

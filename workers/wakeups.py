@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from models import keys
+from sluice.protocol import keys
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from dataplane.events import ChangeEvent, latest_position
 from dataplane.scripts import register_scripts
-from models.names import TopicName
-from models.protocol import script_source
 from models.resolution import Limiter
 from models.settings import Settings
+from sluice.protocol.frames import script_source
+from sluice.protocol.names import TopicName
 from workers.alarms import AlarmClock
 from workers.catalog import Catalog
 from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, WorkerContext

@@ -51,22 +51,11 @@ def test_the_admin_cli_loads_no_server_library():
     assert loaded.isdisjoint(SERVER_PACKAGES), sorted(loaded & set(SERVER_PACKAGES))
 
 
-def test_the_old_protocol_paths_are_the_same_objects():
+def test_server_errors_are_the_protocol_errors():
     import models.errors
-    import models.keys
-    import models.names
-    import models.protocol
-    import models.urls
-    from sluice.protocol import errors, frames, keys, names, urls
+    from sluice.protocol import errors
 
-    assert models.keys.log is keys.log and models.keys.WORKERS == keys.WORKERS
-    assert models.names.TopicName is names.TopicName
-    assert models.protocol.DispatchArgs is frames.DispatchArgs
-    assert models.urls.redact_url is urls.redact_url
     assert models.errors.PreconditionFailed is errors.PreconditionFailed
-    for shim, home in ((models.keys, keys), (models.protocol, frames), (models.names, names)):
-        assert shim.__all__
-        assert all(getattr(shim, name) is getattr(home, name) for name in shim.__all__)
 
 
 def test_every_script_ships_with_the_protocol():

@@ -7,10 +7,10 @@ import time
 from redis.asyncio import Redis
 
 from dataplane.scripts import register_scripts
-from models.names import TopicName
-from models.protocol import script_source
 from models.resolution import Limiter
 from models.settings import Settings
+from sluice.protocol.frames import script_source
+from sluice.protocol.names import TopicName
 from workers.alarms import AlarmClock
 from workers.context import DispatchSettings, SharedDispatch, WorkerContext
 from workers.gate import DispatchGate

@@ -14,10 +14,10 @@ from redis.asyncio import Redis
 
 from dataplane.catalog import CatalogProjection
 from dataplane.events import ChangeEvent
-from models import keys
 from models.db import make_async_engine, make_session_factory
-from models.names import TopicName
-from models.protocol import subscribe_call
+from sluice.protocol import keys
+from sluice.protocol.frames import subscribe_call
+from sluice.protocol.names import TopicName
 from tests.workers.conftest import ADMIN
 from tests.workers.parts import make_context
 from workers.catalog import Catalog

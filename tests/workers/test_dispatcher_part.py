@@ -13,10 +13,10 @@ import time
 import redis
 from redis.asyncio import Redis
 
-from models import keys
 from models.dispatch_rate import DispatchRate
 from models.flow_resolution import FlowInputs, resolve_flow
 from models.resolution import PolicyInputs, resolve_limits
+from sluice.protocol import keys
 from tests.workers.parts import make_context, make_shared
 from tests.workers.test_dispatch_script import Partition
 from workers.dispatcher import Dispatcher, limit_args

@@ -12,7 +12,7 @@ import orjson
 from redis.asyncio import Redis
 
 from dataplane.events import ChangeEvent, latest_position
-from models import keys
+from sluice.protocol import keys
 from workers.events import EventFollower, split_events
 from workers.gate import DispatchGate
 

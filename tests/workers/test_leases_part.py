@@ -7,8 +7,8 @@ import asyncio
 import redis
 from redis.asyncio import Redis
 
-from models import keys
-from models.names import TopicName
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 from tests.workers.parts import make_context
 from workers.context import OwnershipHooks
 from workers.leases import LeaseOwnership, rendezvous_owner
