@@ -62,7 +62,7 @@ class FlowLimits:
     @property
     def unacked_limited(self) -> bool:
         """True when dispatch must watch unacked counts."""
-        return (
+        return bool(
             self.max_unacked_per_subscription.value > 0 or self.max_unacked_per_consumer.value > 0
         )
 
@@ -171,7 +171,7 @@ def quota_breach(limits: FlowLimits, backlog: Backlog) -> Breach | None:
 
 def needs_age(limits: FlowLimits) -> bool:
     """True when a time quota applies (only then is the oldest entry's age worth reading)."""
-    return limits.quotas[QuotaType.MESSAGE_AGE].value.limit_time >= 0
+    return bool(limits.quotas[QuotaType.MESSAGE_AGE].value.limit_time >= 0)
 
 
 def eviction_target(limit: int) -> int:

@@ -84,10 +84,10 @@ async def _scoped_rows(
     return list((await session.execute(query)).all())
 
 
-def _fold_flow(rows: list[Any]) -> tuple[dict[str, dict], dict[str, dict]]:
+def _fold_flow(rows: list[Any]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Flow-control policies by ``tenant/namespace`` and by base topic full name."""
-    namespaces: dict[str, dict] = defaultdict(dict)
-    topics: dict[str, dict] = defaultdict(dict)
+    namespaces: dict[str, dict[str, Any]] = defaultdict(dict)
+    topics: dict[str, dict[str, Any]] = defaultdict(dict)
     for policy, tenant, namespace, topic in rows:
         value = value_from_json(policy.kind, policy.value)
         if policy.topic_id is None:
@@ -109,6 +109,7 @@ def build_snapshot(
         if policy.topic_id is None:
             ns_rates[f"{tenant}/{namespace}"][policy.kind] = rate
             continue
+        assert topic is not None  # a topic-level row joins its topic
         full = TopicName(tenant, namespace, topic).full
         if policy.subscription is None:
             topic_rates[full][policy.kind] = rate
@@ -202,7 +203,9 @@ async def get_topic(session: AsyncSession, topic: TopicName) -> tuple[Namespace,
     return rows[0][0], row
 
 
-async def insert_or_lock(session: AsyncSession, model, values: dict, key: dict):
+async def insert_or_lock(
+    session: AsyncSession, model: Any, values: dict[str, Any], key: dict[str, Any]
+) -> tuple[Any, bool]:
     """Insert ``values`` unless a row with the unique ``key`` exists; return (row, created).
 
     Either way the row comes back locked for this transaction, so concurrent writers of the
@@ -214,6 +217,7 @@ async def insert_or_lock(session: AsyncSession, model, values: dict, key: dict):
     row = (await session.execute(query)).scalar_one_or_none()
     if row is not None:
         return row, False
+    assert session.bind is not None
     insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
     statement = insert(model).values(**values).on_conflict_do_nothing()
     pk = list(model.__table__.primary_key.columns)

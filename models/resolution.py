@@ -16,7 +16,7 @@ values of 0 mean "no limit".  Relative rates add the partition's average publish
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -212,7 +212,9 @@ def _resolved(
     return ResolvedRate(limiter, rate, source, msg, byte, offers)
 
 
-def _binding(limiters, permits) -> tuple[float | None, Limiter | None]:
+def _binding(
+    limiters: Iterable[ResolvedRate], permits: Callable[[ResolvedRate], float]
+) -> tuple[float | None, Limiter | None]:
     best: float | None = None
     best_limiter: Limiter | None = None
     for resolved in limiters:
