@@ -14,7 +14,9 @@ from typing import Any
 
 import orjson
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
+from dataplane.batches import in_batches
 from dataplane.catalog import CatalogProjection
 from dataplane.scripts import register_scripts
 from models.errors import PreconditionFailed
@@ -33,31 +35,58 @@ class DataPlane(CatalogProjection):
     async def require_no_consumers(self, topic: TopicName, partitions: int, name: str) -> None:
         """412 while a consumer is connected to the subscription on any partition."""
         cutoff = int(time.time() * 1000) - self.consumer_timeout_ms
-        for partition in partitions_of(topic, partitions):
-            alive = keys.sub_key(partition, name, "alive")
-            if await self.redis.zcount(alive, cutoff, "+inf"):
-                raise PreconditionFailed("Subscription has active connected consumers")
+        alive = await in_batches(
+            self.redis,
+            partitions_of(topic, partitions),
+            lambda pipe, p: pipe.zcount(keys.sub_key(p, name, "alive"), cutoff, "+inf"),
+        )
+        if any(alive):
+            raise PreconditionFailed("Subscription has active connected consumers")
 
     # --- stats ----------------------------------------------------------------------------
 
     async def partition_stats(self, partition: TopicName) -> dict[str, Any]:
         """The owning worker's stats document, or one assembled from raw counters."""
-        raw = await self.redis.get(keys.doc(partition))
-        if raw is not None:
-            return orjson.loads(raw)
-        return await self._assemble(partition)
+        return (await self.partitions_stats([partition]))[partition.full]
 
-    async def _assemble(self, partition: TopicName) -> dict[str, Any]:
-        subs = sorted(s.decode() for s in await self.redis.smembers(keys.subs(partition)))
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hgetall(keys.partition_stats(partition))
-        pipe.xinfo_groups(keys.log(partition))
-        for name in subs:
-            pipe.hgetall(keys.sub_key(partition, name, "stats"))
-            pipe.hget(keys.sub_key(partition, name, "meta"), "type")
-        replies = await pipe.execute(raise_on_error=False)
-        counters = replies[0] if isinstance(replies[0], dict) else {}
-        groups = replies[1] if isinstance(replies[1], list) else []
+    async def partitions_stats(self, partitions: list[TopicName]) -> dict[str, dict[str, Any]]:
+        """``partition_stats`` of many partitions, read in bounded batches."""
+        raws = await in_batches(self.redis, partitions, lambda pipe, p: pipe.get(keys.doc(p)))
+        read = list(zip(partitions, raws, strict=True))
+        docs = {p.full: orjson.loads(raw) for p, raw in read if raw is not None}
+        docs.update(await self._assemble([p for p, raw in read if raw is None]))
+        return {p.full: docs[p.full] for p in partitions}
+
+    async def _assemble(self, partitions: list[TopicName]) -> dict[str, dict[str, Any]]:
+        """Stats documents built from raw counters, for partitions no worker published."""
+
+        def counters(pipe: Pipeline, partition: TopicName) -> None:
+            pipe.hgetall(keys.partition_stats(partition))
+            pipe.xinfo_groups(keys.log(partition))
+            pipe.smembers(keys.subs(partition))
+
+        raw = await in_batches(self.redis, partitions, counters, raise_on_error=False)
+        subs = {
+            p.full: sorted(_text(s) for s in members) if isinstance(members, set) else []
+            for p, members in zip(partitions, raw[2::3], strict=True)
+        }
+        pairs = [(p, name) for p in partitions for name in subs[p.full]]
+
+        def per_subscription(pipe: Pipeline, pair: tuple[TopicName, str]) -> None:
+            pipe.hgetall(keys.sub_key(pair[0], pair[1], "stats"))
+            pipe.hget(keys.sub_key(pair[0], pair[1], "meta"), "type")
+
+        replies = iter(await in_batches(self.redis, pairs, per_subscription, raise_on_error=False))
+        return {
+            p.full: self._document(raw[3 * i], raw[3 * i + 1], subs[p.full], replies)
+            for i, p in enumerate(partitions)
+        }
+
+    @staticmethod
+    def _document(counters: Any, groups: Any, subs: list[str], replies: Any) -> dict[str, Any]:
+        """One partition's document; ``replies`` yields each subscription's stats and type."""
+        counters = counters if isinstance(counters, dict) else {}
+        groups = groups if isinstance(groups, list) else []
         backlog = {
             _text(g["name"]): int(g.get("lag") or 0) + int(g.get("pending") or 0) for g in groups
         }
@@ -66,8 +95,8 @@ class DataPlane(CatalogProjection):
         bytes_in = int(counters.get(b"bytes_in", 0))
         avg = bytes_in / msg_in if msg_in else 0.0
         subscriptions = {}
-        for i, name in enumerate(subs):
-            stats, sub_type = replies[2 + 2 * i], replies[3 + 2 * i]
+        for name in subs:
+            stats, sub_type = next(replies), next(replies)
             stats = stats if isinstance(stats, dict) else {}
             subscriptions[name] = {
                 "msgRateOut": 0.0,
@@ -133,10 +162,7 @@ async def live_workers(redis: Redis) -> list[dict[str, Any]]:
 
 async def lookup(redis: Redis, partitions: list[TopicName]) -> dict[str, dict[str, Any]]:
     """The owner of each partition: the worker holding its lease, and how to reach it."""
-    async with redis.pipeline(transaction=False) as pipe:
-        for partition in partitions:
-            pipe.get(keys.lease(partition))
-        tokens = await pipe.execute()
+    tokens = await in_batches(redis, partitions, lambda pipe, p: pipe.get(keys.lease(p)))
     infos: dict[str, dict[str, str]] = {}
     answer = {}
     for partition, token in zip(partitions, tokens, strict=True):
@@ -228,11 +254,3 @@ async def registry_topics(redis: Redis, namespace: str) -> dict[str, int]:
     async for name, record in redis.hscan_iter(keys.TOPICS, match=f"{prefix}*"):
         found[_text(name)] = int(orjson.loads(record)["partitions"])
     return found
-
-
-async def subscription_names(redis: Redis, topic: TopicName, partitions: int) -> set[str]:
-    """Subscriptions present in Redis on any partition of ``topic``."""
-    names: set[str] = set()
-    for partition in partitions_of(topic, partitions):
-        names |= {_text(s) for s in await redis.smembers(keys.subs(partition))}
-    return names

@@ -31,6 +31,11 @@ BENCHMARKS: tuple[tuple[str, str], ...] = (
         "admin GET p99 < 10 ms at 500 req/s; POST from 8 callers p99 <= 100 ms, the wait "
         "for enforcement included",
     ),
+    (
+        "partition_churn",
+        "health p99 < 50 ms while a topic of maxNumPartitionsPerPartitionedTopic partitions "
+        "is created, used and deleted",
+    ),
     ("dispatch_throughput", "one worker vs a raw XREADGROUP+XACK loop: ratio >= 0.6"),
     (
         "throttle_accuracy",

@@ -9,11 +9,14 @@ does it.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import Any
 
 import orjson
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
+from dataplane.batches import in_batches
 from dataplane.scripts import Scripts
 from sluice.protocol import keys
 from sluice.protocol.frames import partitions_of, subscribe_call, unsubscribe_call
@@ -23,6 +26,13 @@ from sluice.protocol.names import TopicName
 def topic_record(partitions: int) -> bytes:
     """A topic's entry in the registry, as clients read it."""
     return orjson.dumps({"partitions": partitions})
+
+
+async def subscription_names(redis: Redis, topic: TopicName, partitions: int) -> set[str]:
+    """Subscriptions present in Redis on any partition of ``topic``."""
+    every = partitions_of(topic, partitions)
+    members = await in_batches(redis, every, lambda pipe, p: pipe.smembers(keys.subs(p)))
+    return {(s.decode() if isinstance(s, bytes) else s) for names in members for s in names}
 
 
 class CatalogProjection:
@@ -75,26 +85,41 @@ class CatalogProjection:
     async def ensure_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
         """Create a subscription's consumer group on every partition (at the latest entry)."""
         now_ms = int(time.time() * 1000)
-        for partition in partitions_of(topic, partitions):
+        script = self.scripts["subscribe"]
+
+        def queue(pipe: Pipeline, partition: TopicName) -> Awaitable[Any]:
             script_keys, args = subscribe_call(
                 partition, name, "", "", "latest", now_ms, "{}", self.consumer_timeout_ms
             )
-            await self.scripts["subscribe"](keys=script_keys, args=args)
+            return script(keys=script_keys, args=args, client=pipe)
+
+        await in_batches(self.redis, partitions_of(topic, partitions), queue)
 
     async def drop_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
         """Delete a subscription from every partition (administrative delete)."""
+        await self.drop_subscriptions([(p, name) for p in partitions_of(topic, partitions)])
+
+    async def drop_subscriptions(self, pairs: list[tuple[TopicName, str]]) -> None:
+        """Delete each (partition, subscription) pair, in bounded pipelined batches."""
         now_ms = int(time.time() * 1000)
-        for partition in partitions_of(topic, partitions):
-            script_keys, args = unsubscribe_call(partition, name, "", now_ms, 0)
-            await self.scripts["unsubscribe"](keys=script_keys, args=args)
+        script = self.scripts["unsubscribe"]
+
+        def queue(pipe: Pipeline, pair: tuple[TopicName, str]) -> Awaitable[Any]:
+            script_keys, args = unsubscribe_call(pair[0], pair[1], "", now_ms, 0)
+            return script(keys=script_keys, args=args, client=pipe)
+
+        await in_batches(self.redis, pairs, queue)
 
     async def drop_topic_data(self, topic: TopicName, partitions: int) -> None:
         """Delete every Redis key of a deleted topic and its registry record."""
-        redis = self.redis
-        for partition in partitions_of(topic, max(partitions, 0)):
-            for sub in await redis.smembers(keys.subs(partition)):
-                await self.drop_subscription(partition, 0, sub.decode())
-            await redis.delete(
+        every = partitions_of(topic, max(partitions, 0))
+        subs = await in_batches(self.redis, every, lambda pipe, p: pipe.smembers(keys.subs(p)))
+        await self.drop_subscriptions(
+            [(p, s.decode()) for p, names in zip(every, subs, strict=True) for s in names]
+        )
+
+        def queue(pipe: Pipeline, partition: TopicName) -> Any:
+            return pipe.delete(
                 keys.log(partition),
                 keys.partition_stats(partition),
                 keys.idle(partition),
@@ -103,4 +128,6 @@ class CatalogProjection:
                 keys.quota(partition),
                 keys.limiter(partition),
             )
-        await redis.hdel(keys.TOPICS, topic.full)
+
+        await in_batches(self.redis, every, queue)
+        await self.redis.hdel(keys.TOPICS, topic.full)

@@ -17,6 +17,11 @@ from models.errors import NotFound, PreconditionFailed
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
+# Partitions per partitioned topic: the default bound and the most any setting allows.  Every
+# partition costs a dispatch task in its owning worker and keys in Redis, so, unlike Pulsar's
+# 0 = unlimited, the bound is always finite.
+DEFAULT_MAX_PARTITIONS = 1_000
+PARTITIONS_HARD_MAX = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +50,12 @@ class ConfigKey:
             if not body.isdigit():
                 raise PreconditionFailed(" Invalid dynamic-config value")
             value = int(stripped)
-            if self.minimum is not None and value < self.minimum:
-                raise PreconditionFailed(" Invalid dynamic-config value")
-            if self.maximum is not None and value > self.maximum:
-                raise PreconditionFailed(" Invalid dynamic-config value")
+            low = self.minimum if self.minimum is not None else -INT64_MAX - 1
+            high = self.maximum if self.maximum is not None else INT64_MAX
+            if not low <= value <= high:
+                raise PreconditionFailed(
+                    f" Invalid dynamic-config value: {self.name} must be from {low} to {high}"
+                )
             return value
         if self.choices is not None and text not in self.choices:
             raise PreconditionFailed(" Invalid dynamic-config value")
@@ -182,16 +189,17 @@ _KEYS: tuple[ConfigKey, ...] = (
         True,
         "partitions of auto-created partitioned topics",
         minimum=1,
-        maximum=INT32_MAX,
+        maximum=PARTITIONS_HARD_MAX,
     ),
     ConfigKey(
         "maxNumPartitionsPerPartitionedTopic",
         int,
-        0,
+        DEFAULT_MAX_PARTITIONS,
         True,
-        "upper bound on partitions (0 = none)",
-        minimum=0,
-        maximum=INT32_MAX,
+        f"upper bound on partitions per topic (at most {PARTITIONS_HARD_MAX:,}; unlike Pulsar, "
+        "0 is not unlimited: it is refused)",
+        minimum=1,
+        maximum=PARTITIONS_HARD_MAX,
     ),
     ConfigKey(
         "forceDeleteNamespaceAllowed",

@@ -27,7 +27,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from dataplane.catalog import CatalogProjection
+from dataplane.catalog import CatalogProjection, subscription_names
 from dataplane.events import ChangeEvent
 from models.base import utcnow
 from models.journal import AuditEntry, OutboxEvent, change_rows, record_change
@@ -197,8 +197,16 @@ class Catalog:
 
     async def publish_client_config(self) -> None:
         """The broker settings clients read (auto-creation, consumer timeout)."""
-        runtime = self.context.policy.broker.runtime()
+        broker = self.context.policy.broker
+        runtime = broker.runtime()
         config = {k: runtime[k] for k in CLIENT_SETTINGS}
+        # An auto-created topic obeys the same bound as one created over REST.
+        config["defaultNumPartitions"] = str(
+            min(
+                broker.get("defaultNumPartitions"),
+                broker.get("maxNumPartitionsPerPartitionedTopic"),
+            )
+        )
         config["consumerTimeoutMs"] = str(self.context.consumer_timeout_ms)
         await self.context.redis.hset(keys.CLIENT_CONFIG, mapping=config)
 
@@ -219,9 +227,7 @@ class Catalog:
         for name, topic in db_topics.items():
             known = by_topic.get(topic.id, {})
             base = TopicName.from_full(name)
-            in_redis: set[str] = set()
-            for partition in partitions_of(base, topic.partitions):
-                in_redis |= {s.decode() for s in await redis.smembers(keys.subs(partition))}
+            in_redis = await subscription_names(redis, base, topic.partitions)
             for sub_name, sub_id in known.items():
                 if f"{name}#{sub_name}" in tombstones:
                     gone.append(sub_id)

@@ -7,8 +7,9 @@ import contextlib
 from redis.exceptions import RedisError
 from sqlalchemy import select
 
-from api.dataplane import aggregate, lookup, registry_topics, subscription_names
+from api.dataplane import aggregate, lookup, registry_topics
 from api.unit_of_work import UnitOfWork
+from dataplane.catalog import subscription_names
 from models.errors import Conflict, NotAcceptable, NotFound, PreconditionFailed, Unavailable
 from models.orm import Namespace, Subscription, Topic
 from models.repository import find_topic, get_namespace, get_topic, load_broker_config
@@ -59,10 +60,10 @@ async def list_partitioned(uow: UnitOfWork, tenant: str, namespace: str) -> list
 
 async def _check_partition_count(uow: UnitOfWork, partitions: int) -> None:
     limit = (await load_broker_config(uow.session)).get("maxNumPartitionsPerPartitionedTopic")
-    if partitions <= 0 or (limit > 0 and partitions > limit):
+    if not 0 < partitions <= limit:
         raise NotAcceptable(
             "Number of partitions should be more than 0 and less than or equal to "
-            f"maxNumPartitionsPerPartitionedTopic ({limit if limit > 0 else 'unlimited'})"
+            f"maxNumPartitionsPerPartitionedTopic ({limit})"
         )
 
 
@@ -238,12 +239,8 @@ async def partitioned_stats(uow: UnitOfWork, topic: TopicName, per_partition: bo
     _, row = await get_topic(uow.session, topic)
     if row.partitions == 0:
         raise NotFound("Partitioned Topic not found")
-    dp = _data_plane(uow)
-    docs = {}
-    for partition in expand(topic, row.partitions):
-        name = TopicName.from_full(partition)
-        docs[partition] = await dp.partition_stats(name)
-    return aggregate(docs, per_partition)
+    partitions = [topic.partition(i) for i in range(row.partitions)]
+    return aggregate(await _data_plane(uow).partitions_stats(partitions), per_partition)
 
 
 async def lookup_topic(uow: UnitOfWork, topic: TopicName) -> dict:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+import redis
+
+from sluice.protocol import keys
 
 BASE = "/admin/v2/persistent/acme/orders"
 
@@ -101,3 +104,46 @@ def test_subscriptions(ns):
     assert http.delete(f"{BASE}/created/subscription/audit").status_code == 204
     assert http.delete(f"{BASE}/created/subscription/audit").status_code == 404
     assert http.get(f"{BASE}/created/subscriptions").json() == ["billing"]
+
+
+def test_partition_count_is_bounded_by_default(ns):
+    http = ns
+    config = "/admin/v2/brokers/configuration"
+    assert http.get(f"{config}/runtime").json()["maxNumPartitionsPerPartitionedTopic"] == "1000"
+    huge = http.put(f"{BASE}/huge/partitions", json=1_000_000_000)
+    assert huge.status_code == 406
+    assert "maxNumPartitionsPerPartitionedTopic (1000)" in huge.json()["reason"]
+    assert http.put(f"{BASE}/huge/partitions", json=1001).status_code == 406
+    assert http.get(BASE).json() == []
+    # Pulsar's 0 (unlimited) and anything past the hard bound are refused, with the range.
+    for value in (0, 10_001, 2**40):
+        answer = http.post(f"{config}/maxNumPartitionsPerPartitionedTopic/{value}")
+        assert answer.status_code == 412
+        assert "from 1 to 10000" in answer.json()["reason"]
+    assert http.get(f"{config}/values").json() == {}
+
+
+@pytest.fixture
+def redis_client(redis_server):
+    client = redis.Redis.from_url(redis_server.url)
+    yield client
+    client.close()
+
+
+def test_many_partitions_are_handled_in_batches(ns, redis_client):
+    # More partitions than one pipelined batch carries: every partition is reached.
+    http = ns
+    assert http.put(f"{BASE}/wide/partitions", json=600).status_code == 204
+    assert http.put(f"{BASE}/wide/subscription/audit").status_code == 204
+    last = "sl:{acme/orders/wide-partition-599}"
+    assert redis_client.sismember(f"{last}:subs", "audit")
+    stats = http.get(f"{BASE}/wide/partitioned-stats?perPartition=true").json()
+    assert stats["metadata"] == {"partitions": 600}
+    assert all("audit" in doc["subscriptions"] for doc in stats["partitions"].values())
+    assert len(http.get(f"{BASE}/wide/lookup").json()) == 600
+    assert http.delete(f"{BASE}/wide/subscription/audit").status_code == 204
+    assert not redis_client.sismember(f"{last}:subs", "audit")
+    assert http.put(f"{BASE}/wide/subscription/billing").status_code == 204
+    assert http.delete(f"{BASE}/wide/partitions").status_code == 204
+    # Clients stop at once; the workers drop the partitions' data (tests/workers).
+    assert not redis_client.hexists(keys.TOPICS, "persistent://acme/orders/wide")

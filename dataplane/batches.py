@@ -1,0 +1,49 @@
+"""Work over many partitions in bounded round trips.
+
+A partitioned topic may have thousands of partitions.  Whatever the admin service or a worker
+does on each of them goes through ``in_batches``: one pipelined round trip per ``BATCH``
+partitions, so no request waits on one round trip per partition and no single Redis call
+carries an unbounded amount of work (Redis serves other clients between two batches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from itertools import islice
+from typing import Any, TypeVar
+
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+
+T = TypeVar("T")
+
+BATCH = 256
+
+
+def chunks(items: Iterable[T], size: int = BATCH) -> Iterable[list[T]]:
+    """``items`` in lists of at most ``size``."""
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+async def in_batches(
+    redis: Redis,
+    items: Sequence[T],
+    queue: Callable[[Pipeline, T], Awaitable[Any] | Any],
+    *,
+    size: int = BATCH,
+    raise_on_error: bool = True,
+) -> list[Any]:
+    """Queue ``queue(pipe, item)`` for every item, ``size`` items per pipelined round trip;
+    the replies in the order of ``items``.  An error reply raises, as a plain call would,
+    unless ``raise_on_error`` is False: then it takes its place among the replies."""
+    replies: list[Any] = []
+    for chunk in chunks(items, size):
+        async with redis.pipeline(transaction=False) as pipe:
+            for item in chunk:
+                queued = queue(pipe, item)
+                if isinstance(queued, Awaitable):
+                    await queued
+            replies.extend(await pipe.execute(raise_on_error=raise_on_error))
+    return replies
