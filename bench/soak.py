@@ -10,22 +10,122 @@ SIGKILL.  At the end it reports lost and duplicated messages, the busiest second
 limit in force (the baseline is the limit itself), and memory: the admin service's over the
 whole run, and the most any worker grew during its life.
 ``--quick`` runs one minute.  Not part of CI.
+
+``--hostile`` mixes hostile admin traffic into the run: about 20 requests/s drawn from
+``HOSTILE`` (broken, huge, deeply nested or mistyped bodies, bad names, huge query strings,
+forbidden partition counts, unknown fields), aimed at a namespace whose dispatch rate must
+come out unchanged, while a prober reads an applied dispatch rate every 50 ms.  It adds the
+hostile answers by class (a 5xx or a timeout is a failure), whether the guarded policy
+changed, and the prober's latency.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import threading
 import time
 from collections import Counter
 
+import httpx
+
 import sluice
-from bench.harness import Stack, report
+from bench.harness import Stack, percentile, report
 
 TOPIC = "persistent://bench/ns/soak"
 PARTITIONS = 4
 RATES = (250, 150)  # per partition, alternating every 10 s
 PRODUCE_PER_SECOND = 800
+GUARDED = "/admin/v2/namespaces/bench/guarded"
+GUARDED_RATE = {"dispatchThrottlingRateInMsg": 100}
+_NS = "/admin/v2/namespaces/bench"
+_TOPIC = "/admin/v2/persistent/bench/guarded"
+JSON = {"Content-Type": "application/json"}
+# (method, path, body, headers): requests that must each get a 4xx and change nothing.
+HOSTILE: tuple[tuple[str, str, bytes | None, dict[str, str] | None], ...] = (
+    ("POST", f"{GUARDED}/dispatchRate", b'{"unknownField": 1}', JSON),
+    ("POST", f"{GUARDED}/dispatchRate", b'{"dispatchThrottlingRateInMsgs": 5}', JSON),
+    ("POST", f"{GUARDED}/dispatchRate", b'{"dispatchThrottlingRateInMsg": 1e400}', JSON),
+    ("POST", f"{GUARDED}/dispatchRate", b'{"dispatchThrottlingRateInMsg": NaN}', JSON),
+    ("POST", f"{GUARDED}/dispatchRate", b'{"ratePeriodInSecond": %d}' % 2**70, JSON),
+    ("POST", f"{GUARDED}/dispatchRate", b'{"dispatchThrottlingRateInMsg": "5"}', JSON),
+    ("POST", f"{GUARDED}/dispatchRate", b"[" * 20_000 + b"]" * 20_000, JSON),
+    ("POST", f"{GUARDED}/dispatchRate", b'{"a":' * 5_000 + b"1" + b"}" * 5_000, JSON),
+    ("POST", f"{GUARDED}/dispatchRate", b'{"dispatchThrottlingRateInMsg": 5', JSON),
+    ("POST", f"{GUARDED}/dispatchRate", b"x" * 2_000_000, JSON),
+    (
+        "POST",
+        f"{GUARDED}/dispatchRate",
+        b'{"dispatchThrottlingRateInMsg": 5}',
+        {"Content-Type": "text/plain"},
+    ),
+    (
+        "POST",
+        f"{GUARDED}/dispatchRate",
+        b'{"ratePeriodInSecond": 0, "dispatchThrottlingRateInMsg": 5}',
+        JSON,
+    ),
+    ("PUT", f"{_TOPIC}/huge/partitions", b"1000000000", JSON),
+    ("PUT", f"{_TOPIC}/huge/partitions", b"-1", JSON),
+    ("PUT", f"{_TOPIC}/huge/partitions", b"1.5", JSON),
+    ("PUT", f"{_NS}/..", None, None),
+    ("PUT", f"{_NS}/bad%00name", None, None),
+    ("PUT", f"{_NS}/{'n' * 10_000}", None, None),
+    ("GET", f"{_TOPIC}/t/stats?{'q=' + 'x' * 60_000}", None, None),
+    ("GET", "/admin/v2/audit?limit=-5&since=yesterday", None, None),
+    ("DELETE", f"{GUARDED}?force=maybe", None, None),
+    ("PATCH", f"{GUARDED}/dispatchRate", b"{}", JSON),
+    ("POST", "/admin/v2/brokers/configuration/maxNumPartitionsPerPartitionedTopic/0", None, None),
+    ("POST", "/admin/v2/brokers/configuration/dispatchThrottlingRateInMsg/1e9", None, None),
+)
+
+
+class Hostile:
+    """Sends ``HOSTILE`` requests at random and probes the admin service meanwhile."""
+
+    def __init__(self, admin_url: str, stop: threading.Event) -> None:
+        self.admin_url = admin_url
+        self.stop = stop
+        self.answers: Counter[str] = Counter()
+        self.probe_ms: list[float] = []
+        self.threads = [
+            threading.Thread(target=self._attack, daemon=True),
+            threading.Thread(target=self._probe, daemon=True),
+        ]
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join(30)
+
+    def _attack(self) -> None:
+        pick = random.Random(7)
+        with httpx.Client(base_url=self.admin_url, timeout=10) as http:
+            while not self.stop.is_set():
+                method, path, body, headers = pick.choice(HOSTILE)
+                try:
+                    status = http.request(method, path, content=body, headers=headers).status_code
+                    self.answers[f"{status // 100}xx"] += 1
+                except httpx.TimeoutException:
+                    self.answers["timeout"] += 1
+                except httpx.HTTPError:
+                    self.answers["connection error"] += 1
+                time.sleep(0.05)
+
+    def _probe(self) -> None:
+        path = "/admin/v2/persistent/bench/ns/soak/dispatchRate?applied=true"
+        with httpx.Client(base_url=self.admin_url, timeout=10) as http:
+            while not self.stop.is_set():
+                started = time.perf_counter()
+                try:
+                    http.get(path)
+                    self.probe_ms.append((time.perf_counter() - started) * 1000)
+                except httpx.HTTPError:
+                    self.probe_ms.append(10_000.0)
+                time.sleep(0.05)
 
 
 def rss_kib(pid: int) -> int:
@@ -41,6 +141,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--quick", action="store_true", help="one minute")
+    parser.add_argument("--hostile", action="store_true", help="mix in hostile admin traffic")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args()
     seconds = 60.0 if args.quick else args.minutes * 60
@@ -58,6 +159,10 @@ def main() -> None:
             ).raise_for_status()
 
         set_rate(RATES[0])
+        if args.hostile:
+            admin.put(GUARDED).raise_for_status()
+            admin.post(f"{GUARDED}/dispatchRate", json=GUARDED_RATE).raise_for_status()
+            guarded_before = admin.get(f"{GUARDED}/dispatchRate").json()
         workers = [stack.start_worker(f"soak{i}") for i in range(2)]
         api = stack.processes[0]
         api_start = rss_kib(api.pid)
@@ -86,6 +191,9 @@ def main() -> None:
 
         thread = threading.Thread(target=consume, daemon=True)
         thread.start()
+        hostile = Hostile(stack.admin_url, stop) if args.hostile else None
+        if hostile is not None:
+            hostile.start()
         producer = client.create_producer(TOPIC)
         restarts = 0
         next_flip, next_restart, rate_index = 10.0, 60.0, 0
@@ -118,6 +226,19 @@ def main() -> None:
             time.sleep(0.5)
         stop.set()
         thread.join(10)
+        extra: dict[str, object] = {}
+        if hostile is not None:
+            hostile.join()
+            unchanged = admin.get(f"{GUARDED}/dispatchRate").json() == guarded_before
+            extra = {
+                "hostile answers": ", ".join(
+                    f"{k} {v}" for k, v in sorted(hostile.answers.items())
+                ),
+                "guarded policy unchanged": unchanged,
+                "admin probe p50 ms": percentile(hostile.probe_ms, 0.5),
+                "admin probe p99 ms": percentile(hostile.probe_ms, 0.99),
+                "admin probe max ms": max(hostile.probe_ms, default=float("nan")),
+            }
         growth += [rss_kib(w.pid) - worker_start[w.pid] for w in workers]
         api_end = rss_kib(api.pid)
         client.close()
@@ -127,8 +248,10 @@ def main() -> None:
     # A limit change applies within milliseconds; seconds in which it changed are skipped.
     steady = [s for s in per_second if limits.get(s) == limits.get(s - 1) == limits.get(s + 1)]
     worst = max((per_second[s] / limits[s] for s in steady if s in limits), default=float("nan"))
+    hostile_title = ", hostile admin traffic" if args.hostile else ""
     report(
-        f"Soak: {seconds / 60:g} min of produce, consume, policy flips and worker restarts",
+        f"Soak: {seconds / 60:g} min of produce, consume, policy flips and worker restarts"
+        + hostile_title,
         [
             {
                 "produced": produced,
@@ -140,6 +263,7 @@ def main() -> None:
                 "admin RSS start MiB": api_start / 1024,
                 "admin RSS end MiB": api_end / 1024,
                 "max worker RSS growth in its life MiB": max(growth) / 1024,
+                **extra,
             }
         ],
         args.json,
