@@ -114,7 +114,8 @@ async def delete_subscription(
 
 @router.get(TOPIC + "/stats", response_model=TopicStats)
 async def get_stats(topic: TopicDep, uow: UowDep) -> Response:
-    """Stats of a partition or non-partitioned topic (Pulsar's ``TopicStats``)."""
+    """Pulsar's ``TopicStats`` of a partition or non-partitioned topic; the totals over the
+    partitions for a partitioned topic."""
     return JsonResponse(await service.topic_stats(uow, topic))
 
 

@@ -227,10 +227,11 @@ def _record_subscription(uow: UnitOfWork, base: TopicName, name: str, before, af
 
 
 async def topic_stats(uow: UnitOfWork, topic: TopicName) -> dict:
-    """Pulsar's ``TopicStats`` of a partition or non-partitioned topic."""
+    """Pulsar's ``TopicStats`` of a partition or non-partitioned topic; for a partitioned
+    topic, the totals over its partitions (as Pulsar answers)."""
     _, row = await get_topic(uow.session, topic)
     if topic.partition_index < 0 and row.partitions > 0:
-        raise NotFound(f"{topic.full} is a partitioned topic: use partitioned-stats")
+        return await partitioned_stats(uow, topic, per_partition=False)
     return await _data_plane(uow).partition_stats(topic)
 
 

@@ -140,6 +140,11 @@ def test_many_partitions_are_handled_in_batches(ns, redis_client):
     stats = http.get(f"{BASE}/wide/partitioned-stats?perPartition=true").json()
     assert stats["metadata"] == {"partitions": 600}
     assert all("audit" in doc["subscriptions"] for doc in stats["partitions"].values())
+    # ``stats`` of a partitioned topic answers the totals, as Pulsar does.
+    totals = http.get(f"{BASE}/wide/stats").json()
+    assert totals["metadata"] == {"partitions": 600}
+    assert set(totals["subscriptions"]) == {"audit"}
+    assert totals["partitions"] == {}
     assert len(http.get(f"{BASE}/wide/lookup").json()) == 600
     assert http.delete(f"{BASE}/wide/subscription/audit").status_code == 204
     assert not redis_client.sismember(f"{last}:subs", "audit")
