@@ -17,6 +17,9 @@ from collections.abc import AsyncIterator
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from api.audit.router import router as audit_router
 from api.auth import AccessControl, AuthenticationMiddleware, authorize
@@ -45,6 +48,27 @@ from models.settings import Settings
 log = logging.getLogger(__name__)
 
 
+def connect_redis(settings: Settings) -> Redis:
+    """The admin service's Redis client, bounded so that no request hangs on Redis.
+
+    A connection attempt gives up after ``redis_connect_timeout_seconds`` (1 s), a reply is
+    awaited at most ``redis_timeout_seconds`` (3 s).  A refused or lost connection is retried
+    once after 50-200 ms (the first call after a Redis restart finds its pooled connection
+    dead and reconnects); a timeout is not retried.  So a call fails within about 0.2 s when
+    Redis refuses connections and within about 3 s when it accepts them but does not answer,
+    and the request answers 503 (``api.errors``).  redis-py's own default would retry ten
+    times, each waiting up to 5 s.
+    """
+    return Redis.from_url(
+        settings.effective_redis_url,
+        socket_connect_timeout=settings.redis_connect_timeout_seconds,
+        socket_timeout=settings.redis_timeout_seconds,
+        retry=Retry(
+            ExponentialBackoff(cap=0.2, base=0.05), 1, supported_errors=(RedisConnectionError,)
+        ),
+    )
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the admin service for ``settings`` (read from the environment by default)."""
     settings = settings or Settings()
@@ -54,7 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_async_engine(settings.effective_database_url, pool_size=settings.db_pool_size)
         sessions = make_session_factory(engine)
-        redis = Redis.from_url(settings.effective_redis_url)
+        redis = connect_redis(settings)
         relay = OutboxRelay(
             sessions,
             redis,

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from api.errors import redis_unavailable
 from api.state import AppState
 from api.unit_of_work import ANONYMOUS, Caller, UnitOfWork
 
@@ -46,7 +47,9 @@ async def get_unit_of_work(
     """One transaction per request: commit after the handler, or roll back.
 
     After the commit the outbox relay is woken and the after-commit hooks run (they project
-    the change into Redis at once; the workers would otherwise do it within moments).
+    the change into Redis at once; the workers would otherwise do it within moments).  When
+    one finds Redis unavailable, the rest are skipped and the answer says enforcement is
+    pending: the relay publishes the events once Redis is back.
 
     ``dryRun=true`` on any request always rolls back, so the handler may perform the write,
     compute what it would produce, and leave nothing behind.
@@ -67,15 +70,24 @@ async def get_unit_of_work(
             await session.rollback()
             return
         await session.commit()
+    redis_down = False
     for hook in uow.after_commit_hooks:
         # Best effort: workers reconcile the data plane from the database anyway.
         try:
             await hook()
         except Exception as exc:
             log.warning("after-commit step failed (workers will reconcile): %s", exc)
+            if redis_unavailable(exc):
+                # The next steps, and publishing, would each wait for Redis in vain.
+                redis_down = True
+                break
     if uow.emitted:
         state.cache.local_write()
-        await enforce(request, state, uow)
+        if redis_down:
+            state.relay.notify()
+            request.state.enforcement = "pending"
+        else:
+            await enforce(request, state, uow)
 
 
 async def enforce(request: Request, state: AppState, uow: UnitOfWork) -> None:

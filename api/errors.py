@@ -1,7 +1,9 @@
 """Mapping of every error to Pulsar's ``{"reason": ...}`` shape, in one place.
 
-Domain errors map by class; request validation errors become 400; database outages 503;
-anything unexpected 500 without a stack trace (it is logged instead).
+Domain errors map by class; request validation errors become 400; database outages 503, and
+so does a Redis that cannot serve (refused or lost connection, timeout, still loading its data,
+read-only replica, out of memory, cluster down); anything unexpected, including a Redis error
+that is a bug (a wrong type, a script error), 500 without a stack trace (it is logged instead).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from redis import exceptions as redis_errors
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -89,6 +92,35 @@ async def _database(_request: Request, exc: Exception) -> JsonResponse:
     return reason_response(503, "Database unavailable, retry later")
 
 
+# Redis errors that mean "Redis cannot serve right now" rather than a mistake in the request
+# or the code; and the reply prefixes with that meaning redis-py has no class for.
+REDIS_UNAVAILABLE: tuple[type[redis_errors.RedisError], ...] = (
+    redis_errors.ConnectionError,  # refused, reset, auth, still loading, pool exhausted
+    redis_errors.TimeoutError,
+    redis_errors.ReadOnlyError,  # a replica after a failover
+    redis_errors.OutOfMemoryError,
+    redis_errors.ClusterDownError,
+    redis_errors.TryAgainError,
+)
+REDIS_UNAVAILABLE_REPLIES = ("MISCONF", "MASTERDOWN", "LOADING")
+
+
+def redis_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says Redis is unavailable (503) rather than a bug (500)."""
+    if isinstance(exc, REDIS_UNAVAILABLE):
+        return True
+    return isinstance(exc, redis_errors.ResponseError) and str(exc).startswith(
+        REDIS_UNAVAILABLE_REPLIES
+    )
+
+
+async def _redis(request: Request, exc: Exception) -> JsonResponse:
+    if not redis_unavailable(exc):
+        return await _unexpected(request, exc)
+    log.warning("Redis error mapped to 503: %s: %s", type(exc).__name__, exc)
+    return reason_response(503, "Redis unavailable, retry later")
+
+
 async def _unexpected(_request: Request, exc: Exception) -> JsonResponse:
     log.exception("unhandled error", exc_info=exc)
     return reason_response(500, "Internal server error")
@@ -102,4 +134,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(IntegrityError, _integrity)
     app.add_exception_handler(OperationalError, _database)
     app.add_exception_handler(DBAPIError, _database)
+    app.add_exception_handler(redis_errors.RedisError, _redis)
     app.add_exception_handler(Exception, _unexpected)

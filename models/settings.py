@@ -52,6 +52,12 @@ class Settings(BaseSettings):
     # A write is answered once every live worker enforces it; a worker that has not
     # confirmed within this many seconds is fenced off (its partition leases are deleted).
     apply_timeout_seconds: float = 5.0
+    # The admin service's Redis calls: a connection attempt gives up after
+    # redis_connect_timeout_seconds, a reply is awaited at most redis_timeout_seconds (keep it
+    # above the 1 s blocking reads of the change-event follower).  A refused connection is
+    # retried once; a timeout is not.  A request that needs an unavailable Redis answers 503.
+    redis_connect_timeout_seconds: float = 1.0
+    redis_timeout_seconds: float = 3.0
 
     # --- security (Pulsar's authenticationEnabled, authorizationEnabled, superUserRoles) ----
     # Require a JWT (Authorization: Bearer) on every admin call except health and docs.

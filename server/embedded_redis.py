@@ -35,7 +35,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
+    """In a child before exec: receive SIGTERM when the parent (thread) dies."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError):
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -93,6 +94,12 @@ class EmbeddedRedis:
 
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
         """Start the server and wait until it answers PING."""
+        self.wait_ready(self.spawn(), timeout)
+        return self
+
+    def spawn(self) -> subprocess.Popen:
+        """Start the server process, on the same port and folder every time; return at once
+        (``wait_ready`` waits until it serves)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         args = [
             self.binary,
@@ -129,20 +136,29 @@ class EmbeddedRedis:
             args,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
             start_new_session=True,
         )
-        client = redis.Redis.from_url(self.url)
+        return self.process
+
+    def wait_ready(self, process: subprocess.Popen, timeout: float = 10.0) -> None:
+        """Wait until the server answers PING (it has loaded its data); raise when it exits
+        or does not answer for ``timeout`` seconds (while it answers that it is still loading
+        its data, it is given the time it needs)."""
+        client = redis.Redis.from_url(self.url, socket_timeout=1.0, socket_connect_timeout=1.0)
         deadline = time.monotonic() + timeout
         try:
             while True:
                 try:
                     client.ping()
-                    return self
-                except redis.ConnectionError:
-                    if self.process.poll() is not None:
+                    return
+                except redis.BusyLoadingError:
+                    deadline = time.monotonic() + timeout
+                    time.sleep(0.05)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    if process.poll() is not None:
                         raise RuntimeError(
-                            f"redis-server exited with {self.process.returncode}; "
+                            f"redis-server exited with {process.returncode}; "
                             f"see {self.directory / 'redis.log'}"
                         ) from None
                     if time.monotonic() > deadline:

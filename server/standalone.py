@@ -6,6 +6,12 @@ and the data plane in an embedded Redis server, both under the data folder, unle
 service and one broker worker share one event loop.  When the reporting extra is installed,
 a Celery worker with an embedded beat (one process, solo pool) lands stats and runs the
 report jobs on schedule (``--no-reports`` leaves it out).
+
+What the standalone starts, it supervises (``server.supervisor``): the embedded Redis and the
+report scheduler are restarted when they die, the worker when it fails, with exponential
+backoff.  The embedded Redis keeps an append-only file (fsync every second) in its folder, so
+a restarted server has every write it acknowledged before it was killed; it comes back on the
+same port, and the admin service, the worker and clients reconnect by themselves.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ import uvicorn
 from api.app import create_app
 from migrations import upgrade
 from models.settings import Settings
-from server.embedded_redis import EmbeddedRedis
+from server.embedded_redis import EmbeddedRedis, die_with_parent
 from server.ports import Port, check_free
+from server.supervisor import SupervisedProcess, supervise_task
 from sluice.protocol.urls import redact_url
 from workers.main import run_worker
 
@@ -61,34 +68,46 @@ def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
     )
     settings.data_dir.mkdir(parents=True, exist_ok=True)
 
-    embedded: EmbeddedRedis | None = None
+    run_dir = settings.data_dir / "run"  # pid files of the children
+    children: list[SupervisedProcess] = []
     if not settings.redis_url:
-        embedded = EmbeddedRedis(settings.data_dir / "redis", args.redis_port, appendonly=True)
-        embedded.start()
+        embedded = EmbeddedRedis(
+            settings.data_dir / "redis",
+            args.redis_port,
+            appendonly=True,
+            extra_args=("--appendfsync", "everysec"),
+        )
+        redis_child = SupervisedProcess(
+            "redis-server", embedded.spawn, ready=embedded.wait_ready, pid_dir=run_dir
+        ).start()
+        children.append(redis_child)
+        log.info(
+            "embedded Redis: pid %d (%s), append-only file in %s",
+            redis_child.process.pid if redis_child.process else 0,
+            redis_child.pid_file,
+            embedded.directory,
+        )
         settings = settings.model_copy(update={"redis_url": embedded.url})
-    scheduler: subprocess.Popen | None = None
     try:
         upgrade(settings.effective_database_url)
         log.info("database: %s", redact_url(settings.effective_database_url))
         log.info("redis (client service URL): %s", redact_url(settings.effective_redis_url))
         log.info("admin API: http://localhost:%d/admin/v2", settings.http_port)
         if not getattr(args, "no_reports", False):
-            scheduler = start_report_scheduler(settings, args.log_level)
-        asyncio.run(_serve(settings, args.log_level))
+            scheduler = report_scheduler(settings, args.log_level, run_dir)
+            if scheduler is not None:
+                children.append(scheduler.start())
+        asyncio.run(_serve(settings, args.log_level, children))
     finally:
-        if scheduler is not None:
-            scheduler.terminate()
-            try:
-                scheduler.wait(20)
-            except subprocess.TimeoutExpired:
-                scheduler.kill()
-        if embedded is not None:
-            embedded.stop()
+        # The report scheduler first, the Redis everything uses last.
+        for child in reversed(children):
+            child.stop()
     return 0
 
 
-def start_report_scheduler(settings: Settings, log_level: str) -> subprocess.Popen | None:
-    """Start Celery worker + beat for reporting, or return None without the reports extra."""
+def report_scheduler(settings: Settings, log_level: str, run_dir: Path) -> SupervisedProcess | None:
+    """Celery worker + beat for reporting (not started yet), or None without the reports
+    extra."""
     if importlib.util.find_spec("pyspark") is None:
         log.info("reporting off: install the 'reports' extra to run the report jobs")
         return None
@@ -115,12 +134,21 @@ def start_report_scheduler(settings: Settings, log_level: str) -> subprocess.Pop
         "--hostname",
         f"sluice-standalone-{os.getpid()}@%h",
     ]
+
+    def spawn() -> subprocess.Popen:
+        # A session of its own, like the embedded Redis: a Ctrl-C reaches the standalone,
+        # which stops the scheduler itself (and does not mistake its exit for a crash).
+        return subprocess.Popen(
+            command, env=env, preexec_fn=die_with_parent, start_new_session=True
+        )
+
     log.info("report scheduler: Celery worker with beat (schedule %s)", settings.report_schedule)
-    return subprocess.Popen(command, env=env)
+    return SupervisedProcess("report-scheduler", spawn, pid_dir=run_dir)
 
 
-async def _serve(settings: Settings, log_level: str) -> None:
-    """The admin service and a worker in one loop, until SIGINT/SIGTERM."""
+async def _serve(settings: Settings, log_level: str, children: list[SupervisedProcess]) -> None:
+    """The admin service and a worker in one loop, the children supervised, until
+    SIGINT/SIGTERM."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -136,7 +164,9 @@ async def _serve(settings: Settings, log_level: str) -> None:
     )
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
     api = asyncio.create_task(server.serve())
-    worker = asyncio.create_task(run_worker(settings, stop))
+    # The worker shares this loop: when it dies with an exception it is run again.
+    worker = asyncio.create_task(supervise_task("worker", lambda: run_worker(settings, stop), stop))
+    supervisors = [asyncio.create_task(child.supervise(stop)) for child in children]
     await stop.wait()
     server.should_exit = True
-    await asyncio.gather(api, worker, return_exceptions=True)
+    await asyncio.gather(api, worker, *supervisors, return_exceptions=True)

@@ -38,6 +38,24 @@ def build_worker(settings: Settings, sessions) -> Worker:
     return Worker(settings, connect_redis(settings), sessions, control=connect_redis(settings, 4))
 
 
+async def until_stopped(stop: asyncio.Event, worker: Worker) -> None:
+    """Return once ``stop`` is set; raise when one of the worker's loops ends first (they
+    end only by failing, and a worker without them would hold partitions it no longer
+    serves): ``sluice worker`` then exits with an error, ``sluice standalone`` runs the worker
+    again."""
+    stopped = asyncio.create_task(stop.wait())
+    try:
+        done, _ = await asyncio.wait([stopped, *worker.loops], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if stopped in done:
+        return
+    ended = next(task for task in done if task is not stopped)
+    error = None if ended.cancelled() else ended.exception()
+    outcome = "was cancelled" if ended.cancelled() else f"ended: {error!r}"
+    raise RuntimeError(f"worker {worker.id}: its {ended.get_name()} loop {outcome}") from error
+
+
 async def run_worker(
     settings: Settings, stop: asyncio.Event | None = None, http_socket: socket.socket | None = None
 ) -> None:
@@ -78,7 +96,7 @@ async def run_worker(
                     return
                 except TimeoutError:
                     continue
-        await stop.wait()
+        await until_stopped(stop, worker)
     finally:
         log.info("worker %s stopping", worker.id)
         await worker.stop()

@@ -156,6 +156,11 @@ class Worker:
         self.ready = True
         log.info("worker %s ready with %d partitions", self.id, len(self.runners))
 
+    @property
+    def loops(self) -> tuple[asyncio.Task, ...]:
+        """The background loops (events, wake-ups, tick, resync); they end only by failing."""
+        return tuple(self._tasks)
+
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop dispatching, give up ownership, stop the loops (each step time-bounded)."""
         self.ready = False

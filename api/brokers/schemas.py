@@ -12,6 +12,12 @@ class ReadyChecks(Document):
     redis: str
 
 
+class NotReady(ReadyChecks):
+    """The checks, and what is down in Pulsar's error shape."""
+
+    reason: str
+
+
 class WorkerDocument(Document):
     """A live worker: how to reach it and how many partitions it owns."""
 

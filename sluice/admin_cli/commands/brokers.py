@@ -32,7 +32,7 @@ def _runtime(args, admin):
 
 def _healthcheck(args, admin):
     admin.request("GET", f"{BASE}/health")
-    admin.request("GET", f"{BASE}/ready")  # 503 (an error) when the database is down
+    admin.request("GET", f"{BASE}/ready")  # 503 (an error) when the database or Redis is down
     return "ok"
 
 

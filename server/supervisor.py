@@ -1,0 +1,189 @@
+"""Supervision for ``sluice standalone``: restart what dies, with exponential backoff.
+
+``SupervisedProcess`` watches a child process (the embedded ``redis-server``, the Celery
+report scheduler); ``supervise_task`` reruns a coroutine (the in-process broker worker).  A
+child that dies is logged with its exit code or signal and started again after a delay that
+starts at 0.5 s and doubles up to 10 s; the delay goes back to 0.5 s once a child has run
+for 30 s.  Nothing is restarted once the standalone is stopping.  Each process child's pid
+is kept in ``<data dir>/run/<name>.pid`` while it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("sluice.supervisor")
+
+POLL_SECONDS = 0.2  # how often a child's liveness is checked
+
+
+@dataclass
+class Backoff:
+    """Delays between restarts: ``initial`` doubling up to ``cap``, back to ``initial`` after
+    a run of at least ``healthy_after`` seconds."""
+
+    initial: float = 0.5
+    cap: float = 10.0
+    healthy_after: float = 30.0
+    failures: int = 0
+
+    def next_delay(self, ran_for: float) -> float:
+        """The delay before the restart of a child that ran ``ran_for`` seconds."""
+        if ran_for >= self.healthy_after:
+            self.failures = 0
+        delay = min(self.cap, self.initial * 2**self.failures)
+        self.failures += 1
+        return delay
+
+
+def describe_exit(returncode: int) -> str:
+    """``exit code 1`` or ``killed by SIGKILL``."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exit code {returncode}"
+
+
+async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait up to ``seconds``; True when ``stop`` was set meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+    return stop.is_set()
+
+
+class SupervisedProcess:
+    """A child process that is started again when it dies.
+
+    ``spawn`` starts it and returns at once (it runs in the event loop's thread, so that the
+    child's parent-death signal is tied to the main thread); ``ready``, when given, blocks
+    until the new child serves (it runs in a worker thread) and raises if it never does.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        spawn: Callable[[], subprocess.Popen],
+        *,
+        ready: Callable[[subprocess.Popen], None] | None = None,
+        pid_dir: Path | None = None,
+        stop_timeout: float = 20.0,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.name = name
+        self._spawn = spawn
+        self._ready = ready
+        self.pid_file = pid_dir / f"{name}.pid" if pid_dir is not None else None
+        self.stop_timeout = stop_timeout
+        self.backoff = backoff or Backoff()
+        self.process: subprocess.Popen | None = None
+        self.restarts = 0
+
+    def start(self) -> SupervisedProcess:
+        """Start the child and wait until it is ready (raises when it is not)."""
+        process = self._launch()
+        if self._ready is not None:
+            self._ready(process)
+        return self
+
+    def _launch(self) -> subprocess.Popen:
+        self.process = self._spawn()
+        if self.pid_file is not None:
+            self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+            self.pid_file.write_text(f"{self.process.pid}\n")
+        return self.process
+
+    async def supervise(self, stop: asyncio.Event) -> None:
+        """Restart the child whenever it dies, until ``stop`` is set."""
+        started = time.monotonic()
+        while not stop.is_set():
+            process = self.process
+            if process is not None and process.poll() is None:
+                await _stopped_within(stop, POLL_SECONDS)
+                continue
+            if stop.is_set():
+                return
+            ran_for = time.monotonic() - started
+            delay = self.backoff.next_delay(ran_for)
+            if process is not None:
+                log.warning(
+                    "%s (pid %d) died: %s after %.1f s; restarting in %.1f s",
+                    self.name,
+                    process.pid,
+                    describe_exit(process.returncode),
+                    ran_for,
+                    delay,
+                )
+            if await _stopped_within(stop, delay):
+                return
+            started = time.monotonic()
+            self.restarts += 1
+            try:
+                process = self._launch()
+                if self._ready is not None:
+                    await asyncio.to_thread(self._ready, process)
+            except Exception as exc:
+                log.error("%s: restart %d failed: %s", self.name, self.restarts, exc)
+                self._kill()
+                self.process = None
+                continue
+            log.warning("%s restarted (pid %d, restart %d)", self.name, process.pid, self.restarts)
+
+    def stop(self) -> None:
+        """Stop the child: SIGTERM, then SIGKILL after ``stop_timeout`` seconds."""
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._forget()
+
+    def _kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._forget()
+
+    def _forget(self) -> None:
+        if self.pid_file is not None:
+            self.pid_file.unlink(missing_ok=True)
+
+
+async def supervise_task(
+    name: str,
+    run: Callable[[], Awaitable[None]],
+    stop: asyncio.Event,
+    backoff: Backoff | None = None,
+) -> None:
+    """Run ``run()`` until ``stop`` is set, again (after a backoff) whenever it raises or
+    returns before that."""
+    backoff = backoff or Backoff()
+    while not stop.is_set():
+        started = time.monotonic()
+        try:
+            await run()
+            outcome = "returned"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("%s died: %s: %s", name, type(exc).__name__, exc, exc_info=exc)
+            outcome = "died"
+        if stop.is_set():
+            return
+        delay = backoff.next_delay(time.monotonic() - started)
+        log.warning("%s %s; restarting in %.1f s", name, outcome, delay)
+        if await _stopped_within(stop, delay):
+            return

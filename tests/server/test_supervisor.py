@@ -1,0 +1,123 @@
+"""``server.supervisor``: backoff, and restarts of real child processes and of coroutines."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from server.supervisor import Backoff, SupervisedProcess, describe_exit, supervise_task
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
+
+
+def test_backoff_doubles_to_the_cap_and_resets_after_a_healthy_run():
+    backoff = Backoff(initial=0.5, cap=10.0, healthy_after=30.0)
+    assert [backoff.next_delay(1.0) for _ in range(7)] == [0.5, 1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    assert backoff.next_delay(30.0) == 0.5
+    assert backoff.next_delay(0.1) == 1.0
+
+
+def test_exits_are_described_by_code_or_signal():
+    assert describe_exit(3) == "exit code 3"
+    assert describe_exit(-signal.SIGKILL) == "killed by SIGKILL"
+    assert describe_exit(-signal.SIGSEGV) == "killed by SIGSEGV"
+
+
+def test_a_killed_child_is_restarted_and_stop_restarts_nothing(tmp_path, caplog):
+    caplog.set_level(logging.INFO, "sluice.supervisor")
+    child = SupervisedProcess(
+        "sleeper",
+        lambda: subprocess.Popen(SLEEPER),
+        pid_dir=tmp_path / "run",
+        backoff=Backoff(initial=0.1),
+    )
+    pid_file = tmp_path / "run" / "sleeper.pid"
+
+    async def scenario() -> tuple[int, int, float]:
+        stop = asyncio.Event()
+        child.start()
+        supervisor = asyncio.create_task(child.supervise(stop))
+        first = int(pid_file.read_text())
+        os.kill(first, signal.SIGKILL)
+        killed = time.monotonic()
+        while int(pid_file.read_text()) == first:
+            assert time.monotonic() - killed < 5, "not restarted"
+            await asyncio.sleep(0.02)
+        restarted_after = time.monotonic() - killed
+        second = int(pid_file.read_text())
+        stop.set()
+        await asyncio.wait_for(supervisor, 2)
+        return first, second, restarted_after
+
+    first, second, restarted_after = asyncio.run(scenario())
+    try:
+        assert second != first
+        assert child.process is not None and child.process.pid == second
+        assert child.process.poll() is None, "the restarted child should be running"
+        assert child.restarts == 1
+        assert 0.1 <= restarted_after < 2.0
+        assert f"sleeper (pid {first}) died: killed by SIGKILL" in caplog.text
+        assert f"sleeper restarted (pid {second}, restart 1)" in caplog.text
+    finally:
+        child.stop()
+    assert child.process.poll() == -signal.SIGTERM
+    assert not pid_file.exists()
+
+
+def test_a_failing_restart_is_retried_with_backoff(tmp_path, caplog):
+    attempts: list[float] = []
+
+    def spawn() -> subprocess.Popen:
+        attempts.append(time.monotonic())
+        if len(attempts) in (2, 3):
+            raise OSError("no such binary")
+        return subprocess.Popen([sys.executable, "-c", "raise SystemExit(7)"])
+
+    child = SupervisedProcess("flaky", spawn, backoff=Backoff(initial=0.05, cap=0.2))
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        child.start()
+        supervisor = asyncio.create_task(child.supervise(stop))
+        while len(attempts) < 5:
+            await asyncio.sleep(0.01)
+        stop.set()
+        await asyncio.wait_for(supervisor, 2)
+
+    asyncio.run(scenario())
+    child.stop()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(attempts)]
+    # At least 0.05, 0.1, 0.2 and 0.2 s (capped) after the child's exit or the failed start.
+    assert all(gap >= delay for gap, delay in zip(gaps, [0.05, 0.1, 0.2, 0.2], strict=True)), gaps
+    assert "flaky: restart 1 failed: no such binary" in caplog.text
+    assert "died: exit code 7" in caplog.text
+
+
+def test_a_task_that_raises_is_run_again_until_stopped(caplog):
+    runs: list[int] = []
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+
+        async def run() -> None:
+            runs.append(len(runs))
+            if len(runs) < 3:
+                raise RuntimeError(f"boom {len(runs)}")
+            await stop.wait()
+
+        supervisor = asyncio.create_task(supervise_task("worker", run, stop, Backoff(initial=0.01)))
+        while len(runs) < 3:
+            await asyncio.sleep(0.01)
+        stop.set()
+        await asyncio.wait_for(supervisor, 2)
+
+    asyncio.run(scenario())
+    assert runs == [0, 1, 2]
+    assert "worker died: RuntimeError: boom 1" in caplog.text
+    assert "worker died: RuntimeError: boom 2" in caplog.text
