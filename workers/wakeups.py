@@ -23,6 +23,15 @@ from sluice.protocol import keys
 log = logging.getLogger(__name__)
 
 
+async def _deliver(on_wake: Callable[[str], Awaitable[None]], data: bytes) -> None:
+    """Hand one message on; anyone who can publish on the channel can send anything, so a
+    message that cannot be read or handled is logged and dropped, never fatal."""
+    try:
+        await on_wake(data.decode())
+    except (UnicodeDecodeError, ValueError, KeyError) as exc:
+        log.warning("ignored an unreadable wake-up message %r: %s", data[:100], exc)
+
+
 async def listen_for_wakeups(
     redis: Redis,
     on_wake: Callable[[str], Awaitable[None]],
@@ -39,7 +48,7 @@ async def listen_for_wakeups(
             while True:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                 if message is not None and message["type"] == "message":
-                    await on_wake(message["data"].decode())
+                    await _deliver(on_wake, message["data"])
         except asyncio.CancelledError:
             raise
         except RedisError as exc:

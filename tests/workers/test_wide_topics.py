@@ -21,9 +21,7 @@ def test_a_wide_topic_is_served_and_its_data_dropped_on_delete(
         producer.send(b"m", partition_key=f"k{i}")
     producer.flush()
     # The owning worker publishes partition stats periodically: wait for the last of them.
-    wait_until(
-        lambda: http.get(f"{path}/partitioned-stats").json()["msgInCounter"] == PARTITIONS
-    )
+    wait_until(lambda: http.get(f"{path}/partitioned-stats").json()["msgInCounter"] == PARTITIONS)
     producer.close()
     assert http.delete(f"{path}/partitions").status_code == 204
     plain = redis.Redis.from_url(redis_server.url)
