@@ -19,7 +19,12 @@ from redis.asyncio.client import Pipeline
 from dataplane.batches import in_batches
 from dataplane.scripts import Scripts
 from sluice.protocol import keys
-from sluice.protocol.frames import partitions_of, subscribe_call, unsubscribe_call
+from sluice.protocol.frames import (
+    partitions_of,
+    subscribe_call,
+    unsubscribe_call,
+    wake_subscription,
+)
 from sluice.protocol.names import TopicName
 
 
@@ -87,11 +92,14 @@ class CatalogProjection:
         now_ms = int(time.time() * 1000)
         script = self.scripts["subscribe"]
 
-        def queue(pipe: Pipeline, partition: TopicName) -> Awaitable[Any]:
+        async def queue(pipe: Pipeline, partition: TopicName) -> None:
             script_keys, args = subscribe_call(
                 partition, name, "", "", "latest", now_ms, "{}", self.consumer_timeout_ms
             )
-            return script(keys=script_keys, args=args, client=pipe)
+            await script(keys=script_keys, args=args, client=pipe)
+            # The owning worker starts dispatching (and reporting) it now, not at its next
+            # full pass: a consumer's subscribe sends the same wake-up.
+            pipe.publish(keys.WAKE_CHANNEL, wake_subscription(partition.full, name))
 
         await in_batches(self.redis, partitions_of(topic, partitions), queue)
 

@@ -208,3 +208,21 @@ def test_catalog_records_client_created_subscriptions(http, namespace, worker, c
     wait_until(recorded, timeout=10, every=0.1)
     body = orjson.loads(http.get(f"{PATH}/effectiveDispatchRates").content)
     assert "from-client" in body["subscriptions"]
+
+
+def test_a_subscription_created_over_rest_is_in_stats_before_any_consumer(
+    http, namespace, worker, client
+):
+    assert http.put(PATH).status_code == 204
+    assert http.put(f"{PATH}/subscription/rt").status_code == 204
+    producer = client.create_producer(TOPIC)
+    for i in range(50):
+        producer.send(str(i).encode())
+    # The worker's published document names the subscription and its backlog, well before
+    # the worker's periodic full pass (30 s here).
+    wait_until(
+        lambda: (
+            http.get(f"{PATH}/stats").json()["subscriptions"].get("rt", {}).get("msgBacklog") == 50
+        ),
+        timeout=5,
+    )
