@@ -16,6 +16,7 @@ import orjson
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
+from dataplane.backlog import Backlog, read_backlogs
 from dataplane.batches import in_batches
 from dataplane.catalog import CatalogProjection
 from dataplane.scripts import register_scripts
@@ -50,25 +51,29 @@ class DataPlane(CatalogProjection):
         return (await self.partitions_stats([partition]))[partition.full]
 
     async def partitions_stats(self, partitions: list[TopicName]) -> dict[str, dict[str, Any]]:
-        """``partition_stats`` of many partitions, read in bounded batches."""
+        """``partition_stats`` of many partitions, read in bounded batches.
+
+        Counters and rates come from the owning worker's document (at most a second old);
+        backlog and unacknowledged entries are read from Redis now, so they reflect every
+        produce and acknowledgement that completed before the request."""
         raws = await in_batches(self.redis, partitions, lambda pipe, p: pipe.get(keys.doc(p)))
         read = list(zip(partitions, raws, strict=True))
         docs = {p.full: orjson.loads(raw) for p, raw in read if raw is not None}
         docs.update(await self._assemble([p for p, raw in read if raw is None]))
-        return {p.full: docs[p.full] for p in partitions}
+        backlogs = await read_backlogs(self.redis, self.scripts, partitions)
+        return {p.full: _with_backlog(docs[p.full], backlogs.get(p.full, {})) for p in partitions}
 
     async def _assemble(self, partitions: list[TopicName]) -> dict[str, dict[str, Any]]:
         """Stats documents built from raw counters, for partitions no worker published."""
 
         def counters(pipe: Pipeline, partition: TopicName) -> None:
             pipe.hgetall(keys.partition_stats(partition))
-            pipe.xinfo_groups(keys.log(partition))
             pipe.smembers(keys.subs(partition))
 
         raw = await in_batches(self.redis, partitions, counters, raise_on_error=False)
         subs = {
             p.full: sorted(_text(s) for s in members) if isinstance(members, set) else []
-            for p, members in zip(partitions, raw[2::3], strict=True)
+            for p, members in zip(partitions, raw[1::2], strict=True)
         }
         pairs = [(p, name) for p in partitions for name in subs[p.full]]
 
@@ -78,62 +83,71 @@ class DataPlane(CatalogProjection):
 
         replies = iter(await in_batches(self.redis, pairs, per_subscription, raise_on_error=False))
         return {
-            p.full: self._document(raw[3 * i], raw[3 * i + 1], subs[p.full], replies)
-            for i, p in enumerate(partitions)
+            p.full: _document(raw[2 * i], subs[p.full], replies) for i, p in enumerate(partitions)
         }
 
-    @staticmethod
-    def _document(counters: Any, groups: Any, subs: list[str], replies: Any) -> dict[str, Any]:
-        """One partition's document; ``replies`` yields each subscription's stats and type."""
-        counters = counters if isinstance(counters, dict) else {}
-        groups = groups if isinstance(groups, list) else []
-        backlog = {
-            _text(g["name"]): int(g.get("lag") or 0) + int(g.get("pending") or 0) for g in groups
-        }
-        unacked = {_text(g["name"]): int(g.get("pending") or 0) for g in groups}
-        msg_in = int(counters.get(b"msg_in", 0))
-        bytes_in = int(counters.get(b"bytes_in", 0))
-        avg = bytes_in / msg_in if msg_in else 0.0
-        subscriptions = {}
-        for name in subs:
-            stats, sub_type = next(replies), next(replies)
-            stats = stats if isinstance(stats, dict) else {}
-            subscriptions[name] = {
-                "msgRateOut": 0.0,
-                "msgThroughputOut": 0.0,
-                "bytesOutCounter": int(stats.get(b"bytes_out", 0)),
-                "msgOutCounter": int(stats.get(b"msg_out", 0)),
-                "msgRateRedeliver": 0.0,
-                "msgBacklog": backlog.get(name, 0),
-                "msgBacklogNoDelayed": backlog.get(name, 0),
-                "backlogSize": int(backlog.get(name, 0) * avg),
-                "unackedMessages": unacked.get(name, 0),
-                "msgAckCounter": int(stats.get(b"acked", 0)),
-                "totalMsgExpired": int(stats.get(b"expired", 0)),
-                "type": _text(sub_type) if sub_type else "Shared",
-                "isDurable": True,
-                "blockedSubscriptionOnUnackedMsgs": False,
-                "consumers": [],
-                **{name: 0 for name in THROTTLED_COUNTERS},
-            }
-        return {
-            "msgRateIn": 0.0,
-            "msgThroughputIn": 0.0,
-            "msgRateOut": 0.0,
-            "msgThroughputOut": 0.0,
-            "bytesInCounter": bytes_in,
-            "msgInCounter": msg_in,
-            "bytesOutCounter": sum(s["bytesOutCounter"] for s in subscriptions.values()),
-            "msgOutCounter": sum(s["msgOutCounter"] for s in subscriptions.values()),
-            "averageMsgSize": avg,
-            "backlogSize": sum(s["backlogSize"] for s in subscriptions.values()),
-            "msgExpiredCounter": sum(s["totalMsgExpired"] for s in subscriptions.values()),
-            "publishers": [],
-            "subscriptions": subscriptions,
-            "replication": {},
-            "owner": None,
-            "updatedAt": int(time.time() * 1000),
-        }
+
+def _subscription_document(stats: Any = None, sub_type: Any = None) -> dict[str, Any]:
+    """A subscription's stats from its raw counters (backlog filled in by ``_with_backlog``)."""
+    stats = stats if isinstance(stats, dict) else {}
+    return {
+        "msgRateOut": 0.0,
+        "msgThroughputOut": 0.0,
+        "bytesOutCounter": int(stats.get(b"bytes_out", 0)),
+        "msgOutCounter": int(stats.get(b"msg_out", 0)),
+        "msgRateRedeliver": 0.0,
+        "msgBacklog": 0,
+        "msgBacklogNoDelayed": 0,
+        "backlogSize": 0,
+        "unackedMessages": 0,
+        "msgAckCounter": int(stats.get(b"acked", 0)),
+        "totalMsgExpired": int(stats.get(b"expired", 0)),
+        "type": _text(sub_type) if sub_type else "Shared",
+        "isDurable": True,
+        "blockedSubscriptionOnUnackedMsgs": False,
+        "consumers": [],
+        **{name: 0 for name in THROTTLED_COUNTERS},
+    }
+
+
+def _document(counters: Any, subs: list[str], replies: Any) -> dict[str, Any]:
+    """One partition's document; ``replies`` yields each subscription's stats and type."""
+    counters = counters if isinstance(counters, dict) else {}
+    msg_in = int(counters.get(b"msg_in", 0))
+    bytes_in = int(counters.get(b"bytes_in", 0))
+    subscriptions = {name: _subscription_document(next(replies), next(replies)) for name in subs}
+    return {
+        "msgRateIn": 0.0,
+        "msgThroughputIn": 0.0,
+        "msgRateOut": 0.0,
+        "msgThroughputOut": 0.0,
+        "bytesInCounter": bytes_in,
+        "msgInCounter": msg_in,
+        "bytesOutCounter": sum(s["bytesOutCounter"] for s in subscriptions.values()),
+        "msgOutCounter": sum(s["msgOutCounter"] for s in subscriptions.values()),
+        "averageMsgSize": bytes_in / msg_in if msg_in else 0.0,
+        "backlogSize": 0,
+        "msgExpiredCounter": sum(s["totalMsgExpired"] for s in subscriptions.values()),
+        "publishers": [],
+        "subscriptions": subscriptions,
+        "replication": {},
+        "owner": None,
+        "updatedAt": int(time.time() * 1000),
+    }
+
+
+def _with_backlog(doc: dict[str, Any], backlogs: dict[str, Backlog]) -> dict[str, Any]:
+    """``doc`` with every subscription's backlog as Redis holds it now (a subscription the
+    document does not know yet is added)."""
+    subscriptions = doc.setdefault("subscriptions", {})
+    average = float(doc.get("averageMsgSize") or 0.0)
+    for name, backlog in backlogs.items():
+        sub = subscriptions.setdefault(name, _subscription_document())
+        sub["msgBacklog"] = sub["msgBacklogNoDelayed"] = backlog.entries
+        sub["unackedMessages"] = backlog.pending
+        sub["backlogSize"] = int(backlog.entries * average)
+    doc["backlogSize"] = sum(s.get("backlogSize", 0) for s in subscriptions.values())
+    return doc
 
 
 async def live_workers(redis: Redis) -> list[dict[str, Any]]:

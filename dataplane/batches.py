@@ -36,8 +36,9 @@ async def in_batches(
     raise_on_error: bool = True,
 ) -> list[Any]:
     """Queue ``queue(pipe, item)`` for every item, ``size`` items per pipelined round trip;
-    the replies of every queued command, in order (one per item when each item queues one).  An error reply raises, as a plain call would,
-    unless ``raise_on_error`` is False: then it takes its place among the replies."""
+    the replies of every queued command, in order (one per item when each item queues one).
+    An error reply raises, as a plain call would, unless ``raise_on_error`` is False: then
+    it takes its place among the replies."""
     replies: list[Any] = []
     for chunk in chunks(items, size):
         async with redis.pipeline(transaction=False) as pipe:

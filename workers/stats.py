@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import orjson
 from redis.exceptions import RedisError
 
+from dataplane.backlog import read_backlogs
 from models.flow import QuotaType
 from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM, StatsSnapshot
 from sluice.protocol import keys
@@ -143,13 +144,11 @@ class StatsPublisher:
         counters = replies[0] if isinstance(replies[0], dict) else {}
         runner.msg_in, runner.bytes_in = _int(counters, b"msg_in"), _int(counters, b"bytes_in")
         runner.quota_rejected = _int(counters, b"quota_rejected")
-        groups = replies[1] if isinstance(replies[1], list) else []
-        lag = {
-            (g["name"].decode() if isinstance(g["name"], bytes) else g["name"]): (
-                int(g.get("lag") or 0)
-            )
-            for g in groups
-        }
+        # Redis may not know a group's lag (a group created at an explicit id): counted then.
+        backlogs = await read_backlogs(
+            redis, self.context.scripts, [partition], groups_replies=[replies[1]]
+        )
+        lag = {name: b.entries - b.pending for name, b in backlogs[partition.full].items()}
         samples = {}
         for i, name in enumerate(names):
             stats, pending, permits, info = replies[2 + 4 * i : 6 + 4 * i]

@@ -40,6 +40,7 @@ SCRIPT_NAMES = (
     "lease_renew",
     "lease_release",
     "skip",
+    "backlog",
 )
 
 
