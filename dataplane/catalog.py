@@ -102,5 +102,7 @@ class CatalogProjection:
                 keys.doc(partition),
                 keys.quota(partition),
                 keys.limiter(partition),
+                keys.limits(partition),
+                keys.producers(partition),
             )
         await redis.hdel(keys.TOPICS, topic.full)

@@ -40,6 +40,9 @@ SCRIPT_NAMES = (
     "lease_renew",
     "lease_release",
     "skip",
+    "producer",
+    "limits",
+    "topic_create",
 )
 
 
@@ -163,7 +166,8 @@ def subscribe_call(
     info_json: str,
     consumer_timeout_ms: int,
 ) -> Call:
-    """``subscribe.lua``: register ``consumer`` (or, with consumer "", ensure the group)."""
+    """``subscribe.lua``: register ``consumer`` (or, with consumer "", ensure the group),
+    within the partition's abuse limits."""
     return (
         [
             keys.log(partition),
@@ -173,6 +177,7 @@ def subscribe_call(
             keys.sub_key(partition, subscription, "permits"),
             keys.sub_key(partition, subscription, "alive"),
             keys.sub_key(partition, subscription, "info"),
+            keys.limits(partition),
         ],
         [
             subscription,
@@ -184,6 +189,8 @@ def subscribe_call(
             keys.WAKE_CHANNEL,
             wake_subscription(partition.full, subscription),
             consumer_timeout_ms,
+            partition.full,
+            keys.partition_prefix(partition),
         ],
     )
 
@@ -252,12 +259,14 @@ def ack_cumulative_call(
 
 
 def produce_keys(partition: TopicName) -> list[str]:
-    """KEYS of ``produce.lua`` for one partition (stream, stats, idle set, quota flag)."""
+    """KEYS of ``produce.lua`` for one partition (stream, stats, idle set, quota flag,
+    abuse limits)."""
     return [
         keys.log(partition),
         keys.partition_stats(partition),
         keys.idle(partition),
         keys.quota(partition),
+        keys.limits(partition),
     ]
 
 
