@@ -135,6 +135,8 @@ class CatalogProjection:
                 keys.doc(partition),
                 keys.quota(partition),
                 keys.limiter(partition),
+                keys.limits(partition),
+                keys.producers(partition),
             )
 
         await in_batches(self.redis, every, queue)

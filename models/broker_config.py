@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from models.abuse import DEFAULT_MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE_CEILING
 from models.errors import NotFound, PreconditionFailed
 
 INT32_MAX = 2**31 - 1
@@ -72,6 +73,11 @@ def _rate(name: str, doc: str) -> ConfigKey:
     # Message rates are Java ints in Pulsar, byte rates longs.
     maximum = INT32_MAX if name.endswith("InMsg") else INT64_MAX
     return ConfigKey(name, int, 0, True, doc, minimum=-1, maximum=maximum)
+
+
+def _count(name: str, doc: str) -> ConfigKey:
+    # Abuse limits: Java ints in Pulsar, 0 = no limit.
+    return ConfigKey(name, int, 0, True, doc, minimum=0, maximum=INT32_MAX)
 
 
 _KEYS: tuple[ConfigKey, ...] = (
@@ -275,6 +281,20 @@ _KEYS: tuple[ConfigKey, ...] = (
         "default message TTL in seconds (0 = messages never expire)",
         minimum=0,
         maximum=INT32_MAX,
+    ),
+    _count("maxTopicsPerNamespace", "topics (partitions) a namespace may hold (0 = no limit)"),
+    _count("maxSubscriptionsPerTopic", "subscriptions per partition (0 = no limit)"),
+    _count("maxProducersPerTopic", "producers per partition (0 = no limit)"),
+    _count("maxConsumersPerTopic", "consumers per partition (0 = no limit)"),
+    _count("maxConsumersPerSubscription", "consumers per subscription per partition (0 = none)"),
+    ConfigKey(
+        "maxMessageSize",
+        int,
+        DEFAULT_MAX_MESSAGE_SIZE,
+        True,
+        "largest entry (a message, or a batch) in bytes; Pulsar's is static, Sluice's dynamic",
+        minimum=1,
+        maximum=MAX_MESSAGE_SIZE_CEILING,
     ),
     ConfigKey(
         "systemTopicEnabled",

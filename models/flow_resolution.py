@@ -9,6 +9,9 @@ and of ``message_age`` ``backlogQuotaDefaultLimitSecond``, both with
 
 ``quota_breach`` decides, from a partition's backlog (its slowest subscription), whether a
 quota is reached; limits are inclusive (a backlog *at* the limit is over quota).
+
+``resolve_abuse`` resolves the abuse limits (``models.abuse``) the same way; they travel with
+the flow limits (``FlowLimits.abuse``) to the API's provenance and to the workers.
 """
 
 from __future__ import annotations
@@ -18,6 +21,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from models.abuse import (
+    MAX_CONSUMERS_PER_SUBSCRIPTION,
+    MAX_CONSUMERS_PER_TOPIC,
+    MAX_MESSAGE_SIZE,
+    MAX_PRODUCERS_PER_TOPIC,
+    MAX_SUBSCRIPTIONS_PER_TOPIC,
+    MAX_TOPICS_PER_NAMESPACE,
+)
 from models.broker_config import BrokerConfig
 from models.flow import (
     MAX_UNACKED_PER_CONSUMER,
@@ -51,6 +62,18 @@ class Resolved:
 
 
 @dataclass(frozen=True, slots=True)
+class AbuseLimits:
+    """The abuse limits of one topic; every count but the first applies to each partition."""
+
+    max_topics_per_namespace: Resolved  # topics (partitions) of the namespace, 0 = no limit
+    max_subscriptions_per_topic: Resolved  # 0 = no limit
+    max_producers_per_topic: Resolved  # 0 = no limit
+    max_consumers_per_topic: Resolved  # 0 = no limit
+    max_consumers_per_subscription: Resolved  # 0 = no limit
+    max_message_size: Resolved  # bytes, always > 0
+
+
+@dataclass(frozen=True, slots=True)
 class FlowLimits:
     """Every flow-control limit of one topic (each partition enforces them on its own)."""
 
@@ -58,6 +81,7 @@ class FlowLimits:
     max_unacked_per_consumer: Resolved  # int, 0 = no limit
     message_ttl: Resolved  # seconds, 0 = no TTL
     quotas: Mapping[QuotaType, Resolved]  # BacklogQuota per type
+    abuse: AbuseLimits
 
     @property
     def unacked_limited(self) -> bool:
@@ -125,6 +149,42 @@ def resolve_kind(inputs: FlowInputs, kind: str) -> Resolved:
     return _first(inputs, kind, inputs.broker.get(defaults[kind]))
 
 
+def resolve_abuse(inputs: FlowInputs) -> AbuseLimits:
+    """The abuse limits of a topic.
+
+    Counts: topic > namespace > broker (``maxTopicsPerNamespace``: namespace > broker), a
+    stored 0 winning as "no limit".  ``maxMessageSize``: a topic value above 0 and not above
+    the broker's, else the broker's.
+    """
+    broker = inputs.broker
+
+    def count(kind: str) -> Resolved:
+        return _first(inputs, kind, broker.get(kind))
+
+    namespace_topics = inputs.namespace.get(MAX_TOPICS_PER_NAMESPACE)
+    topics = (
+        Resolved(namespace_topics, Level.NAMESPACE)
+        if namespace_topics is not None
+        else Resolved(broker.get(MAX_TOPICS_PER_NAMESPACE), Level.BROKER)
+    )
+    # The broker's limit always applies too (Pulsar checks it on every frame): a topic value
+    # counts when it is stricter.
+    topic_size, broker_size = inputs.topic.get(MAX_MESSAGE_SIZE, 0), broker.get(MAX_MESSAGE_SIZE)
+    size = (
+        Resolved(topic_size, Level.TOPIC)
+        if 0 < topic_size <= broker_size
+        else Resolved(broker_size, Level.BROKER)
+    )
+    return AbuseLimits(
+        max_topics_per_namespace=topics,
+        max_subscriptions_per_topic=count(MAX_SUBSCRIPTIONS_PER_TOPIC),
+        max_producers_per_topic=count(MAX_PRODUCERS_PER_TOPIC),
+        max_consumers_per_topic=count(MAX_CONSUMERS_PER_TOPIC),
+        max_consumers_per_subscription=count(MAX_CONSUMERS_PER_SUBSCRIPTION),
+        max_message_size=size,
+    )
+
+
 def resolve_flow(inputs: FlowInputs) -> FlowLimits:
     """Every flow-control limit of a topic."""
     return FlowLimits(
@@ -132,6 +192,7 @@ def resolve_flow(inputs: FlowInputs) -> FlowLimits:
         max_unacked_per_consumer=resolve_kind(inputs, MAX_UNACKED_PER_CONSUMER),
         message_ttl=resolve_kind(inputs, MESSAGE_TTL),
         quotas=MappingProxyType({t: resolve_quota(inputs, t) for t in QuotaType}),
+        abuse=resolve_abuse(inputs),
     )
 
 

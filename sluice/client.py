@@ -2,8 +2,9 @@
 
 Mirrors ``pulsar.Client``: ``Client(service_url)``, ``create_producer``, ``subscribe``,
 ``get_topic_partitions``, ``close``.  Topic metadata (partition counts) lives in Redis; an
-unknown topic is created on first use when the broker allows it (``allowAutoTopicCreation``),
-as Pulsar does.
+unknown topic is created on first use when the broker allows it (``allowAutoTopicCreation``)
+and the namespace has room for it (``maxTopicsPerNamespace``, else ``NotAllowedError``), as
+Pulsar does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import orjson
 import redis
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 
 from sluice.backoff import Backoff, Clock
 from sluice.consumer import Consumer, ConsumerType, DeadLetterPolicy, InitialPosition
@@ -28,10 +30,12 @@ from sluice.errors import (
 )
 from sluice.producer import Producer
 from sluice.protocol import keys
+from sluice.protocol.abuse import topic_create_call
 from sluice.protocol.errors import PreconditionFailed
 from sluice.protocol.frames import SCRIPT_NAMES, script_source, wake_topic
 from sluice.protocol.names import TopicName
 from sluice.protocol.urls import redact_url
+from sluice.refusals import refusal
 from sluice.routing import PartitionsRoutingMode
 from sluice.ticker import Ticker
 
@@ -249,12 +253,14 @@ class Client:
         if config.get("allowAutoTopicCreationType", "non-partitioned") == "partitioned":
             partitions = int(config.get("defaultNumPartitions", "1"))
         record = orjson.dumps({"partitions": partitions, "autoCreated": True})
-        if self.redis.hsetnx(keys.TOPICS, topic.full, record):
-            self.redis.publish(keys.WAKE_CHANNEL, wake_topic(topic.full))
-            return partitions
-        return int(
-            orjson.loads(cast(bytes, self.redis.hget(keys.TOPICS, topic.full)))["partitions"]
-        )
+        # Registered atomically within the namespace's maxTopicsPerNamespace; a topic another
+        # client registered first wins.
+        script_keys, args = topic_create_call(topic, partitions, record, wake_topic(topic.full))
+        try:
+            stored = self.scripts["topic_create"](keys=script_keys, args=args)
+        except ResponseError as exc:
+            raise refusal(exc) or exc from None
+        return int(orjson.loads(cast(bytes, stored))["partitions"])
 
     def _check_open(self) -> None:
         if self._closed:

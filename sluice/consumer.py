@@ -11,6 +11,7 @@ the other consumers.  Bookkeeping state lives in ``sluice.consumer_state``.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -28,9 +29,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from sluice.consumer_state import AckTracker, Part
 from sluice.errors import (
     AlreadyClosed,
-    ConsumerBusy,
     InvalidConfiguration,
     NotSupported,
+    SluiceException,
     SubscriptionBusy,
     Timeout,
 )
@@ -48,10 +49,13 @@ from sluice.protocol.frames import (
     wake_dispatch,
 )
 from sluice.protocol.names import TopicName
+from sluice.refusals import refusal
 
 if TYPE_CHECKING:
     from sluice.client import Client
     from sluice.producer import Producer
+
+log = logging.getLogger(__name__)
 
 ACK_GROUP_SECONDS = 0.1
 ACK_GROUP_MAX = 1000
@@ -440,12 +444,8 @@ class Consumer:
         try:
             self._call("subscribe", *call)
         except ResponseError as exc:
-            text = str(exc)
-            if text.startswith("ConsumerBusy"):
-                raise ConsumerBusy(text.split(" ", 1)[1]) from None
-            if text.startswith("SubscriptionBusy"):
-                raise SubscriptionBusy(text.split(" ", 1)[1]) from None
-            raise
+            # ConsumerBusy, SubscriptionBusy, NotAllowedError (maxSubscriptionsPerTopic).
+            raise refusal(exc) or exc from None
         part.received = 0
         part.pending_permits.clear()  # a whole queue's permits are given now
         self._flow(part, self._permits)
@@ -475,6 +475,10 @@ class Consumer:
                     self._register(part)
             except (RedisConnectionError, RedisTimeoutError):
                 return
+            except SluiceException as exc:
+                # Its place went to another consumer meanwhile (a consumer limit): the next
+                # heartbeat tries again.
+                log.warning("consumer %s on %s: %s", self._id, part.name.full, exc)
 
     def _flush_acks(self) -> None:
         """Send pending acknowledgements and permits, in one round trip.

@@ -5,7 +5,11 @@
     SluiceException
     ├── Timeout                 receive() or send() gave up waiting
     ├── AlreadyClosed           the client, producer or consumer was closed
-    ├── ConsumerBusy            an Exclusive subscription already has a consumer
+    ├── ConsumerBusy            an Exclusive subscription already has a consumer, or a
+    │                           consumer limit (maxConsumersPerTopic/-PerSubscription) is reached
+    ├── ProducerBusy            the topic has maxProducersPerTopic producers already
+    ├── NotAllowedError         over maxTopicsPerNamespace or maxSubscriptionsPerTopic
+    ├── MessageTooBig           the message (or batch) is over the topic's maxMessageSize
     ├── SubscriptionBusy        the subscription has another type, or active consumers
     ├── TopicNotFound           the topic does not exist and auto-creation is off
     ├── NamespaceNotFound       the topic's namespace does not exist
@@ -33,7 +37,23 @@ class AlreadyClosed(SluiceException):
 
 
 class ConsumerBusy(SluiceException):
-    """An Exclusive subscription already has a connected consumer."""
+    """An Exclusive subscription already has a connected consumer, or the topic or the
+    subscription has as many consumers as its limit allows."""
+
+
+class ProducerBusy(SluiceException):
+    """The topic (each partition on its own) has as many producers as
+    ``maxProducersPerTopic`` allows."""
+
+
+class NotAllowedError(SluiceException):
+    """The operation is refused by a limit: a new topic over ``maxTopicsPerNamespace``, a new
+    subscription over ``maxSubscriptionsPerTopic``."""
+
+
+class MessageTooBig(SluiceException):
+    """The message (with batching: the batch) is larger than the topic's ``maxMessageSize``;
+    nothing was sent."""
 
 
 class SubscriptionBusy(SluiceException):

@@ -11,6 +11,11 @@ A send the topic's backlog quota refuses (``TOO_MANY_REQUESTS``) follows the quo
 ``ProducerBlockedQuotaExceededException`` after ``max_send_attempts`` attempts;
 ``producer_request_hold`` keeps trying (at least once a second) until there is room, and raises
 ``ProducerBlockedQuotaExceededError`` (a ``Timeout``) when the send timeout passes first.
+
+A producer registers on every partition of its topic (``sluice.registration``): creating one
+over ``maxProducersPerTopic`` raises ``ProducerBusy``.  A message larger than the partition's
+``maxMessageSize`` fails with ``MessageTooBig`` without being sent; with batching, a batch is
+sent before it would grow past that size, and ``produce.lua`` checks every entry again.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from sluice.backoff import Backoff, Clock
 from sluice.errors import (
     AlreadyClosed,
     InvalidConfiguration,
+    MessageTooBig,
     ProducerBlockedQuotaExceededError,
     ProducerBlockedQuotaExceededException,
     Timeout,
@@ -44,6 +50,8 @@ from sluice.message import MessageId
 from sluice.protocol import keys
 from sluice.protocol.frames import pack_batch, produce_keys, wake_data
 from sluice.protocol.names import TopicName
+from sluice.refusals import refusal
+from sluice.registration import ProducerRegistration
 from sluice.routing import PartitionsRoutingMode, Router
 
 if TYPE_CHECKING:
@@ -59,11 +67,15 @@ class Result(Enum):
     UnknownError = 3
     ProducerBlockedQuotaExceededError = 4
     ProducerBlockedQuotaExceededException = 5
+    MessageTooBig = 6
 
 
 QUOTA_REFUSED = "TOO_MANY_REQUESTS"
 HOLD = "producer_request_hold"
 HOLD_POLL_MAX_SECONDS = 1.0  # the worker re-checks quotas about once a second
+# Bytes a message adds to a batch entry beyond its payload, key and properties (msgpack
+# headers, event time), counted high so a batch never grows past maxMessageSize.
+BATCH_MESSAGE_OVERHEAD = 32
 
 
 SendCallback = Callable[[Result, MessageId | None], None]
@@ -136,11 +148,15 @@ class Producer:
         self._last_sequence = -1
         self._lock = threading.Lock()
         self._closed = False
-        self._job = (
-            client.ticker.every(max(self._batch_delay / 2, 0.001), self._flush_due)
-            if (batching)
-            else None
+        self._registration = ProducerRegistration(
+            client, names, f"{self._name}:{uuid.uuid4().hex[:8]}"
         )
+        self._registration.register()
+        self._jobs = [client.ticker.every(client.heartbeat_interval, self._registration.renew)]
+        if batching:
+            self._jobs.append(
+                client.ticker.every(max(self._batch_delay / 2, 0.001), self._flush_due)
+            )
         self._properties = properties
         self._backoff = backoff or Backoff()
         self._max_send_attempts = max_send_attempts
@@ -202,8 +218,9 @@ class Producer:
             return
         self.flush()
         self._closed = True
-        if self._job is not None:
-            self._client.ticker.cancel(self._job)
+        for job in self._jobs:
+            self._client.ticker.cancel(job)
+        self._registration.unregister()
         self._client._forget(self)
 
     # --- internals ------------------------------------------------------------------------
@@ -221,17 +238,34 @@ class Producer:
             event_time,
         )
         target = self._targets[max(self._router.choose(key, content), 0)]
+        max_size = self._registration.max_message_size(target.name)
+        if len(pending.payload) > max_size:
+            pending.future.set_exception(
+                MessageTooBig(
+                    f"a message of {len(pending.payload)} bytes exceeds maxMessageSize "
+                    f"({max_size} bytes) of {target.name.full}"
+                )
+            )
+            return pending.future
         if not self._batching:
             self._write(target, [pending], batched=False)
             return pending.future
+        size = (
+            len(pending.payload)
+            + len(key or "")
+            + len(pending.properties or "")
+            + BATCH_MESSAGE_OVERHEAD
+        )
+        if target.batch and target.batch_bytes + size > max_size:
+            self._send_batch(target, force=True)  # the batch is sent before it is too big
+        batch_limit = min(self._batch_max_bytes, max_size)
         with self._lock:
             if not target.batch:
                 target.batch_started = time.monotonic()
             target.batch.append(pending)
-            target.batch_bytes += len(pending.payload)
+            target.batch_bytes += size
             full = (
-                len(target.batch) >= self._batch_max_messages
-                or target.batch_bytes >= self._batch_max_bytes
+                len(target.batch) >= self._batch_max_messages or target.batch_bytes >= batch_limit
             )
         if full:
             self._send_batch(target, force=True)
@@ -297,7 +331,7 @@ class Producer:
             except ResponseError as exc:
                 text = str(exc)
                 if not text.startswith(QUOTA_REFUSED):
-                    raise
+                    raise refusal(exc) or exc from None
                 policy, _, reason = text.removeprefix(QUOTA_REFUSED).strip().partition("\t")
                 if quota_delays is None:
                     quota_delays = self._backoff.delays()
@@ -323,6 +357,8 @@ def _call_back(future: Future, callback: SendCallback) -> None:
         callback(Result.ProducerBlockedQuotaExceededError, None)
     elif isinstance(error, ProducerBlockedQuotaExceededException):
         callback(Result.ProducerBlockedQuotaExceededException, None)
+    elif isinstance(error, MessageTooBig):
+        callback(Result.MessageTooBig, None)
     elif isinstance(error, Timeout):
         callback(Result.Timeout, None)
     else:

@@ -42,7 +42,14 @@ log = logging.getLogger(__name__)
 
 WORKER_ROLE = "sluice-worker"
 RECORD_BATCH = 500  # client-created subscriptions recorded per transaction
-CLIENT_SETTINGS = ("allowAutoTopicCreation", "allowAutoTopicCreationType", "defaultNumPartitions")
+# Broker settings clients (and topic_create.lua: the broker's maxTopicsPerNamespace) read.
+CLIENT_SETTINGS = (
+    "allowAutoTopicCreation",
+    "allowAutoTopicCreationType",
+    "defaultNumPartitions",
+    "maxTopicsPerNamespace",
+    "maxMessageSize",
+)
 
 
 class Catalog:
@@ -63,6 +70,8 @@ class Catalog:
         self._to_record: set[tuple[str, str]] = set()
         self._recorder: asyncio.Task | None = None
         self._lock = asyncio.Lock()
+        self._topic_limits: dict[str, int] | None = None  # as last published
+        self._topic_limits_lock = asyncio.Lock()
 
     def partitions(self) -> list[TopicName]:
         """Every partition of every known topic."""
@@ -139,6 +148,7 @@ class Catalog:
             {name: row.partitions for name, row in db_topics.items()}, namespaces
         )
         await self.publish_client_config()
+        await self.publish_topic_limits(force=True)
         await self.load_registry()
 
     async def adopt(self, names: set[str]) -> None:
@@ -196,7 +206,7 @@ class Catalog:
         await self.plane.register_topics({n: int(r["partitions"]) for n, r in auto.items()})
 
     async def publish_client_config(self) -> None:
-        """The broker settings clients read (auto-creation, consumer timeout)."""
+        """The broker settings clients read (auto-creation, limits, consumer timeout)."""
         broker = self.context.policy.broker
         runtime = broker.runtime()
         config = {k: runtime[k] for k in CLIENT_SETTINGS}
@@ -209,6 +219,21 @@ class Catalog:
         )
         config["consumerTimeoutMs"] = str(self.context.consumer_timeout_ms)
         await self.context.redis.hset(keys.CLIENT_CONFIG, mapping=config)
+
+    async def publish_topic_limits(self, force: bool = False) -> None:
+        """Each namespace's own ``maxTopicsPerNamespace`` for ``topic_create.lua`` (the
+        broker's goes with the client settings); written when it changed, read from the
+        policies in force at the time of writing, one write at a time."""
+        async with self._topic_limits_lock:
+            limits = self.context.policy.namespace_topic_limits()
+            if limits == self._topic_limits and not force:
+                return
+            pipe = self.context.redis.pipeline(transaction=True)
+            pipe.delete(keys.TOPIC_LIMITS)
+            if limits:
+                pipe.hset(keys.TOPIC_LIMITS, mapping=limits)
+            await pipe.execute()
+            self._topic_limits = limits
 
     async def _sync_subscriptions(self, session, db_topics: dict[str, Topic]) -> None:
         """Subscriptions deleted by their consumers leave the database; those created by

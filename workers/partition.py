@@ -8,7 +8,10 @@ entries every subscription has acknowledged.
 
 The runner never reads the worker's policies: the worker hands it a ``PartitionLimits`` when
 it starts and on every policy change (``apply_limits``), and the runner resolves and hands
-down its dispatchers' limits.  What the runner reports back goes through two callbacks:
+down its dispatchers' limits.  The partition's abuse limits go to Redis (``write_limits``,
+``sluice.protocol.abuse``), where the scripts clients call check them; the worker awaits that
+write before it confirms a change, and the runner writes them again now and then (a Redis
+that lost them gets them back).  What the runner reports back goes through two callbacks:
 ``on_lost`` (a dispatcher was fenced off) and ``on_subscription`` (a subscription appeared
 that the catalog may not have recorded yet).
 """
@@ -20,8 +23,12 @@ import logging
 import time
 from collections.abc import Callable
 
+from redis.exceptions import ResponseError
+
+from models.flow_resolution import AbuseLimits
 from models.resolution import ResolvedRate
 from sluice.protocol import keys
+from sluice.protocol.abuse import limits_call
 from sluice.protocol.frames import LimitArgs, release_call
 from sluice.protocol.names import TopicName
 from workers.context import SharedDispatch, WorkerContext
@@ -33,6 +40,18 @@ from workers.samples import RateMeter
 log = logging.getLogger(__name__)
 
 TRIM_EVERY_SECONDS = 10.0
+LIMITS_EVERY_SECONDS = 10.0  # abuse limits are written again this often, changed or not
+
+
+def limit_values(abuse: AbuseLimits) -> dict[str, int]:
+    """A partition's abuse limits as ``sl:{P}:limits`` holds them."""
+    return {
+        "maxSubscriptionsPerTopic": abuse.max_subscriptions_per_topic.value,
+        "maxProducersPerTopic": abuse.max_producers_per_topic.value,
+        "maxConsumersPerTopic": abuse.max_consumers_per_topic.value,
+        "maxConsumersPerSubscription": abuse.max_consumers_per_subscription.value,
+        "maxMessageSize": abuse.max_message_size.value,
+    }
 
 
 class PartitionRunner:
@@ -65,6 +84,9 @@ class PartitionRunner:
         self.quota_rejected = 0  # sends refused by the backlog quota (counter)
         self._last_trim = 0.0
         self._lock = asyncio.Lock()
+        self._limits_written: dict[str, int] | None = None
+        self._limits_at = 0.0
+        self._limits_lock = asyncio.Lock()
 
     async def start(self) -> None:
         """Resolve the limits and start a dispatcher per subscription.
@@ -72,6 +94,7 @@ class PartitionRunner:
         The limiters' periods live in Redis, so a partition that changes owner continues them
         where the previous owner left off."""
         self.apply_limits()
+        await self.write_limits()
         await self.sync_subscriptions()
 
     async def stop(self) -> None:
@@ -150,6 +173,25 @@ class PartitionRunner:
             assert resolved is not None
             dispatcher.apply(resolved, self.topic_args, limits.flow)
 
+    async def write_limits(self, force: bool = False) -> None:
+        """Write the abuse limits in force to ``sl:{P}:limits`` when they changed (or when
+        ``force``d); computed at the time of writing, one write at a time, so a slower write
+        never replaces a newer one.  A lost lease stops the partition."""
+        async with self._limits_lock:
+            values = limit_values(self.limits.flow.abuse)
+            if values == self._limits_written and not force:
+                return
+            script_keys, args = limits_call(self.partition, self.fencing_token, values)
+            try:
+                await self.context.scripts["limits"](keys=script_keys, args=args)
+            except ResponseError as exc:
+                if str(exc).startswith("FENCED"):
+                    self.fenced()
+                    return
+                raise
+            self._limits_written = values
+            self._limits_at = time.monotonic()
+
     def note_publish(self, now: float) -> None:
         """Sample the publish counters (read by the stats tick); limits relative to the
         publish rate follow it."""
@@ -186,6 +228,8 @@ class PartitionRunner:
                 dispatcher.refresh_needed = True
                 dispatcher.wake.set()
         await self.flow.expire(now_ms, list(self.dispatchers))
+        if time.monotonic() - self._limits_at >= LIMITS_EVERY_SECONDS:
+            await self.write_limits(force=True)
         if time.monotonic() - self._last_trim >= TRIM_EVERY_SECONDS:
             self._last_trim = time.monotonic()
             await self.trim(now_ms)

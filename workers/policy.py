@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from models.abuse import MAX_TOPICS_PER_NAMESPACE
 from models.broker_config import BrokerConfig
 from models.flow_resolution import FlowLimits, resolve_flow
 from models.repository import load_broker_config, load_snapshot
@@ -70,6 +71,10 @@ class PolicyView(Protocol):
 
     def for_partition(self, partition: TopicName) -> PartitionLimits:
         """What a runner of ``partition`` is handed."""
+        ...
+
+    def namespace_topic_limits(self) -> dict[str, int]:
+        """``maxTopicsPerNamespace`` of each namespace that sets its own (``tenant/ns``)."""
         ...
 
 
@@ -136,6 +141,14 @@ class PolicyState:
     def for_partition(self, partition: TopicName) -> PartitionLimits:
         """The inputs and flow limits of one partition, to hand to its runner."""
         return PartitionLimits(self.snapshot.inputs_for(partition), self.flow(partition))
+
+    def namespace_topic_limits(self) -> dict[str, int]:
+        """``maxTopicsPerNamespace`` of each namespace that sets its own (``tenant/ns``)."""
+        return {
+            namespace: int(values[MAX_TOPICS_PER_NAMESPACE])
+            for namespace, values in self.snapshot.namespace_flow.items()
+            if MAX_TOPICS_PER_NAMESPACE in values
+        }
 
     def setting(self, name: str) -> Any:
         """A typed broker setting."""

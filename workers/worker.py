@@ -196,6 +196,7 @@ class Worker:
         """Reload policies and the catalog from the database (heals missed events)."""
         await self.policy.reload()
         self.apply_limits()
+        await self.write_limits()
         await self.catalog.sync()
         await self.claim_partitions()
         self.metrics.resyncs += 1
@@ -205,6 +206,7 @@ class Worker:
         every change event published until now is applied."""
         await self.policy.reload()
         self.apply_limits()
+        await self.write_limits()
         await self.catalog.sync()
         if self.events is None:
             return True
@@ -222,6 +224,7 @@ class Worker:
             else:
                 await self.policy.reload_parts({n for n in namespaces if n is not None}, broker)
             self.apply_limits()
+            await self.write_limits()
             self.metrics.policy_reload_seconds = time.monotonic() - started
             if broker:
                 await self.catalog.publish_client_config()
@@ -289,6 +292,13 @@ class Worker:
             runner.apply_limits(self.policy.for_partition(runner.partition))
             for dispatcher in runner.dispatchers.values():
                 dispatcher.wake.set()
+
+    async def write_limits(self) -> None:
+        """Put the abuse limits in force where the scripts clients call read them: each owned
+        partition's, and each namespace's ``maxTopicsPerNamespace``.  Awaited before a change
+        is confirmed, so a write the admin service answered is checked by Redis."""
+        await asyncio.gather(*(r.write_limits() for r in list(self.runners.values())))
+        await self.catalog.publish_topic_limits()
 
     # --- wake-ups -------------------------------------------------------------------------
 

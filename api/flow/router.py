@@ -1,8 +1,10 @@
-"""Routes of the flow-control policies: backlog quota, max unacked messages, message TTL.
+"""Routes of the flow-control policies: backlog quota, max unacked messages, message TTL, and
+the abuse limits (``maxTopicsPerNamespace``, ``maxSubscriptionsPerTopic``, ``maxProducers``,
+``maxConsumers``, ``maxConsumersPerSubscription``, ``maxMessageSize``).
 
 Paths, bodies and status codes are Pulsar's: quotas take a ``BacklogQuota`` object and a
-``backlogQuotaType`` query parameter; max-unacked limits and the TTL take a bare integer
-(the topic TTL also as ``?messageTTL=N``, as ``pulsar-admin`` sends it).  As for dispatch
+``backlogQuotaType`` query parameter; the other policies take a bare integer (the topic TTL
+also as ``?messageTTL=N``, as ``pulsar-admin`` sends it).  As for dispatch
 rates, ``dryRun=true`` on a write answers 200 with the limits every affected topic would get,
 and ``effectiveFlowControls`` shows each resolved limit and the level it came from.
 """
@@ -22,6 +24,17 @@ from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.responses import JsonResponse
 from api.schemas import BacklogQuotaDocument
 from api.unit_of_work import UnitOfWork
+from models.abuse import (
+    COUNT_KINDS,
+    MAX_CONSUMERS_PER_SUBSCRIPTION,
+    MAX_CONSUMERS_PER_TOPIC,
+    MAX_MESSAGE_SIZE,
+    MAX_PRODUCERS_PER_TOPIC,
+    MAX_SUBSCRIPTIONS_PER_TOPIC,
+    MAX_TOPICS_PER_NAMESPACE,
+    check_count,
+    check_message_size,
+)
 from models.errors import InvalidInput
 from models.flow import (
     MAX_UNACKED_PER_CONSUMER,
@@ -169,20 +182,32 @@ async def remove_topic_quota(
     return await _remove_quota(uow, target, quota_type)
 
 
-# --- integer policies: max unacked and message TTL ------------------------------------------
+# --- integer policies: max unacked, message TTL, abuse limits --------------------------------
 
 
 def _applied_int(limits: FlowLimits, kind: str) -> int:
+    abuse = limits.abuse
     return {
         MAX_UNACKED_PER_SUBSCRIPTION: limits.max_unacked_per_subscription,
         MAX_UNACKED_PER_CONSUMER: limits.max_unacked_per_consumer,
         MESSAGE_TTL: limits.message_ttl,
+        MAX_TOPICS_PER_NAMESPACE: abuse.max_topics_per_namespace,
+        MAX_SUBSCRIPTIONS_PER_TOPIC: abuse.max_subscriptions_per_topic,
+        MAX_PRODUCERS_PER_TOPIC: abuse.max_producers_per_topic,
+        MAX_CONSUMERS_PER_TOPIC: abuse.max_consumers_per_topic,
+        MAX_CONSUMERS_PER_SUBSCRIPTION: abuse.max_consumers_per_subscription,
+        MAX_MESSAGE_SIZE: abuse.max_message_size,
     }[kind].value
 
 
-def _check(kind: str, value: Any) -> int:
+async def _check(uow: UnitOfWork, kind: str, name: str, level: str, value: Any) -> int:
+    """The posted value, validated with Pulsar's rules and reasons for its path."""
     if kind == MESSAGE_TTL:
         return check_ttl(value)
+    if kind == MAX_MESSAGE_SIZE:
+        return check_message_size(value, await service.broker_setting(uow, MAX_MESSAGE_SIZE))
+    if kind in COUNT_KINDS:
+        return check_count(value, name, level)
     return check_max_unacked(value, kind)
 
 
@@ -206,7 +231,8 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
         dry_run: bool = DRY_RUN,
     ) -> Response:
         raw = body if body is not None or kind != MESSAGE_TTL else message_ttl
-        await service.set_value(uow, target, kind, _check(kind, _required(raw)))
+        value = await _check(uow, kind, name, level, _required(raw))
+        await service.set_value(uow, target, kind, value)
         return await _write_answer(uow, target)
 
     async def remove_value(
@@ -247,12 +273,22 @@ for _path, _kind in (
     ("maxUnackedMessagesPerSubscription", MAX_UNACKED_PER_SUBSCRIPTION),
     ("maxUnackedMessagesPerConsumer", MAX_UNACKED_PER_CONSUMER),
     ("messageTTL", MESSAGE_TTL),
+    ("maxTopicsPerNamespace", MAX_TOPICS_PER_NAMESPACE),
+    ("maxSubscriptionsPerTopic", MAX_SUBSCRIPTIONS_PER_TOPIC),
+    ("maxProducersPerTopic", MAX_PRODUCERS_PER_TOPIC),
+    ("maxConsumersPerTopic", MAX_CONSUMERS_PER_TOPIC),
+    ("maxConsumersPerSubscription", MAX_CONSUMERS_PER_SUBSCRIPTION),
 ):
     _add_int_routes(f"{NS}/{_path}", _kind, "namespace", _namespace)
 for _path, _kind in (
     ("maxUnackedMessagesOnSubscription", MAX_UNACKED_PER_SUBSCRIPTION),
     ("maxUnackedMessagesOnConsumer", MAX_UNACKED_PER_CONSUMER),
     ("messageTTL", MESSAGE_TTL),
+    ("maxSubscriptionsPerTopic", MAX_SUBSCRIPTIONS_PER_TOPIC),
+    ("maxProducers", MAX_PRODUCERS_PER_TOPIC),
+    ("maxConsumers", MAX_CONSUMERS_PER_TOPIC),
+    ("maxConsumersPerSubscription", MAX_CONSUMERS_PER_SUBSCRIPTION),
+    ("maxMessageSize", MAX_MESSAGE_SIZE),
 ):
     _add_int_routes(f"{TOPIC}/{_path}", _kind, "topic", _topic)
 

@@ -13,7 +13,8 @@ class ResolvedQuota(Document):
 
 
 class ResolvedInt(Document):
-    """A max-unacked limit or TTL (0: none) and the level it came from."""
+    """A max-unacked limit, TTL or abuse limit (0: none; maxMessageSize in bytes) and the
+    level it came from."""
 
     value: int
     source: str
@@ -26,6 +27,12 @@ class FlowControls(Document):
     maxUnackedMessagesPerSubscription: ResolvedInt
     maxUnackedMessagesPerConsumer: ResolvedInt
     messageTTL: ResolvedInt
+    maxTopicsPerNamespace: ResolvedInt
+    maxSubscriptionsPerTopic: ResolvedInt
+    maxProducersPerTopic: ResolvedInt
+    maxConsumersPerTopic: ResolvedInt
+    maxConsumersPerSubscription: ResolvedInt
+    maxMessageSize: ResolvedInt
 
 
 class EffectiveFlowControls(Document):

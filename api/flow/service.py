@@ -1,4 +1,5 @@
-"""Flow-control policies (backlog quota, max unacked, message TTL) at namespace and topic level.
+"""Flow-control policies (backlog quota, max unacked, message TTL) and abuse limits at namespace
+and topic level.
 
 A value is one ``FlowPolicy`` row per (target, kind); writes go through the shared policy path
 (``api.policy_store``), so the value, its audit entry and its ``policy`` change event commit
@@ -19,7 +20,7 @@ from api.unit_of_work import UnitOfWork
 from models.flow import BACKLOG_QUOTA_PREFIX, QuotaType, quota_kind, value_to_json
 from models.flow_resolution import FlowLimits, resolve_flow
 from models.orm import FlowPolicy, Namespace, Tenant, Topic
-from models.repository import load_snapshot
+from models.repository import load_broker_config, load_snapshot
 from sluice.protocol.names import TopicName
 
 
@@ -72,6 +73,11 @@ async def remove_value(uow: UnitOfWork, target: PolicyTarget, kind: str) -> None
     await remove(uow, flow_slot(target, kind))
 
 
+async def broker_setting(uow: UnitOfWork, name: str) -> Any:
+    """A broker setting in force (``maxMessageSize`` bounds the topic value)."""
+    return (await load_broker_config(uow.session)).get(name)
+
+
 async def applied_limits(uow: UnitOfWork, target: PolicyTarget) -> FlowLimits:
     """Every flow limit the topic's partitions enforce (topic > namespace > broker)."""
     assert target.topic_name is not None and target.topic is not None
@@ -87,11 +93,18 @@ def limits_json(limits: FlowLimits) -> dict[str, Any]:
     def one(resolved) -> dict[str, Any]:
         return {"value": value_to_json(resolved.value), "source": resolved.source.value}
 
+    abuse = limits.abuse
     return {
         "backlogQuota": {t.value: one(limits.quotas[t]) for t in QuotaType},
         "maxUnackedMessagesPerSubscription": one(limits.max_unacked_per_subscription),
         "maxUnackedMessagesPerConsumer": one(limits.max_unacked_per_consumer),
         "messageTTL": one(limits.message_ttl),
+        "maxTopicsPerNamespace": one(abuse.max_topics_per_namespace),
+        "maxSubscriptionsPerTopic": one(abuse.max_subscriptions_per_topic),
+        "maxProducersPerTopic": one(abuse.max_producers_per_topic),
+        "maxConsumersPerTopic": one(abuse.max_consumers_per_topic),
+        "maxConsumersPerSubscription": one(abuse.max_consumers_per_subscription),
+        "maxMessageSize": one(abuse.max_message_size),
     }
 
 
@@ -119,6 +132,7 @@ async def flow_provenance_for(
 
 __all__ = [
     "applied_limits",
+    "broker_setting",
     "flow_provenance_for",
     "flow_slot",
     "limits_json",

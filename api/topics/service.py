@@ -8,6 +8,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import select
 
 from api.dataplane import aggregate, lookup, registry_topics
+from api.topics.limits import check_topics_limit
 from api.unit_of_work import UnitOfWork
 from dataplane.catalog import subscription_names
 from models.errors import Conflict, NotAcceptable, NotFound, PreconditionFailed, Unavailable
@@ -99,6 +100,7 @@ async def _create_topic(
         base = await find_topic(uow.session, namespace.id, topic.base.local)
         if base is not None and base.partitions > 0:
             raise Conflict("This topic already exists")
+    await check_topics_limit(uow, namespace, topic, partitions)
     row = Topic(
         namespace_id=namespace.id, name=topic.local, partitions=partitions, properties=properties
     )

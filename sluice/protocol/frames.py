@@ -41,6 +41,9 @@ SCRIPT_NAMES = (
     "lease_release",
     "skip",
     "backlog",
+    "producer",
+    "limits",
+    "topic_create",
 )
 
 
@@ -164,7 +167,8 @@ def subscribe_call(
     info_json: str,
     consumer_timeout_ms: int,
 ) -> Call:
-    """``subscribe.lua``: register ``consumer`` (or, with consumer "", ensure the group)."""
+    """``subscribe.lua``: register ``consumer`` (or, with consumer "", ensure the group),
+    within the partition's abuse limits."""
     return (
         [
             keys.log(partition),
@@ -174,6 +178,7 @@ def subscribe_call(
             keys.sub_key(partition, subscription, "permits"),
             keys.sub_key(partition, subscription, "alive"),
             keys.sub_key(partition, subscription, "info"),
+            keys.limits(partition),
         ],
         [
             subscription,
@@ -185,6 +190,8 @@ def subscribe_call(
             keys.WAKE_CHANNEL,
             wake_subscription(partition.full, subscription),
             consumer_timeout_ms,
+            partition.full,
+            keys.partition_prefix(partition),
         ],
     )
 
@@ -253,12 +260,14 @@ def ack_cumulative_call(
 
 
 def produce_keys(partition: TopicName) -> list[str]:
-    """KEYS of ``produce.lua`` for one partition (stream, stats, idle set, quota flag)."""
+    """KEYS of ``produce.lua`` for one partition (stream, stats, idle set, quota flag,
+    abuse limits)."""
     return [
         keys.log(partition),
         keys.partition_stats(partition),
         keys.idle(partition),
         keys.quota(partition),
+        keys.limits(partition),
     ]
 
 

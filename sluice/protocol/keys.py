@@ -24,16 +24,20 @@ and one Lua call can touch them all.  Keys::
     sl:{P}:lim                     hash: the partition's TOPIC limiter (see dispatch.lua)
     sl:{P}:doc                     JSON stats document published by the owning worker
     sl:{P}:quota                   "policy<TAB>reason" while the backlog quota refuses producers
+    sl:{P}:limits                  hash: the partition's abuse limits, written by its owning worker
+                                   (``sluice.protocol.abuse``)
+    sl:{P}:producers               zset: producer id -> last heartbeat (ms of Redis time)
 
 Cluster-wide keys (no partition): ``sl:meta:topics`` (hash: base topic -> JSON with its
 partitions), ``sl:meta:namespaces`` (set of ``tenant/ns``), ``sl:meta:config`` (hash: broker
-settings clients need), ``sl:meta:unsubscribed`` (hash: ``topic#subscription`` -> time, for
-subscriptions deleted by their consumers), the worker registry ``sl:workers`` (zset: worker
-id -> heartbeat expiry, ms of Redis time) with ``sl:worker:{id}`` (hash: how to reach it) and
-``sl:worker:{id}:leases`` (set of the partitions whose lease it holds), ``sl:meta:applied``
-(hash: worker id -> position in the change-event stream up to which it enforces every
-change) with its pub/sub channel ``sl:applied``, and the pub/sub channel ``sl:wake`` that wakes
-workers.
+settings clients need), ``sl:meta:maxtopics`` (hash: ``tenant/ns`` -> the namespace's own
+``maxTopicsPerNamespace``; the broker's is in ``sl:meta:config``), ``sl:meta:unsubscribed``
+(hash: ``topic#subscription`` -> time, for subscriptions deleted by their consumers), the
+worker registry ``sl:workers`` (zset: worker id -> heartbeat expiry, ms of Redis time) with
+``sl:worker:{id}`` (hash: how to reach it) and ``sl:worker:{id}:leases`` (set of the
+partitions whose lease it holds), ``sl:meta:applied`` (hash: worker id -> position in the
+change-event stream up to which it enforces every change) with its pub/sub channel
+``sl:applied``, and the pub/sub channel ``sl:wake`` that wakes workers.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ TOPICS = "sl:meta:topics"
 NAMESPACES = "sl:meta:namespaces"
 TOMBSTONES = "sl:meta:unsubscribed"
 CLIENT_CONFIG = "sl:meta:config"
+TOPIC_LIMITS = "sl:meta:maxtopics"
 WAKE_CHANNEL = "sl:wake"
 WORKERS = "sl:workers"
 APPLIED = "sl:meta:applied"
@@ -114,6 +119,16 @@ def doc(partition: TopicName) -> str:
 def quota(partition: TopicName) -> str:
     """Set by the owning worker while the partition's backlog quota refuses producers."""
     return partition_prefix(partition) + "quota"
+
+
+def limits(partition: TopicName) -> str:
+    """The partition's abuse limits, written by its owning worker, read by the scripts."""
+    return partition_prefix(partition) + "limits"
+
+
+def producers(partition: TopicName) -> str:
+    """Producers registered on the partition, by last heartbeat."""
+    return partition_prefix(partition) + "producers"
 
 
 def sub_prefix(partition: TopicName, subscription: str) -> str:

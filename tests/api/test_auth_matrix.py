@@ -174,6 +174,11 @@ for _path, _read, _body in (
             "maxUnackedMessagesPerSubscription",
             "maxUnackedMessagesPerConsumer",
             "messageTTL",
+            "maxTopicsPerNamespace",
+            "maxSubscriptionsPerTopic",
+            "maxProducersPerTopic",
+            "maxConsumersPerTopic",
+            "maxConsumersPerSubscription",
         )
     ),
     *(
@@ -182,6 +187,11 @@ for _path, _read, _body in (
             "maxUnackedMessagesOnSubscription",
             "maxUnackedMessagesOnConsumer",
             "messageTTL",
+            "maxSubscriptionsPerTopic",
+            "maxProducers",
+            "maxConsumers",
+            "maxConsumersPerSubscription",
+            "maxMessageSize",
         )
     ),
 ):

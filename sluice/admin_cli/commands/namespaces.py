@@ -1,4 +1,5 @@
-"""``namespaces``: list, create, delete, policies, topics, and the namespace dispatch rates."""
+"""``namespaces``: list, create, delete, policies, topics, the namespace dispatch rates and
+abuse limits."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sluice.admin_cli.commands.common import (
     dry_run_params,
     rate_body,
 )
+from sluice.admin_cli.commands.limits import register_namespace_limits
 from sluice.admin_cli.names import namespace_path
 
 BASE = "/admin/v2/namespaces"
@@ -102,3 +104,4 @@ def register(commands, parents) -> None:
         )
         parser.add_argument("namespace", help="tenant/namespace")
         add_dry_run(parser)
+    register_namespace_limits(group, parents)

@@ -1,15 +1,59 @@
 -- subscribe: create the subscription if needed and register a consumer on one partition.
 -- KEYS[1] stream, KEYS[2] subs set, KEYS[3] meta hash, KEYS[4] cursor, KEYS[5] permits hash,
--- KEYS[6] alive zset, KEYS[7] info hash
+-- KEYS[6] alive zset, KEYS[7] info hash, KEYS[8] (optional) the partition's abuse limits hash
 -- ARGV[1] subscription, ARGV[2] consumer id, ARGV[3] type (Exclusive|Shared|Failover),
 -- ARGV[4] initial position (latest|earliest), ARGV[5] now ms, ARGV[6] consumer info JSON,
--- ARGV[7] wake channel, ARGV[8] wake payload, ARGV[9] consumer timeout ms
--- An empty consumer id only makes sure the subscription exists (admin create-subscription).
--- Returns "OK", or an error reply "ConsumerBusy ..." / "SubscriptionBusy ...".
+-- ARGV[7] wake channel, ARGV[8] wake payload, ARGV[9] consumer timeout ms,
+-- ARGV[10] partition (full name, for error texts), ARGV[11] partition key prefix ("sl:{P}:")
+-- An empty consumer id only makes sure the subscription exists (admin create-subscription,
+-- the catalog); no limit applies to it.  A consumer is checked before anything is written,
+-- against the limits the owning worker wrote (0 or absent = no limit): a new subscription
+-- against maxSubscriptionsPerTopic, a consumer not connected yet against maxConsumersPerTopic
+-- and maxConsumersPerSubscription.  Consumers that stopped heartbeating do not count.
+-- Returns "OK", or an error reply "ConsumerBusy ..." / "SubscriptionBusy ..." /
+-- "NotAllowed ...".
 local now = tonumber(ARGV[5])
--- Consumers that stopped heartbeating no longer count (the worker reaps them).
-local live = redis.call('ZCOUNT', KEYS[6], now - tonumber(ARGV[9]), '+inf')
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
+local since = now - tonumber(ARGV[9])
+local consumer = ARGV[2]
+local live = redis.call('ZCOUNT', KEYS[6], since, '+inf')
+local exists = redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1
+if consumer ~= '' then
+  local score = redis.call('ZSCORE', KEYS[6], consumer)
+  if exists then
+    local current = redis.call('HGET', KEYS[3], 'type')
+    if current and current ~= '' and current ~= ARGV[3] and live > 0 then
+      return redis.error_reply('SubscriptionBusy Subscription is of different type')
+    end
+  end
+  if ARGV[3] == 'Exclusive' and live > 0 and not score then
+    return redis.error_reply('ConsumerBusy Exclusive consumer is already connected')
+  end
+  local joining = not score or tonumber(score) < since
+  if KEYS[8] then
+    local limits = redis.call('HMGET', KEYS[8], 'maxSubscriptionsPerTopic',
+      'maxConsumersPerTopic', 'maxConsumersPerSubscription')
+    local max_subs = tonumber(limits[1]) or 0
+    local max_topic = tonumber(limits[2]) or 0
+    local max_sub = tonumber(limits[3]) or 0
+    if not exists and max_subs > 0 and redis.call('SCARD', KEYS[2]) >= max_subs then
+      return redis.error_reply(
+        'NotAllowed Exceed the maximum number of subscriptions of the topic: ' .. ARGV[10])
+    end
+    if joining and max_topic > 0 then
+      local total = 0
+      for _, name in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+        total = total + redis.call('ZCOUNT', ARGV[11] .. 's:' .. name .. ':alive', since, '+inf')
+        if total >= max_topic then
+          return redis.error_reply('ConsumerBusy Topic reached max consumers limit')
+        end
+      end
+    end
+    if joining and max_sub > 0 and live >= max_sub then
+      return redis.error_reply('ConsumerBusy Subscription reached max consumers limit')
+    end
+  end
+end
+if not exists then
   local start = '0-0'
   if ARGV[4] == 'latest' then
     local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
@@ -22,21 +66,12 @@ if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
   redis.call('SADD', KEYS[2], ARGV[1])
   redis.call('HSET', KEYS[3], 'type', ARGV[3], 'created', ARGV[5])
   redis.call('SET', KEYS[4], start)
-elseif ARGV[2] ~= '' then
-  local current = redis.call('HGET', KEYS[3], 'type')
-  if current and current ~= '' and current ~= ARGV[3] then
-    if live > 0 then
-      return redis.error_reply('SubscriptionBusy Subscription is of different type')
-    end
-  end
+elseif consumer ~= '' then
   redis.call('HSET', KEYS[3], 'type', ARGV[3])
 end
-if ARGV[2] == '' then return 'OK' end
-if ARGV[3] == 'Exclusive' and live > 0 and not redis.call('ZSCORE', KEYS[6], ARGV[2]) then
-  return redis.error_reply('ConsumerBusy Exclusive consumer is already connected')
-end
-redis.call('ZADD', KEYS[6], now, ARGV[2])
-redis.call('HSET', KEYS[7], ARGV[2], ARGV[6])
-redis.call('HSETNX', KEYS[5], ARGV[2], 0)
+if consumer == '' then return 'OK' end
+redis.call('ZADD', KEYS[6], now, consumer)
+redis.call('HSET', KEYS[7], consumer, ARGV[6])
+redis.call('HSETNX', KEYS[5], consumer, 0)
 redis.call('PUBLISH', ARGV[7], ARGV[8])
 return 'OK'

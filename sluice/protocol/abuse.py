@@ -1,0 +1,69 @@
+"""Abuse limits on the data plane: what the owning worker writes and what the scripts check.
+
+The worker that owns a partition writes the partition's resolved limits into ``sl:{P}:limits``
+(``limits.lua``, refused once its lease is lost) when it starts the partition and on every
+policy change, before it confirms the change; so a limit the admin service answered for is in
+force.  The scripts read the hash atomically with what they check:
+
+* ``subscribe.lua``: a new subscription against ``maxSubscriptionsPerTopic``
+  (``NotAllowed``), a new consumer against ``maxConsumersPerTopic`` and
+  ``maxConsumersPerSubscription`` (``ConsumerBusy``);
+* ``producer.lua``: a new producer against ``maxProducersPerTopic`` (``ProducerBusy``); it
+  answers the ``maxMessageSize`` the client checks its sends against;
+* ``produce.lua``: each entry against ``maxMessageSize`` (``MessageTooBig``).
+
+``topic_create.lua`` checks ``maxTopicsPerNamespace`` when a client creates a topic on first
+use: the namespace's own value in ``sl:meta:maxtopics``, else the broker's in
+``sl:meta:config`` (both written by the workers).  Until a worker has written a partition's
+limits, no count limit applies there and the size limit is Pulsar's default, 5 MB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sluice.protocol import keys
+from sluice.protocol.frames import Call
+from sluice.protocol.names import TopicName
+
+# Fields of ``sl:{P}:limits`` (named as the broker settings; 0 = no limit, but the size).
+LIMIT_FIELDS = (
+    "maxSubscriptionsPerTopic",
+    "maxProducersPerTopic",
+    "maxConsumersPerTopic",
+    "maxConsumersPerSubscription",
+    "maxMessageSize",
+)
+# What produce.lua and producer.lua assume while a partition has no limits written yet.
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+
+# The first word of the scripts' error replies, by kind of refusal.
+NOT_ALLOWED = "NotAllowed"
+PRODUCER_BUSY = "ProducerBusy"
+CONSUMER_BUSY = "ConsumerBusy"
+MESSAGE_TOO_BIG = "MessageTooBig"
+
+
+def limits_call(partition: TopicName, fencing_token: str, values: Mapping[str, int]) -> Call:
+    """``limits.lua``: replace the partition's limits (``values`` by ``LIMIT_FIELDS`` name)."""
+    pairs: list[str | int] = []
+    for name in LIMIT_FIELDS:
+        pairs += [name, int(values[name])]
+    return [keys.lease(partition), keys.limits(partition)], [fencing_token, *pairs]
+
+
+def producer_call(partition: TopicName, producer_id: str, expiry_ms: int) -> Call:
+    """``producer.lua``: register or renew ``producer_id`` on the partition."""
+    return (
+        [keys.producers(partition), keys.limits(partition)],
+        [producer_id, expiry_ms, partition.full],
+    )
+
+
+def topic_create_call(topic: TopicName, partitions: int, record: bytes, wake: str) -> Call:
+    """``topic_create.lua``: register a topic a client creates on first use (``record`` is its
+    registry JSON; a partitioned topic counts its partitions against the namespace limit)."""
+    return (
+        [keys.TOPICS, keys.TOPIC_LIMITS, keys.CLIENT_CONFIG],
+        [topic.full, record, max(partitions, 1), topic.namespace_name, keys.WAKE_CHANNEL, wake],
+    )

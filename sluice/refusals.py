@@ -1,0 +1,34 @@
+"""The data-plane scripts' refusals as the client's exceptions.
+
+A script refuses with an error reply whose first word names the kind of refusal
+(``sluice.protocol.abuse``); ``refusal`` turns it into the ``pulsar-client``-named exception.
+"""
+
+from __future__ import annotations
+
+from redis.exceptions import ResponseError
+
+from sluice.errors import (
+    ConsumerBusy,
+    MessageTooBig,
+    NotAllowedError,
+    ProducerBusy,
+    SluiceException,
+    SubscriptionBusy,
+)
+from sluice.protocol.abuse import CONSUMER_BUSY, MESSAGE_TOO_BIG, NOT_ALLOWED, PRODUCER_BUSY
+
+_KINDS: dict[str, type[SluiceException]] = {
+    NOT_ALLOWED: NotAllowedError,
+    PRODUCER_BUSY: ProducerBusy,
+    CONSUMER_BUSY: ConsumerBusy,
+    "SubscriptionBusy": SubscriptionBusy,
+    MESSAGE_TOO_BIG: MessageTooBig,
+}
+
+
+def refusal(exc: ResponseError) -> SluiceException | None:
+    """The client exception for a script's refusal, or None for any other error reply."""
+    kind, _, reason = str(exc).partition(" ")
+    error = _KINDS.get(kind)
+    return error(reason) if error is not None else None

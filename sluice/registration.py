@@ -1,0 +1,100 @@
+"""A producer's registration on the partitions of its topic (``producer.lua``).
+
+Pulsar's broker knows its producers by their connections; Sluice has no broker between the
+client and Redis, so a producer registers itself on every partition it may write to
+(``sl:{P}:producers``, the producer id scored by its last heartbeat in Redis time).  The
+registration is counted against ``maxProducersPerTopic`` (refused with ``ProducerBusy``),
+renewed on every heartbeat of the client's background thread, and removed when the producer
+closes.  A producer that dies without closing stops counting once it has been silent for
+``consumerTimeoutMs`` (the worker setting that also releases silent consumers, 10 s by
+default).  Every registration and renewal answers the partition's ``maxMessageSize``, which
+the producer checks its sends against: a change reaches live producers within a heartbeat.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from sluice.protocol import keys
+from sluice.protocol.abuse import DEFAULT_MAX_MESSAGE_SIZE, producer_call
+from sluice.protocol.names import TopicName
+from sluice.refusals import refusal
+
+if TYPE_CHECKING:
+    from sluice.client import Client
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EXPIRY_MS = 10_000  # when the workers have not published consumerTimeoutMs yet
+
+
+class ProducerRegistration:
+    """One producer's registration on every partition of its topic."""
+
+    def __init__(self, client: Client, partitions: list[TopicName], producer_id: str) -> None:
+        self._client = client
+        self._partitions = partitions
+        self._id = producer_id
+        raw = client.redis.hget(keys.CLIENT_CONFIG, "consumerTimeoutMs")
+        self.expiry_ms = int(raw) if raw else DEFAULT_EXPIRY_MS
+        self._max_sizes = {p.full: DEFAULT_MAX_MESSAGE_SIZE for p in partitions}
+
+    def max_message_size(self, partition: TopicName) -> int:
+        """The partition's maxMessageSize as it last answered, in bytes."""
+        return self._max_sizes[partition.full]
+
+    def register(self) -> None:
+        """Register on every partition; ``ProducerBusy`` (and no registration left behind)
+        when one of them has ``maxProducersPerTopic`` producers already."""
+        script = self._client.scripts["producer"]
+        done: list[TopicName] = []
+        try:
+            for partition in self._partitions:
+                script_keys, args = producer_call(partition, self._id, self.expiry_ms)
+                try:
+                    size = script(keys=script_keys, args=args)
+                except ResponseError as exc:
+                    raise refusal(exc) or exc from None
+                self._max_sizes[partition.full] = int(size)
+                done.append(partition)
+        except BaseException:
+            self._remove(done)
+            raise
+
+    def renew(self) -> None:
+        """Heartbeat: renew every registration (in one round trip) and take the sizes."""
+        script = self._client.scripts["producer"]
+        pipe = self._client.redis.pipeline(transaction=False)
+        for partition in self._partitions:
+            script_keys, args = producer_call(partition, self._id, self.expiry_ms)
+            script(keys=script_keys, args=args, client=pipe)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except (RedisConnectionError, RedisTimeoutError):
+            return  # the next heartbeat tries again; the registration lasts expiry_ms
+        for partition, reply in zip(self._partitions, replies, strict=True):
+            if isinstance(reply, Exception):
+                # Silent for longer than the expiry and the place taken meanwhile: this
+                # producer does not count until a place is free again.
+                log.warning("producer %s on %s: %s", self._id, partition.full, reply)
+            else:
+                self._max_sizes[partition.full] = int(reply)
+
+    def unregister(self) -> None:
+        """Stop counting on every partition (best effort: otherwise it expires)."""
+        with contextlib.suppress(RedisConnectionError, RedisTimeoutError):
+            self._remove(self._partitions)
+
+    def _remove(self, partitions: list[TopicName]) -> None:
+        if not partitions:
+            return
+        pipe = self._client.redis.pipeline(transaction=False)
+        for partition in partitions:
+            pipe.zrem(keys.producers(partition), self._id)
+        pipe.execute()
