@@ -55,11 +55,21 @@ if consumer ~= '' then
 end
 if not exists then
   local start = '0-0'
+  local create = {'XGROUP', 'CREATE', KEYS[1], ARGV[1], start, 'MKSTREAM'}
   if ARGV[4] == 'latest' then
     local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-    if #last > 0 then start = last[1][1] end
+    if #last > 0 then
+      start = last[1][1]
+      -- Every entry ever added counts as read, so Redis can tell the group's lag.
+      local stream = redis.call('XINFO', 'STREAM', KEYS[1])
+      local added = 0
+      for i = 1, #stream, 2 do
+        if stream[i] == 'entries-added' then added = stream[i + 1] end
+      end
+      create = {'XGROUP', 'CREATE', KEYS[1], ARGV[1], start, 'ENTRIESREAD', added}
+    end
   end
-  local ok = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], start, 'MKSTREAM')
+  local ok = redis.pcall(unpack(create))
   if type(ok) == 'table' and ok.err and not string.find(ok.err, 'BUSYGROUP') then
     return ok
   end
