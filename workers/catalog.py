@@ -378,6 +378,7 @@ class Catalog:
         An event only names what changed: the database says what is true now, so events
         that arrive twice or out of order (a create after its delete) change nothing wrong."""
         named: dict[str, int] = {}  # topic -> partitions its events mention
+        gone: dict[str, int] = {}  # deleted topic -> partitions whose data to drop
         subscriptions: set[tuple[str, str]] = set()
         deleted_namespaces = False
         for event in events:
@@ -399,8 +400,7 @@ class Catalog:
                 await self.plane.register_topic(TopicName.from_full(name), count)
                 self.topics[name] = count
             else:
-                partitions = max(self.topics.get(name, 0), mentioned)
-                await self.drop_topic_data(TopicName.from_full(name), partitions)
+                gone[name] = max(self.topics.pop(name, 0), mentioned)
         for topic_name, sub in subscriptions:
             if topic_name not in current:
                 continue  # the topic went, and its subscriptions with it
@@ -414,6 +414,10 @@ class Catalog:
         if deleted_namespaces:
             await self.sync()
         await self._changed()
+        # Only now that this worker's dispatchers of deleted topics have stopped (none can
+        # write a key of theirs again), their data goes.
+        for name, partitions in gone.items():
+            await self.plane.drop_topic_data(TopicName.from_full(name), partitions)
 
     async def _read_current(
         self, topics: set[str], subscriptions: set[tuple[str, str]]
