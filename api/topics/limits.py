@@ -1,4 +1,5 @@
-"""``maxTopicsPerNamespace`` on the admin path: a topic that would exceed it is refused (412).
+"""Abuse limits on the admin path: a topic that would exceed ``maxTopicsPerNamespace``, or a
+subscription that would exceed ``maxSubscriptionsPerTopic``, is refused (412).
 
 Counted as Pulsar counts: each partition of a partitioned topic and each non-partitioned
 topic, those the database holds and those clients auto-created that the workers have not
@@ -16,12 +17,13 @@ from sqlalchemy import select
 
 from api.dataplane import registry_topics
 from api.unit_of_work import UnitOfWork
+from dataplane.catalog import subscription_names
 from models.abuse import MAX_TOPICS_PER_NAMESPACE, TOPICS_EXCEEDED
 from models.errors import PreconditionFailed
 from models.flow import value_from_json
-from models.flow_resolution import FlowInputs, resolve_abuse
-from models.orm import FlowPolicy, Namespace, Topic
-from models.repository import load_broker_config
+from models.flow_resolution import FlowInputs, resolve_abuse, resolve_flow
+from models.orm import FlowPolicy, Namespace, Subscription, Topic
+from models.repository import load_broker_config, load_snapshot
 from sluice.protocol.names import TopicName
 
 
@@ -58,3 +60,24 @@ async def check_topics_limit(
     existing = sum(max(count, 1) for count in known.values())
     if existing + max(partitions, 1) > limit:
         raise PreconditionFailed(TOPICS_EXCEEDED)
+
+
+async def check_subscriptions_limit(uow: UnitOfWork, topic: Topic, base: TopicName) -> None:
+    """412 when one more subscription would take ``topic`` over its
+    ``maxSubscriptionsPerTopic`` (topic > namespace > broker), counting those the database
+    holds and those consumers created that the workers have not recorded yet."""
+    snapshot = await load_snapshot(uow.session, namespace_id=topic.namespace_id, topic_id=topic.id)
+    limit = int(
+        resolve_flow(snapshot.flow_inputs_for(base)).abuse.max_subscriptions_per_topic.value
+    )
+    if limit <= 0:
+        return
+    query = select(Subscription.name).where(Subscription.topic_id == topic.id)
+    names = set((await uow.session.scalars(query)).all())
+    if uow.data_plane is not None:
+        with contextlib.suppress(RedisError):
+            names |= await subscription_names(uow.data_plane.redis, base, topic.partitions)
+    if len(names) >= limit:
+        raise PreconditionFailed(
+            f"Exceed the maximum number of subscriptions of the topic: {base.full}"
+        )

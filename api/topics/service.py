@@ -8,7 +8,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import select
 
 from api.dataplane import aggregate, lookup, registry_topics
-from api.topics.limits import check_topics_limit
+from api.topics.limits import check_subscriptions_limit, check_topics_limit
 from api.unit_of_work import UnitOfWork
 from dataplane.catalog import subscription_names
 from models.errors import Conflict, NotAcceptable, NotFound, PreconditionFailed, Unavailable
@@ -186,9 +186,10 @@ async def create_subscription(uow: UnitOfWork, topic: TopicName, name: str) -> N
     )
     if existing is not None:
         raise Conflict("Subscription already exists for topic")
+    base = TopicName(topic.tenant, topic.namespace, row.name)
+    await check_subscriptions_limit(uow, row, base)
     uow.session.add(Subscription(topic_id=row.id, name=name))
     await uow.session.flush()
-    base = TopicName(topic.tenant, topic.namespace, row.name)
     _record_subscription(uow, base, name, None, {"name": name})
     uow.project(lambda dp: dp.ensure_subscription(base, row.partitions, name))
 

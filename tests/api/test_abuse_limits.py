@@ -206,3 +206,24 @@ def test_max_topics_per_namespace_counts_partitions(topic):
     # 0 at the namespace level: no limit, whatever the broker says.
     assert http.post(f"{NS}/maxTopicsPerNamespace", json=0).status_code == 204
     assert http.put(f"{PERSISTENT}/twelfth").status_code == 204
+
+
+def test_max_subscriptions_per_topic_on_rest_create(topic):
+    """Pulsar checks a subscription created over REST too; a deleted one frees its place."""
+    http = topic
+    assert http.post(f"{TOPIC}/maxSubscriptionsPerTopic", json=2).status_code == 204
+    assert http.put(f"{TOPIC}/subscription/a").status_code == 204
+    assert http.put(f"{TOPIC}/subscription/b").status_code == 204
+    refused = http.put(f"{TOPIC}/subscription/c")
+    assert refused.status_code == 412
+    assert refused.json()["reason"] == (
+        "Exceed the maximum number of subscriptions of the topic: persistent://acme/orders/created"
+    )
+    assert http.get(f"{TOPIC}/subscriptions").json() == ["a", "b"]
+    assert http.delete(f"{TOPIC}/subscription/a").status_code == 204
+    assert http.put(f"{TOPIC}/subscription/c").status_code == 204
+    # The namespace's limit applies when the topic has none.
+    assert http.delete(f"{TOPIC}/maxSubscriptionsPerTopic").status_code == 204
+    assert http.post(f"{NS}/maxSubscriptionsPerTopic", json=3).status_code == 204
+    assert http.put(f"{TOPIC}/subscription/d").status_code == 204
+    assert http.put(f"{TOPIC}/subscription/e").status_code == 412
