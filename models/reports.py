@@ -68,6 +68,8 @@ class RateReportRow(_ReportRow, Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     intervals: Mapped[int] = mapped_column(Integer)
+    # Columns added in revision 0004 are null in rows written before it.
+    partitions: Mapped[int | None] = mapped_column(Integer)  # most partitions in an interval
     msg_out: Mapped[int] = mapped_column(BigInteger)
     bytes_out: Mapped[int] = mapped_column(BigInteger)
     avg_rate: Mapped[float] = mapped_column(Float)  # msg/s over the covered intervals
@@ -75,8 +77,26 @@ class RateReportRow(_ReportRow, Base):
     p50_rate: Mapped[float] = mapped_column(Float)
     p95_rate: Mapped[float] = mapped_column(Float)
     avg_byte_rate: Mapped[float] = mapped_column(Float)
-    limit_msg_per_s: Mapped[float | None] = mapped_column(Float)  # at the window's end
-    limit_byte_per_s: Mapped[float | None] = mapped_column(Float)
+    # Message limits, msg/s, over the time a limit was in force (docs/reports.md).
+    limit_per_partition_avg: Mapped[float | None] = mapped_column(Float)  # time-weighted
+    limit_per_partition_min: Mapped[float | None] = mapped_column(Float)
+    limit_per_partition_max: Mapped[float | None] = mapped_column(Float)
+    limit_topic_avg: Mapped[float | None] = mapped_column(Float)  # partitions summed
+    limit_topic_min: Mapped[float | None] = mapped_column(Float)
+    limit_topic_max: Mapped[float | None] = mapped_column(Float)
+    limit_topic_at_end: Mapped[float | None] = mapped_column(Float)  # last interval's
+    limited_share: Mapped[float | None] = mapped_column(Float)  # limited seconds / seconds
+    allowed_msgs: Mapped[float | None] = mapped_column(Float)  # sum of limit x seconds
+    # Byte limits, bytes/s, the same way.
+    byte_limit_per_partition_avg: Mapped[float | None] = mapped_column(Float)
+    byte_limit_per_partition_min: Mapped[float | None] = mapped_column(Float)
+    byte_limit_per_partition_max: Mapped[float | None] = mapped_column(Float)
+    byte_limit_topic_avg: Mapped[float | None] = mapped_column(Float)
+    byte_limit_topic_min: Mapped[float | None] = mapped_column(Float)
+    byte_limit_topic_max: Mapped[float | None] = mapped_column(Float)
+    byte_limit_topic_at_end: Mapped[float | None] = mapped_column(Float)
+    byte_limited_share: Mapped[float | None] = mapped_column(Float)
+    allowed_bytes: Mapped[float | None] = mapped_column(Float)
     limit_limiter: Mapped[str | None] = mapped_column(String(16))  # broker|topic|subscription
     limit_source: Mapped[str | None] = mapped_column(String(16))  # broker|namespace|topic|...
     utilisation: Mapped[float | None] = mapped_column(Float)  # delivered / allowed
@@ -104,7 +124,7 @@ class BacklogReportRow(_ReportRow, Base):
     growth_per_s: Mapped[float] = mapped_column(Float)  # least-squares slope, msg/s
     publish_rate: Mapped[float] = mapped_column(Float)  # msg/s
     dispatch_rate: Mapped[float] = mapped_column(Float)  # msg/s
-    limit_msg_per_s: Mapped[float | None] = mapped_column(Float)
+    limit_topic_at_end: Mapped[float | None] = mapped_column(Float)  # msg/s, partitions summed
     drain_rate: Mapped[float | None] = mapped_column(Float)  # net msg/s the backlog shrinks by
     drain_seconds: Mapped[float | None] = mapped_column(Float)  # None when it never drains
     drain_status: Mapped[str] = mapped_column(String(8))  # empty | draining | never

@@ -8,9 +8,12 @@ from api.schemas import Document
 
 
 class RateReportDocument(Document):
-    """Dispatch of one subscription in one window against the limit in force."""
+    """Dispatch of one subscription in one window against the limits in force (every field:
+    docs/reports.md).  Limits are msg/s (``byte...``: bytes/s) over the time a limit was in
+    force, weighted by time; per partition as configured, per topic summed over partitions."""
 
     intervals: int
+    partitions: int | None
     msgOut: int
     bytesOut: int
     avgRate: float
@@ -18,8 +21,24 @@ class RateReportDocument(Document):
     p50Rate: float
     p95Rate: float
     avgByteRate: float
-    limitMsgPerS: float | None
-    limitBytePerS: float | None
+    limitPerPartitionAvg: float | None
+    limitPerPartitionMin: float | None
+    limitPerPartitionMax: float | None
+    limitTopicAvg: float | None
+    limitTopicMin: float | None
+    limitTopicMax: float | None
+    limitTopicAtEnd: float | None
+    limitedShare: float | None
+    allowedMsgs: float | None
+    byteLimitPerPartitionAvg: float | None
+    byteLimitPerPartitionMin: float | None
+    byteLimitPerPartitionMax: float | None
+    byteLimitTopicAvg: float | None
+    byteLimitTopicMin: float | None
+    byteLimitTopicMax: float | None
+    byteLimitTopicAtEnd: float | None
+    byteLimitedShare: float | None
+    allowedBytes: float | None
     limitLimiter: str | None
     limitSource: str | None
     utilisation: float | None
@@ -47,7 +66,7 @@ class BacklogReportDocument(Document):
     growthPerS: float
     publishRate: float
     dispatchRate: float
-    limitMsgPerS: float | None
+    limitTopicAtEnd: float | None
     drainRate: float | None
     drainSeconds: float | None
     drainStatus: str

@@ -4,7 +4,9 @@
   limit in force, the level it comes from and what every level offers, then the effective
   limits of the topic and of each subscription;
 * reports (``reports rates``, ``reports backlog``): the columns that answer "is it keeping up,
-  and what holds it back" by default; ``--columns all`` (or any list) shows the others.
+  and what holds it back" by default; ``--columns all`` (or any list) shows the others.  The
+  rate report's limits show as ``topicLimit`` and ``partitionLimit``: the time-weighted
+  average with the window's range when the limit changed.
 """
 
 from __future__ import annotations
@@ -85,8 +87,8 @@ RATE_COLUMNS = [
     "topic",
     "subscription",
     "avgRate",
-    "p95Rate",
-    "limitMsgPerS",
+    "topicLimit",
+    "partitionLimit",
     "utilisation",
     "throttledShare",
     "throttledBy",
@@ -104,10 +106,37 @@ BACKLOG_COLUMNS = [
 ]
 
 
+def limit_range(row: dict, prefix: str) -> str:
+    """A message limit of a rate report row in a few words: the time-weighted average, with
+    the range when the limit changed in the window (``266.7 (200..400)``), ``no limit``."""
+    avg = row.get(f"{prefix}Avg")
+    if avg is None:
+        return "no limit"
+    low, high = row.get(f"{prefix}Min"), row.get(f"{prefix}Max")
+    text = number(avg)
+    if low is not None and high is not None and low != high:
+        text += f" ({number(low)}..{number(high)})"
+    return text
+
+
+def _rate_cells(row: dict) -> dict[str, Any]:
+    """The derived cells of a rate report row: its limits in words."""
+    if "limitTopicAvg" not in row:
+        return {}
+    return {
+        "topicLimit": limit_range(row, "limitTopic"),
+        "partitionLimit": limit_range(row, "limitPerPartition"),
+    }
+
+
 def _report(columns: list[str]):
     def tables(answer: list[dict]) -> list[Table]:
         rows = [
-            {**row, "topic": str(row.get("topic", "")).removeprefix("persistent://")}
+            {
+                **row,
+                "topic": str(row.get("topic", "")).removeprefix("persistent://"),
+                **_rate_cells(row),
+            }
             for row in answer
         ]
         return [Table(rows, columns=columns)]

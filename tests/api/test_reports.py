@@ -26,6 +26,7 @@ def rate_row(run_id: int, minutes_ago: int, subscription: str = "sub", **values)
         "topic": TOPIC,
         "subscription": subscription,
         "intervals": 6,
+        "partitions": 4,
         "msg_out": 6000,
         "bytes_out": 600_000,
         "avg_rate": 100.0,
@@ -33,8 +34,24 @@ def rate_row(run_id: int, minutes_ago: int, subscription: str = "sub", **values)
         "p50_rate": 100.0,
         "p95_rate": 100.0,
         "avg_byte_rate": 10_000.0,
-        "limit_msg_per_s": 100.0,
-        "limit_byte_per_s": None,
+        "limit_per_partition_avg": 25.0,
+        "limit_per_partition_min": 25.0,
+        "limit_per_partition_max": 25.0,
+        "limit_topic_avg": 100.0,
+        "limit_topic_min": 100.0,
+        "limit_topic_max": 100.0,
+        "limit_topic_at_end": 100.0,
+        "limited_share": 1.0,
+        "allowed_msgs": 6000.0,
+        "byte_limit_per_partition_avg": None,
+        "byte_limit_per_partition_min": None,
+        "byte_limit_per_partition_max": None,
+        "byte_limit_topic_avg": None,
+        "byte_limit_topic_min": None,
+        "byte_limit_topic_max": None,
+        "byte_limit_topic_at_end": None,
+        "byte_limited_share": 0.0,
+        "allowed_bytes": None,
         "limit_limiter": "topic",
         "limit_source": "namespace",
         "utilisation": 1.0,
@@ -64,7 +81,7 @@ def backlog_row(run_id: int, subscription: str, growth: float, rank: int) -> dic
         "growth_per_s": growth,
         "publish_rate": 10.0,
         "dispatch_rate": 5.0,
-        "limit_msg_per_s": None,
+        "limit_topic_at_end": None,
         "drain_rate": -5.0,
         "drain_seconds": None,
         "drain_status": "never",
@@ -125,7 +142,13 @@ def test_rates_are_the_newest_succeeded_results(reports):
         ("sub", 12.0),
     ]
     first = rows[0]
-    assert first["topic"] == TOPIC and first["limitMsgPerS"] == 100.0
+    assert first["topic"] == TOPIC and first["partitions"] == 4
+    assert (first["limitTopicAvg"], first["limitPerPartitionAvg"]) == (100.0, 25.0)
+    assert (first["limitedShare"], first["allowedMsgs"], first["byteLimitTopicAvg"]) == (
+        1.0,
+        6000.0,
+        None,
+    )
     assert first["throttledBy"] == "topic" and first["window"] == "minute"
     assert datetime.fromisoformat(first["windowStart"]) == NOW - timedelta(minutes=2)
 
@@ -206,6 +229,8 @@ def test_html_chart(reports):
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert "data:image/png;base64," in page.text and "<td>topic</td>" in page.text
+    # The topic's time-weighted limit, then the partition's.
+    assert "<td>100</td><td>25</td>" in page.text
     bad = reports.get(
         f"{ADMIN}/reports/charts/acme/orders/created",
         params={"subscription": "sub", "format": "svg"},
