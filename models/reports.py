@@ -17,9 +17,12 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from models.base import Base, BigId, Json, Timestamp, utcnow
 
+RUN_QUEUED = "queued"
 RUN_RUNNING = "running"
 RUN_SUCCEEDED = "succeeded"
 RUN_FAILED = "failed"
+RUN_STATUSES = (RUN_QUEUED, RUN_RUNNING, RUN_SUCCEEDED, RUN_FAILED)
+RUN_FINAL = (RUN_SUCCEEDED, RUN_FAILED)
 
 REPORT_JOBS = ("rates", "backlog")
 WINDOWS = ("minute", "hour", "day")
@@ -27,20 +30,31 @@ WINDOW_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
 
 class ReportRun(Base):
-    """One attempt of one report job: when, how it ended, how many rows it wrote."""
+    """One run of one report job: queued, running, then succeeded or failed.
+
+    A run is recorded when it is queued (by ``POST /admin/v2/reports/runs``, or by the task
+    itself for a scheduled run), before any worker takes it.  ``attempt`` counts the attempts
+    that started (0 while queued); an attempt that fails with retries left puts the run back
+    to ``queued`` with its ``error``, and the last one marks it ``failed``.
+    """
 
     __tablename__ = "report_runs"
-    __table_args__ = (Index("ix_report_runs_job_started", "job", "started_at"),)
+    __table_args__ = (
+        Index("ix_report_runs_job_started", "job", "started_at"),
+        Index("ix_report_runs_task_id", "task_id"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     job: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16), default=RUN_RUNNING)
-    started_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    status: Mapped[str] = mapped_column(String(16), default=RUN_QUEUED)
+    task_id: Mapped[str | None] = mapped_column(String(64))  # the Celery task that runs it
+    queued_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(Timestamp)  # of the latest attempt
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     window_from: Mapped[datetime | None] = mapped_column(Timestamp)
     window_to: Mapped[datetime | None] = mapped_column(Timestamp)
     rows: Mapped[int] = mapped_column(BigInteger, default=0)
-    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
     params: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
 

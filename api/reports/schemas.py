@@ -81,12 +81,16 @@ class BacklogReportDocument(Document):
 
 
 class RunDocument(Document):
-    """One report run."""
+    """One report run: ``queued`` until a worker takes it, ``running``, then ``succeeded`` or
+    ``failed``.  ``attempt`` counts the attempts that started; an attempt that failed with
+    retries left puts the run back to ``queued`` with its ``error``."""
 
     id: int
     job: str
     status: str
-    startedAt: str
+    taskId: str | None
+    queuedAt: str
+    startedAt: str | None
     finishedAt: str | None
     windowFrom: str | None
     windowTo: str | None
@@ -97,7 +101,10 @@ class RunDocument(Document):
 
 
 class QueuedRun(Document):
-    """A run queued now: the task id and the jobs it runs."""
+    """A run requested now: the Celery task, the jobs, and the runs recorded for them (one per
+    job, ``queued``; follow them at ``/admin/v2/reports/runs/{id}``)."""
 
     taskId: str
     jobs: list[str]
+    runIds: list[int]
+    runs: list[RunDocument]

@@ -3,6 +3,7 @@
 * provenance (``topics effective-dispatch-rates``): one row per scope and limiter with the
   limit in force, the level it comes from and what every level offers, then the effective
   limits of the topic and of each subscription;
+* report runs (``reports runs``, ``reports start``): id, job, status, attempts, times, error;
 * reports (``reports rates``, ``reports backlog``): the columns that answer "is it keeping up,
   and what holds it back" by default; ``--columns all`` (or any list) shows the others.  The
   rate report's limits show as ``topicLimit`` and ``partitionLimit``: the time-weighted
@@ -144,6 +145,30 @@ def _report(columns: list[str]):
     return tables
 
 
+RUN_COLUMNS = [
+    "id",
+    "job",
+    "status",
+    "attempt",
+    "queuedAt",
+    "startedAt",
+    "finishedAt",
+    "rows",
+    "error",
+]
+
+
+def queued_runs(answer: dict) -> list[Table]:
+    """A run request's answer: its runs, titled with the task that runs them."""
+    return [
+        Table(
+            answer.get("runs", []), title=f"task {answer.get('taskId', '')}:", columns=RUN_COLUMNS
+        )
+    ]
+
+
 PROVENANCE = TableView(provenance)
+RUNS = TableView(lambda answer: [Table(answer, columns=RUN_COLUMNS)], RUN_COLUMNS)
+QUEUED_RUNS = TableView(queued_runs, RUN_COLUMNS)
 RATE_REPORT = TableView(_report(RATE_COLUMNS), RATE_COLUMNS)
 BACKLOG_REPORT = TableView(_report(BACKLOG_COLUMNS), BACKLOG_COLUMNS)

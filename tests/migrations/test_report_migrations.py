@@ -12,6 +12,7 @@ from models.db import make_sync_engine
 from tests.migrations.test_migrations import empty_url  # noqa: F401  (the fixture)
 
 BEFORE_LIMITS = "0003"
+BEFORE_QUEUE = "0004_report_limits"
 WINDOW = {
     "run_id": 1,
     "window": "minute",
@@ -88,3 +89,58 @@ def test_the_limit_of_old_rows_becomes_the_limit_at_the_end(empty_url):  # noqa:
         assert backlog["limit_msg_per_s"] == 400.0
     finally:
         engine.dispose()
+
+
+def test_runs_recorded_before_the_queue_were_queued_when_they_started(empty_url):  # noqa: F811
+    upgrade(empty_url, BEFORE_QUEUE)
+    engine = make_sync_engine(empty_url)
+    started = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
+    try:
+        with engine.begin() as connection:
+            _insert(
+                connection,
+                "report_runs",
+                {
+                    "job": "rates",
+                    "status": "succeeded",
+                    "started_at": started,
+                    "rows": 3,
+                    "attempt": 1,
+                    "params": {},
+                },
+            )
+        upgrade(empty_url)
+        with engine.begin() as connection:
+            run = connection.execute(text("SELECT * FROM report_runs")).mappings().one()
+            assert (run["task_id"], run["status"], run["rows"]) == (None, "succeeded", 3)
+            assert _utc(run["queued_at"]) == _utc(run["started_at"]) == started
+            # From now on a queued run has not started.
+            _insert(
+                connection,
+                "report_runs",
+                {
+                    "job": "backlog",
+                    "status": "queued",
+                    "task_id": "t-1",
+                    "queued_at": started,
+                    "rows": 0,
+                    "attempt": 0,
+                    "params": {},
+                },
+            )
+        downgrade(empty_url, BEFORE_QUEUE)
+        with engine.connect() as connection:
+            runs = connection.execute(text("SELECT * FROM report_runs ORDER BY id")).mappings()
+            assert [(r["job"], _utc(r["started_at"])) for r in runs] == [
+                ("rates", started),
+                ("backlog", started),
+            ]
+    finally:
+        engine.dispose()
+
+
+def _utc(moment: datetime | str) -> datetime:
+    """A timestamp as read back raw (SQLite: naive text) as an aware UTC datetime."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
