@@ -2,9 +2,9 @@
 
 A run is recorded before it computes anything: ``queue`` records it ``queued`` (the admin
 service does the same when a run is requested), ``start`` marks an attempt ``running``.  Its
-result rows carry its id; marking it
-succeeded and deleting the rows it supersedes (older runs' rows for the same windows) happen
-in one transaction, so readers see either the old results or the new ones, never a mix.
+result rows carry its id; marking it succeeded and deleting the rows it supersedes (older
+runs' rows for the same windows) happen in one transaction, so readers see either the old
+results or the new ones, never a mix.
 A failed attempt's rows are deleted and the run is marked failed with its error, or queued
 again with it when the attempt will be retried.
 
