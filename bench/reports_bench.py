@@ -37,34 +37,64 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 DUCKDB_RATE_REPORT = """
 WITH iv AS (
   SELECT tenant, namespace, topic, subscription, round(ts / interval_ms) AS interval,
-         max(ts) AS ts, max(interval_ms) / 1000.0 AS seconds,
+         max(ts) AS ts, max(interval_ms) / 1000.0 AS seconds, count(*) AS partitions,
+         sum(interval_ms) / 1000.0 AS partition_seconds,
          sum(msg_out) AS msg_out, sum(bytes_out) AS bytes_out,
-         CASE WHEN count(limit_msg_per_s) = count(*) THEN sum(limit_msg_per_s) END AS limit_msg,
-         CASE WHEN count(limit_byte_per_s) = count(*) THEN sum(limit_byte_per_s) END
-           AS limit_byte,
+         {limit_msg}, {limit_byte},
          mode(limit_msg_limiter) AS limiter, mode(limit_msg_source) AS source,
          sum(throttled_broker) > 0 AS tb, sum(throttled_topic) > 0 AS tt,
          sum(throttled_subscription) > 0 AS tsub
-  FROM read_parquet('{path}/**/*.parquet', hive_partitioning = true)
-  WHERE subscription <> '' AND ts >= {since_ms} AND ts < {until_ms}
+  FROM read_parquet('{{path}}/**/*.parquet', hive_partitioning = true)
+  WHERE subscription <> '' AND ts >= {{since_ms}} AND ts < {{until_ms}}
   GROUP BY ALL
 ), w AS (
   SELECT *, msg_out / seconds AS rate,
-         date_trunc('{window}', make_timestamp(CAST((ts - seconds * 1000) * 1000 AS BIGINT)))
+         date_trunc('{{window}}', make_timestamp(CAST((ts - seconds * 1000) * 1000 AS BIGINT)))
            AS window_start
   FROM iv
 )
 SELECT window_start, tenant, namespace, topic, subscription, count(*) AS intervals,
-       sum(msg_out), sum(bytes_out), sum(msg_out) / sum(seconds) AS avg_rate, max(rate),
-       quantile_cont(rate, 0.5), quantile_cont(rate, 0.95), sum(bytes_out) / sum(seconds),
-       arg_max(limit_msg, ts), arg_max(limit_byte, ts), arg_max(limiter, ts),
-       arg_max(source, ts),
-       sum(msg_out) FILTER (WHERE limit_msg IS NOT NULL)
-         / sum(limit_msg * seconds) FILTER (WHERE limit_msg IS NOT NULL),
+       max(partitions), sum(msg_out), sum(bytes_out), sum(msg_out) / sum(seconds) AS avg_rate,
+       max(rate), quantile_cont(rate, 0.5), quantile_cont(rate, 0.95),
+       sum(bytes_out) / sum(seconds), {window_msg}, {window_byte},
+       arg_max(limiter, ts), arg_max(source, ts),
+       greatest(sum(msg_out) FILTER (WHERE limit_msg IS NOT NULL) / sum(allowed_msgs),
+                sum(bytes_out) FILTER (WHERE limit_byte IS NOT NULL) / sum(allowed_bytes)),
        avg(CAST(tb OR tt OR tsub AS INT)), avg(CAST(tb AS INT)), avg(CAST(tt AS INT)),
        avg(CAST(tsub AS INT))
 FROM w GROUP BY ALL
 """
+
+
+def _interval_limits(unit: str, column: str) -> str:
+    """The per-interval limit columns of one unit, as the Spark job computes them."""
+    every = f"count({column}) = count(*)"
+    return (
+        f"CASE WHEN {every} THEN sum({column}) END AS limit_{unit}, "
+        f"CASE WHEN {every} THEN min({column}) END AS limit_{unit}_min, "
+        f"CASE WHEN {every} THEN max({column}) END AS limit_{unit}_max, "
+        f"CASE WHEN {every} THEN sum({column} * interval_ms / 1000.0) END AS allowed_{unit}s"
+    )
+
+
+def _window_limits(unit: str) -> str:
+    """The rate report's limit columns of one unit over a window's intervals."""
+    limited = f"FILTER (WHERE limit_{unit} IS NOT NULL)"
+    return (
+        f"sum(allowed_{unit}s) / sum(partition_seconds) {limited}, "
+        f"min(limit_{unit}_min), max(limit_{unit}_max), "
+        f"sum(allowed_{unit}s) / sum(seconds) {limited}, "
+        f"min(limit_{unit}), max(limit_{unit}), arg_max(limit_{unit}, ts), "
+        f"coalesce(sum(seconds) {limited}, 0) / sum(seconds), sum(allowed_{unit}s)"
+    )
+
+
+DUCKDB_RATE_REPORT = DUCKDB_RATE_REPORT.format(
+    limit_msg=_interval_limits("msg", "limit_msg_per_s"),
+    limit_byte=_interval_limits("byte", "limit_byte_per_s"),
+    window_msg=_window_limits("msg"),
+    window_byte=_window_limits("byte"),
+)
 
 
 def generate(spark, lake: Path, rows: int) -> tuple[datetime, datetime]:

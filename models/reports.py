@@ -17,9 +17,12 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from models.base import Base, BigId, Json, Timestamp, utcnow
 
+RUN_QUEUED = "queued"
 RUN_RUNNING = "running"
 RUN_SUCCEEDED = "succeeded"
 RUN_FAILED = "failed"
+RUN_STATUSES = (RUN_QUEUED, RUN_RUNNING, RUN_SUCCEEDED, RUN_FAILED)
+RUN_FINAL = (RUN_SUCCEEDED, RUN_FAILED)
 
 REPORT_JOBS = ("rates", "backlog")
 WINDOWS = ("minute", "hour", "day")
@@ -27,20 +30,31 @@ WINDOW_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
 
 class ReportRun(Base):
-    """One attempt of one report job: when, how it ended, how many rows it wrote."""
+    """One run of one report job: queued, running, then succeeded or failed.
+
+    A run is recorded when it is queued (by ``POST /admin/v2/reports/runs``, or by the task
+    itself for a scheduled run), before any worker takes it.  ``attempt`` counts the attempts
+    that started (0 while queued); an attempt that fails with retries left puts the run back
+    to ``queued`` with its ``error``, and the last one marks it ``failed``.
+    """
 
     __tablename__ = "report_runs"
-    __table_args__ = (Index("ix_report_runs_job_started", "job", "started_at"),)
+    __table_args__ = (
+        Index("ix_report_runs_job_started", "job", "started_at"),
+        Index("ix_report_runs_task_id", "task_id"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     job: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16), default=RUN_RUNNING)
-    started_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    status: Mapped[str] = mapped_column(String(16), default=RUN_QUEUED)
+    task_id: Mapped[str | None] = mapped_column(String(64))  # the Celery task that runs it
+    queued_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(Timestamp)  # of the latest attempt
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     window_from: Mapped[datetime | None] = mapped_column(Timestamp)
     window_to: Mapped[datetime | None] = mapped_column(Timestamp)
     rows: Mapped[int] = mapped_column(BigInteger, default=0)
-    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
     params: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
 
@@ -68,6 +82,8 @@ class RateReportRow(_ReportRow, Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     intervals: Mapped[int] = mapped_column(Integer)
+    # Columns added in revision 0004 are null in rows written before it.
+    partitions: Mapped[int | None] = mapped_column(Integer)  # most partitions in an interval
     msg_out: Mapped[int] = mapped_column(BigInteger)
     bytes_out: Mapped[int] = mapped_column(BigInteger)
     avg_rate: Mapped[float] = mapped_column(Float)  # msg/s over the covered intervals
@@ -75,8 +91,26 @@ class RateReportRow(_ReportRow, Base):
     p50_rate: Mapped[float] = mapped_column(Float)
     p95_rate: Mapped[float] = mapped_column(Float)
     avg_byte_rate: Mapped[float] = mapped_column(Float)
-    limit_msg_per_s: Mapped[float | None] = mapped_column(Float)  # at the window's end
-    limit_byte_per_s: Mapped[float | None] = mapped_column(Float)
+    # Message limits, msg/s, over the time a limit was in force (docs/reports.md).
+    limit_per_partition_avg: Mapped[float | None] = mapped_column(Float)  # time-weighted
+    limit_per_partition_min: Mapped[float | None] = mapped_column(Float)
+    limit_per_partition_max: Mapped[float | None] = mapped_column(Float)
+    limit_topic_avg: Mapped[float | None] = mapped_column(Float)  # partitions summed
+    limit_topic_min: Mapped[float | None] = mapped_column(Float)
+    limit_topic_max: Mapped[float | None] = mapped_column(Float)
+    limit_topic_at_end: Mapped[float | None] = mapped_column(Float)  # last interval's
+    limited_share: Mapped[float | None] = mapped_column(Float)  # limited seconds / seconds
+    allowed_msgs: Mapped[float | None] = mapped_column(Float)  # sum of limit x seconds
+    # Byte limits, bytes/s, the same way.
+    byte_limit_per_partition_avg: Mapped[float | None] = mapped_column(Float)
+    byte_limit_per_partition_min: Mapped[float | None] = mapped_column(Float)
+    byte_limit_per_partition_max: Mapped[float | None] = mapped_column(Float)
+    byte_limit_topic_avg: Mapped[float | None] = mapped_column(Float)
+    byte_limit_topic_min: Mapped[float | None] = mapped_column(Float)
+    byte_limit_topic_max: Mapped[float | None] = mapped_column(Float)
+    byte_limit_topic_at_end: Mapped[float | None] = mapped_column(Float)
+    byte_limited_share: Mapped[float | None] = mapped_column(Float)
+    allowed_bytes: Mapped[float | None] = mapped_column(Float)
     limit_limiter: Mapped[str | None] = mapped_column(String(16))  # broker|topic|subscription
     limit_source: Mapped[str | None] = mapped_column(String(16))  # broker|namespace|topic|...
     utilisation: Mapped[float | None] = mapped_column(Float)  # delivered / allowed
@@ -104,7 +138,7 @@ class BacklogReportRow(_ReportRow, Base):
     growth_per_s: Mapped[float] = mapped_column(Float)  # least-squares slope, msg/s
     publish_rate: Mapped[float] = mapped_column(Float)  # msg/s
     dispatch_rate: Mapped[float] = mapped_column(Float)  # msg/s
-    limit_msg_per_s: Mapped[float | None] = mapped_column(Float)
+    limit_topic_at_end: Mapped[float | None] = mapped_column(Float)  # msg/s, partitions summed
     drain_rate: Mapped[float | None] = mapped_column(Float)  # net msg/s the backlog shrinks by
     drain_seconds: Mapped[float | None] = mapped_column(Float)  # None when it never drains
     drain_status: Mapped[str] = mapped_column(String(8))  # empty | draining | never

@@ -1,5 +1,9 @@
 """Charts of report results: dispatch rate against the limit, and backlog, over time.
 
+Rates are the topic's (its partitions summed), so they are drawn against the topic's limit:
+its time-weighted average per window as a step line, and the band between its minimum and
+maximum in the window when the limit changed.
+
 Pure rendering: rows in (as served by ``/admin/v2/reports``), PNG bytes or a self-contained
 HTML page out.  matplotlib draws without a display (the Agg backend).
 """
@@ -9,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 from datetime import datetime
 
 import matplotlib
@@ -20,6 +25,21 @@ from matplotlib.figure import Figure
 
 def _times(rows: list[dict]) -> list[datetime]:
     return [datetime.fromisoformat(r["windowStart"]) for r in rows]
+
+
+def _series(rows: list[dict], key: str) -> list[float]:
+    """A column of ``rows`` with missing values as NaN (a gap in the line)."""
+    return [math.nan if r.get(key) is None else float(r[key]) for r in rows]
+
+
+def _limit_text(row: dict, prefix: str) -> str:
+    """A limit cell: the time-weighted average, with the range when the limit changed."""
+    avg = row.get(f"{prefix}Avg")
+    if avg is None:
+        return ""
+    low, high = row.get(f"{prefix}Min"), row.get(f"{prefix}Max")
+    text = f"{avg:.4g}"
+    return text if low == high else f"{text} ({low:g}..{high:g})"
 
 
 def _legend_or_empty(axes, has_rows: bool, empty: str) -> None:
@@ -43,15 +63,20 @@ def _figure(title: str, rates: list[dict], backlog: list[dict]) -> Figure:
             color="tab:cyan",
             linestyle=":",
         )
-        limits = [r["limitMsgPerS"] for r in rates]
-        if any(v is not None for v in limits):
-            top.step(
-                times,
-                [float("nan") if v is None else v for v in limits],
-                where="post",
-                label="limit",
-                color="tab:red",
-            )
+        limits = _series(rates, "limitTopicAvg")
+        if any(not math.isnan(v) for v in limits):
+            top.step(times, limits, where="post", label="limit (time-weighted)", color="tab:red")
+            low, high = _series(rates, "limitTopicMin"), _series(rates, "limitTopicMax")
+            if any(a != b for a, b in zip(low, high, strict=True) if not math.isnan(a)):
+                top.fill_between(
+                    times,
+                    low,
+                    high,
+                    step="post",
+                    color="tab:red",
+                    alpha=0.15,
+                    label="limit min-max",
+                )
     top.set_ylabel("msg/s")
     _legend_or_empty(top, bool(rates), "no rate report rows in this range")
     top.grid(alpha=0.3)
@@ -91,13 +116,23 @@ def render_html(title: str, rates: list[dict], backlog: list[dict]) -> str:
             r["windowStart"],
             f"{r['avgRate']:.1f}",
             f"{r['peakRate']:.1f}",
-            "" if r["limitMsgPerS"] is None else f"{r['limitMsgPerS']:g}",
+            _limit_text(r, "limitTopic"),
+            _limit_text(r, "limitPerPartition"),
             "" if r["utilisation"] is None else f"{r['utilisation']:.3f}",
             r["throttledBy"] or "",
             b.get("backlogMsgs", ""),
         )
         lines.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    head = ("window", "avg msg/s", "peak msg/s", "limit", "utilisation", "throttled by", "backlog")
+    head = (
+        "window",
+        "avg msg/s",
+        "peak msg/s",
+        "topic limit msg/s",
+        "partition limit msg/s",
+        "utilisation",
+        "throttled by",
+        "backlog",
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title>"
@@ -108,5 +143,7 @@ def render_html(title: str, rates: list[dict], backlog: list[dict]) -> str:
         + "".join(f"<th>{h}</th>" for h in head)
         + "</tr>"
         + "".join(lines)
-        + "</table></body></html>"
+        + "</table><p>Limits are the window's time-weighted average, with the range when the "
+        "limit changed; the topic's limit is its partitions' limits summed (docs/reports.md)."
+        "</p></body></html>"
     )

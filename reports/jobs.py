@@ -57,6 +57,7 @@ class RunResult:
     run_id: int
     rows: int
     seconds: float
+    attempt: int = 1
 
 
 def window_floor(moment: datetime, window: str) -> datetime:
@@ -120,8 +121,15 @@ def run_job(
     windows: tuple[str, ...],
     budget_seconds: float,
     attempt: int = 1,
+    run_id: int | None = None,
+    max_attempts: int = 1,
 ) -> RunResult:
-    """Run one job over ``[since, until)``; record it; return what it wrote."""
+    """Run one job over ``[since, until)``; record it; return what it wrote.
+
+    With ``run_id`` this is the next attempt of that queued run; a failed attempt queues the
+    run again while it has had fewer than ``max_attempts``.  Without, a new run is recorded
+    (as attempt ``attempt``).
+    """
     if job not in REPORTS:
         raise ValueError(f"unknown report job '{job}': use one of {', '.join(JOBS)}")
     unknown = [w for w in windows if w not in WINDOW_SECONDS]
@@ -130,11 +138,12 @@ def run_job(
     starts = {w: window_floor(since, w) for w in windows}
     earliest = min(starts.values())
     started = datetime.now(UTC)
-    run_id = store.start(
+    run_id, attempt = store.start(
         job,
         earliest,
         until,
         attempt=attempt,
+        run_id=run_id,
         params={"windows": list(windows), "since": since.isoformat(), "until": until.isoformat()},
     )
     try:
@@ -152,7 +161,8 @@ def run_job(
                 finest.unpersist()
         rows = store.succeed(job, run_id, starts)
     except BaseException as exc:
-        store.fail(job, run_id, "".join(traceback.format_exception_only(exc)).strip())
+        error = "".join(traceback.format_exception_only(exc)).strip()
+        store.fail(job, run_id, error, requeue=attempt < max_attempts)
         raise
     seconds = (datetime.now(UTC) - started) / timedelta(seconds=1)
-    return RunResult(job=job, run_id=run_id, rows=rows, seconds=seconds)
+    return RunResult(job=job, run_id=run_id, rows=rows, seconds=seconds, attempt=attempt)

@@ -1,9 +1,12 @@
 """Report runs and results in the control-plane database.
 
-A run is recorded before it computes anything.  Its result rows carry its id; marking it
-succeeded and deleting the rows it supersedes (older runs' rows for the same windows) happen
-in one transaction, so readers see either the old results or the new ones, never a mix.
-A failed run's rows are deleted and the run is marked failed with its error.
+A run is recorded before it computes anything: ``queue`` records it ``queued`` (the admin
+service does the same when a run is requested), ``start`` marks an attempt ``running``.  Its
+result rows carry its id; marking it succeeded and deleting the rows it supersedes (older
+runs' rows for the same windows) happen in one transaction, so readers see either the old
+results or the new ones, never a mix.
+A failed attempt's rows are deleted and the run is marked failed with its error, or queued
+again with it when the attempt will be retried.
 
 Results are written by Spark over JDBC (the PostgreSQL driver, in parallel from the
 executors) when the database is PostgreSQL, or collected and inserted through SQLAlchemy
@@ -12,7 +15,9 @@ otherwise (SQLite in standalone).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from pyspark.sql import DataFrame
 from sqlalchemy import Engine, delete, func, insert, select, update
@@ -22,6 +27,8 @@ from models.base import utcnow
 from models.db import is_sqlite
 from models.reports import (
     RUN_FAILED,
+    RUN_FINAL,
+    RUN_QUEUED,
     RUN_RUNNING,
     RUN_SUCCEEDED,
     BacklogReportRow,
@@ -46,25 +53,104 @@ class RunStore:
         self.database_url = database_url
         self.use_jdbc = not is_sqlite(database_url) and bool(jdbc_jar)
 
-    def start(
-        self, job: str, window_from: datetime, window_to: datetime, *, attempt: int, params: dict
-    ) -> int:
-        """Record a new running run; return its id."""
+    def queue(
+        self, jobs: Sequence[str], *, task_id: str | None, params: dict[str, Any]
+    ) -> dict[str, int]:
+        """Record a queued run of each job (in one transaction); their ids by job."""
         with self.engine.begin() as connection:
-            return connection.execute(
-                insert(ReportRun)
+            return {
+                job: connection.execute(
+                    insert(ReportRun)
+                    .values(
+                        job=job,
+                        status=RUN_QUEUED,
+                        task_id=task_id,
+                        queued_at=utcnow(),
+                        attempt=0,
+                        params=params,
+                        rows=0,
+                    )
+                    .returning(ReportRun.id)
+                ).scalar_one()
+                for job in jobs
+            }
+
+    def pending(self, run_ids: Mapping[str, int]) -> dict[str, int]:
+        """The runs of ``run_ids`` (job -> id) that have not ended, in the same order."""
+        with self.engine.connect() as connection:
+            ended = set(
+                connection.scalars(
+                    select(ReportRun.id).where(
+                        ReportRun.id.in_(list(run_ids.values())), ReportRun.status.in_(RUN_FINAL)
+                    )
+                )
+            )
+        return {job: run_id for job, run_id in run_ids.items() if run_id not in ended}
+
+    def status(self, run_id: int) -> tuple[str, int]:
+        """A run's status and its number of attempts."""
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(ReportRun.status, ReportRun.attempt).where(ReportRun.id == run_id)
+            ).one()
+        return row.status, row.attempt
+
+    def start(
+        self,
+        job: str,
+        window_from: datetime,
+        window_to: datetime,
+        *,
+        params: dict[str, Any],
+        attempt: int = 1,
+        run_id: int | None = None,
+    ) -> tuple[int, int]:
+        """Mark an attempt running; its run id and attempt number.
+
+        With ``run_id``, the next attempt of that recorded run (``params`` are added to its
+        own); without, a new run recorded as running with ``attempt``.
+        """
+        now = utcnow()
+        with self.engine.begin() as connection:
+            if run_id is None:
+                new_id = connection.execute(
+                    insert(ReportRun)
+                    .values(
+                        job=job,
+                        status=RUN_RUNNING,
+                        queued_at=now,
+                        started_at=now,
+                        window_from=window_from,
+                        window_to=window_to,
+                        attempt=attempt,
+                        params=params,
+                        rows=0,
+                    )
+                    .returning(ReportRun.id)
+                ).scalar_one()
+                return new_id, attempt
+            run = connection.execute(
+                select(ReportRun.job, ReportRun.attempt, ReportRun.params)
+                .where(ReportRun.id == run_id)
+                .with_for_update()
+            ).one_or_none()
+            if run is None or run.job != job:
+                raise LookupError(f"no {job} report run {run_id}")
+            attempt = run.attempt + 1
+            connection.execute(
+                update(ReportRun)
+                .where(ReportRun.id == run_id)
                 .values(
-                    job=job,
                     status=RUN_RUNNING,
-                    started_at=utcnow(),
+                    started_at=now,
+                    finished_at=None,
                     window_from=window_from,
                     window_to=window_to,
                     attempt=attempt,
-                    params=params,
-                    rows=0,
+                    params={**(run.params or {}), **params},
                 )
-                .returning(ReportRun.id)
-            ).scalar_one()
+            )
+        return run_id, attempt
 
     def write(self, job: str, run_id: int, frame: DataFrame) -> None:
         """Write a run's result rows."""
@@ -106,19 +192,25 @@ class RunStore:
             connection.execute(
                 update(ReportRun)
                 .where(ReportRun.id == run_id)
-                .values(status=RUN_SUCCEEDED, finished_at=utcnow(), rows=rows)
+                .values(status=RUN_SUCCEEDED, finished_at=utcnow(), rows=rows, error=None)
             )
         return rows
 
-    def fail(self, job: str, run_id: int, error: str) -> None:
-        """Delete a run's rows and record why it failed."""
+    def fail(self, job: str, run_id: int, error: str, *, requeue: bool = False) -> None:
+        """Delete a run's rows and record why its attempt failed: the run is failed, or
+        queued again when ``requeue`` (another attempt will follow)."""
         model = TABLES[job]
         with self.engine.begin() as connection:
             connection.execute(delete(model).where(model.run_id == run_id))
             connection.execute(
                 update(ReportRun)
                 .where(ReportRun.id == run_id)
-                .values(status=RUN_FAILED, finished_at=utcnow(), error=error[:4000], rows=0)
+                .values(
+                    status=RUN_QUEUED if requeue else RUN_FAILED,
+                    finished_at=None if requeue else utcnow(),
+                    error=error[:4000],
+                    rows=0,
+                )
             )
 
 

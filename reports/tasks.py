@@ -1,11 +1,17 @@
 """Celery tasks: land stats, and run the report jobs with a time budget, retries and history.
 
 ``sluice.land_stats`` moves snapshots from Redis into the lake.  ``sluice.run_reports`` lands
-first, then runs each job over the last ``SLUICE_REPORT_LOOKBACK_SECONDS``; every attempt is
-recorded in ``report_runs`` (start, end, status, rows, error).  A failed attempt leaves no
-results behind and is retried with exponential backoff (30 s doubling, at most 10 min, with
-jitter) up to ``SLUICE_REPORT_RETRIES`` times.  One report run at a time: a run that finds
-another in progress skips.
+first, then runs each job over the last ``SLUICE_REPORT_LOOKBACK_SECONDS``.  Every run is a
+row of ``report_runs``, one per job, that goes ``queued`` -> ``running`` -> ``succeeded`` or
+``failed``: a run requested over REST is recorded as queued before the task is sent, and the
+task gets the rows' ids (``run_ids``); a scheduled run records its rows when it starts.
+
+A failed attempt leaves no results behind; while the run has attempts left
+(``SLUICE_REPORT_RETRIES`` retries) it goes back to ``queued`` with the error and the task is
+retried with exponential backoff (30 s doubling, at most 10 min, with jitter), for the jobs
+that have not succeeded.  One report run at a time: a scheduled run that finds another in
+progress skips; a requested one waits for it (the task is retried every ~15 s, its runs stay
+queued).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import redis as redis_lib
 from celery import shared_task
 
 from models.db import make_sync_engine
+from models.reports import RUN_QUEUED
 from models.settings import Settings
 from reports.jobs import JOBS, run_job
 from reports.lake import land
@@ -27,6 +34,24 @@ from reports.store import RunStore
 
 log = logging.getLogger(__name__)
 RUN_LOCK_KEY = "sluice:reports:run-lock"
+LOCK_WAIT_SECONDS = 15.0  # how often a requested run checks whether the run lock is free
+
+
+class RunLockBusy(RuntimeError):
+    """Another report run holds the run lock."""
+
+
+class ReportJobsFailed(RuntimeError):
+    """Some jobs of a run failed.  ``run_ids`` are every job's run (job -> id); ``retry`` is
+    the latest attempt number of the runs queued again for another attempt (None: none).
+    (The message alone rebuilds it, as Celery's result backend does.)"""
+
+    def __init__(
+        self, message: str, run_ids: dict[str, int] | None = None, retry: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.run_ids = run_ids or {}
+        self.retry = retry
 
 
 def _settings() -> Settings:
@@ -61,15 +86,24 @@ def run_reports_once(
     settings: Settings,
     jobs: list[str] | None = None,
     lookback_seconds: float | None = None,
-    attempt: int = 1,
+    run_ids: dict[str, int] | None = None,
+    task_id: str | None = None,
 ) -> list[dict]:
-    """Land, then run the report jobs once (the body of ``sluice.run_reports``)."""
+    """Land, then run the report jobs once (the body of ``sluice.run_reports``).
+
+    ``run_ids`` (job -> id) are runs recorded as queued; without them the runs of ``jobs``
+    are recorded now.  Runs that have ended already are left alone.  Raises ``RunLockBusy``
+    when another run is in progress and ``run_ids`` wait (without, there is nothing to run),
+    ``ReportJobsFailed`` when a job failed (the others ran).
+    """
     from reports.session import spark_session
 
     client = _redis(settings.effective_redis_url)
     token = uuid.uuid4().hex
     budget = settings.report_time_budget_seconds
     if not client.set(RUN_LOCK_KEY, token, nx=True, ex=int(budget * len(JOBS)) + 60):
+        if run_ids:
+            raise RunLockBusy("another report run is in progress")
         log.info("report run skipped: another run is in progress")
         return []
     try:
@@ -81,27 +115,41 @@ def run_reports_once(
         since = until - timedelta(seconds=lookback_seconds or settings.report_lookback_seconds)
         spark = spark_session(settings)
         store = _store(settings.effective_database_url, settings.jdbc_jar)
-        results = []
-        for job in jobs or JOBS:
-            result = run_job(
-                spark,
-                store,
-                settings.effective_lake_path,
-                job,
-                since=since,
-                until=until,
-                windows=settings.report_window_list,
-                budget_seconds=budget,
-                attempt=attempt,
-            )
+        if run_ids is None:
+            params = {"trigger": "scheduled", "lookbackSeconds": lookback_seconds}
+            run_ids = store.queue(jobs or JOBS, task_id=task_id, params=params)
+        results, errors = [], {}
+        for job, run_id in store.pending(run_ids).items():
+            try:
+                result = run_job(
+                    spark,
+                    store,
+                    settings.effective_lake_path,
+                    job,
+                    since=since,
+                    until=until,
+                    windows=settings.report_window_list,
+                    budget_seconds=budget,
+                    run_id=run_id,
+                    max_attempts=settings.report_retries + 1,
+                )
+            except Exception as exc:
+                errors[job] = str(exc) or type(exc).__name__
+                continue
             results.append(
                 {
                     "job": job,
                     "runId": result.run_id,
                     "rows": result.rows,
                     "seconds": round(result.seconds, 3),
+                    "attempt": result.attempt,
                 }
             )
+        if errors:
+            states = [store.status(run_ids[job]) for job in errors]
+            queued = [attempt for status, attempt in states if status == RUN_QUEUED]
+            message = "; ".join(f"{job}: {error}" for job, error in errors.items())
+            raise ReportJobsFailed(message, run_ids, max(queued) if queued else None)
         return results
     finally:
         if client.get(RUN_LOCK_KEY) == token.encode():
@@ -119,12 +167,25 @@ def land_stats() -> dict:
 
 
 @shared_task(bind=True, name="sluice.run_reports", max_retries=None)
-def run_reports(self, jobs: list[str] | None = None, lookback_seconds: float | None = None):
-    """Run the report jobs; retry a failure with backoff."""
+def run_reports(
+    self,
+    jobs: list[str] | None = None,
+    lookback_seconds: float | None = None,
+    run_ids: dict[str, int] | None = None,
+):
+    """Run the report jobs; retry a failure with backoff, and wait for a run in progress."""
     settings = _settings()
     try:
-        return run_reports_once(settings, jobs, lookback_seconds, attempt=self.request.retries + 1)
-    except Exception as exc:
+        return run_reports_once(settings, jobs, lookback_seconds, run_ids, self.request.id)
+    except RunLockBusy as exc:
+        raise self.retry(exc=exc, countdown=LOCK_WAIT_SECONDS * random.uniform(0.8, 1.2)) from exc
+    except ReportJobsFailed as exc:
+        if exc.retry is None:
+            raise
+        log.warning("report run failed (%s); retrying", exc)
+        kwargs = {"jobs": jobs, "lookback_seconds": lookback_seconds, "run_ids": exc.run_ids}
+        raise self.retry(exc=exc, countdown=retry_countdown(exc.retry - 1), kwargs=kwargs) from exc
+    except Exception as exc:  # no job ran: Spark, the lake or the database out of reach
         if self.request.retries >= settings.report_retries:
             raise
         log.warning("report run failed (%s); retrying", exc)

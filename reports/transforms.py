@@ -6,8 +6,18 @@ function is tested on small explicit DataFrames.
 Grain.  Workers emit one snapshot per (topic partition, subscription) per interval.
 ``subscription_intervals`` first sums the partitions of a topic into one row per
 (topic, subscription, interval): rates add up across partitions, and so do their limits
-(Pulsar's dispatch rates apply per partition).  Reports then aggregate those interval rows
-into minute, hour or day windows (UTC); an interval counts in the window where it started.
+(Pulsar's dispatch rates apply per partition), while the interval keeps the smallest and
+largest partition limit and what the limiters allowed (limit x interval length, per
+partition, summed).  Reports then aggregate those interval rows into minute, hour or day
+windows (UTC); an interval counts in the window where it started.
+
+Limits over a window.  A snapshot carries the limit in force at its end; the report counts it
+for the whole interval, so limits are weighted by time to the resolution of one stats
+interval.  Per subscription and window the rate report gives the time-weighted average, the
+minimum and the maximum of the limit, per partition and for the whole topic, over the time
+a limit was in force (``limited_share`` says how much of the window that was), and
+utilisation is what was delivered over what the limiters allowed in those intervals.
+docs/reports.md describes every column.
 
 One pass for every window.  Each report is built in three steps: ``*_partials`` aggregates
 intervals into the finest window as mergeable columns (sums, maxima, the last value with its
@@ -40,11 +50,8 @@ KEY = ("tenant", "namespace", "topic", "subscription")
 # The KLL sketch size: exact up to this many values, rank error under 0.7 % beyond.
 SKETCH_K = 400
 GROUP = ("window", "window_start", *KEY)
-
-
-def _all_or_null(column: str) -> Column:
-    """Sum of ``column`` across partitions, or null when any partition has no limit."""
-    return F.when(F.count(column) == F.count(F.lit(1)), F.sum(column))
+# The limits of a snapshot: the unit, and the snapshot column with the limit in force.
+LIMIT_COLUMNS = (("msg", "limit_msg_per_s"), ("byte", "limit_byte_per_s"))
 
 
 def _code(column: str) -> Column:
@@ -60,6 +67,20 @@ def _name(code: Column) -> Column:
     return F.element_at(F.array(*[F.lit(n) for n in LEVEL_NAMES]), code)
 
 
+def _limit_columns(unit: str, column: str) -> dict[str, Column]:
+    """Per-interval limit columns of one unit (``msg`` or ``byte``) over a topic's partition
+    rows: the topic's limit (the partitions' sum), the smallest and largest partition limit,
+    and what the limiters allowed (limit x seconds, per partition, summed).  All null when
+    any partition has no limit: the topic is not limited in that interval."""
+    every = F.count(column) == F.count(F.lit(1))
+    return {
+        f"limit_{unit}": F.when(every, F.sum(column)),
+        f"limit_{unit}_min": F.when(every, F.min(column)),
+        f"limit_{unit}_max": F.when(every, F.max(column)),
+        f"allowed_{unit}s": F.when(every, F.sum(F.col(column) * F.col("interval_ms") / 1000.0)),
+    }
+
+
 def subscription_intervals(snapshots: DataFrame) -> DataFrame:
     """One row per (topic, subscription, interval) with the partitions summed.
 
@@ -67,25 +88,37 @@ def subscription_intervals(snapshots: DataFrame) -> DataFrame:
     index is ``ts / interval_ms`` rounded, which tolerates a tick's jitter.  A non-partitioned
     topic has one snapshot per interval already, so only partitions are grouped (a shuffle of
     every row is what costs most here).  Partition-level rows without a subscription are left
-    out.
+    out.  ``partitions`` counts the partition rows of the interval and ``partition_seconds``
+    their seconds; the limit columns are those of ``_limit_columns``.
     """
     rows = snapshots.where(F.col("subscription") != "").withColumn(
         "interval", F.round(F.col("ts") / F.col("interval_ms")).cast("long")
     )
     # Levels travel as numbers: aggregates over strings would force sort-based plans.
     # Partitions of a topic share their limits' levels; if not, the narrowest wins.
+    seconds = F.col("interval_ms") / 1000.0
     single = rows.where(F.col("partition") < 0).select(
         *KEY,
         "interval",
         "ts",
-        (F.col("interval_ms") / 1000.0).alias("seconds"),
+        seconds.alias("seconds"),
+        F.lit(1).cast("long").alias("partitions"),
+        seconds.alias("partition_seconds"),
         "msg_in",
         "msg_out",
         "bytes_out",
         "backlog_msgs",
         "backlog_bytes",
-        F.col("limit_msg_per_s").alias("limit_msg"),
-        F.col("limit_byte_per_s").alias("limit_byte"),
+        *[
+            expression.alias(name)
+            for unit, column in LIMIT_COLUMNS
+            for name, expression in {
+                f"limit_{unit}": F.col(column),
+                f"limit_{unit}_min": F.col(column),
+                f"limit_{unit}_max": F.col(column),
+                f"allowed_{unit}s": F.col(column) * seconds,
+            }.items()
+        ],
         _code("limit_msg_limiter").alias("limiter_msg"),
         _code("limit_byte_limiter").alias("limiter_byte"),
         _code("limit_msg_source").alias("source_msg"),
@@ -98,13 +131,18 @@ def subscription_intervals(snapshots: DataFrame) -> DataFrame:
         .agg(
             F.max("ts").alias("ts"),
             (F.max("interval_ms") / 1000.0).alias("seconds"),
+            F.count(F.lit(1)).alias("partitions"),
+            (F.sum("interval_ms") / 1000.0).alias("partition_seconds"),
             F.sum("msg_in").alias("msg_in"),
             F.sum("msg_out").alias("msg_out"),
             F.sum("bytes_out").alias("bytes_out"),
             F.sum("backlog_msgs").alias("backlog_msgs"),
             F.sum("backlog_bytes").alias("backlog_bytes"),
-            _all_or_null("limit_msg_per_s").alias("limit_msg"),
-            _all_or_null("limit_byte_per_s").alias("limit_byte"),
+            *[
+                expression.alias(name)
+                for unit, column in LIMIT_COLUMNS
+                for name, expression in _limit_columns(unit, column).items()
+            ],
             F.max(_code("limit_msg_limiter")).alias("limiter_msg"),
             F.max(_code("limit_byte_limiter")).alias("limiter_byte"),
             F.max(_code("limit_msg_source")).alias("source_msg"),
@@ -197,27 +235,45 @@ class Report:
         return self.from_partials(self.partials(intervals, finest_window(starts)), starts)
 
 
+# The two units a limit comes in: the prefix of their interval columns, of their report columns.
+UNITS = (("msg", ""), ("byte", "byte_"))
+
+
+def _limit_partials(unit: str) -> list[Column]:
+    """Mergeable aggregates of one unit's limit over intervals (see ``finish_rates``)."""
+    limited = F.col(f"limit_{unit}").isNotNull()
+    return [
+        F.sum(F.when(limited, F.col("seconds"))).alias(f"limited_{unit}_seconds"),
+        F.sum(F.when(limited, F.col("partition_seconds"))).alias(
+            f"limited_{unit}_partition_seconds"
+        ),
+        F.sum(f"allowed_{unit}s").alias(f"allowed_{unit}s"),
+        F.min(f"limit_{unit}").alias(f"limit_{unit}_topic_min"),
+        F.max(f"limit_{unit}").alias(f"limit_{unit}_topic_max"),
+        F.min(f"limit_{unit}_min").alias(f"limit_{unit}_partition_min"),
+        F.max(f"limit_{unit}_max").alias(f"limit_{unit}_partition_max"),
+        F.sum(F.when(limited, F.col("msg_out" if unit == "msg" else "bytes_out"))).alias(
+            f"limited_{unit}_out"
+        ),
+        F.max_by(f"limit_{unit}", "ts").alias(f"limit_{unit}_at_end"),
+    ]
+
+
 def rate_partials(intervals: DataFrame, window: str) -> DataFrame:
     """Mergeable aggregates of the rate report per subscription per ``window``."""
     intervals = _with_window(intervals, window)
-    limited_msg = F.col("limit_msg").isNotNull()
-    limited_byte = F.col("limit_byte").isNotNull()
     return intervals.groupBy(*GROUP).agg(
         F.count(F.lit(1)).alias("intervals"),
+        F.max("partitions").alias("partitions"),
         F.sum("msg_out").alias("msg_out"),
         F.sum("bytes_out").alias("bytes_out"),
         F.sum("seconds").alias("seconds"),
         F.max("rate").alias("peak_rate"),
         F.kll_sketch_agg_double("rate", SKETCH_K).alias("rate_sketch"),
         F.max("ts").alias("last_ts"),
-        F.max_by("limit_msg", "ts").alias("limit_msg_per_s"),
-        F.max_by("limit_byte", "ts").alias("limit_byte_per_s"),
+        *[c for unit, _ in UNITS for c in _limit_partials(unit)],
         F.max_by(F.coalesce("limiter_msg", "limiter_byte"), "ts").alias("limiter_code"),
         F.max_by(F.coalesce("source_msg", "source_byte"), "ts").alias("source_code"),
-        F.sum(F.when(limited_msg, F.col("msg_out"))).alias("limited_msg_out"),
-        F.sum(F.when(limited_msg, F.col("limit_msg") * F.col("seconds"))).alias("allowed_msgs"),
-        F.sum(F.when(limited_byte, F.col("bytes_out"))).alias("limited_bytes_out"),
-        F.sum(F.when(limited_byte, F.col("limit_byte") * F.col("seconds"))).alias("allowed_bytes"),
         _count("throttled").alias("throttled_intervals"),
         *[_count(f"throttled_{level}").alias(f"throttled_{level}_intervals") for level in LEVELS],
     )
@@ -228,16 +284,33 @@ _RATE_SUMS = (
     "msg_out",
     "bytes_out",
     "seconds",
-    "limited_msg_out",
-    "allowed_msgs",
-    "limited_bytes_out",
-    "allowed_bytes",
+    *[
+        name
+        for unit, _ in UNITS
+        for name in (
+            f"limited_{unit}_seconds",
+            f"limited_{unit}_partition_seconds",
+            f"allowed_{unit}s",
+            f"limited_{unit}_out",
+        )
+    ],
     "throttled_intervals",
     *[f"throttled_{level}_intervals" for level in LEVELS],
 )
+_RATE_MINS = tuple(
+    name for unit, _ in UNITS for name in (f"limit_{unit}_topic_min", f"limit_{unit}_partition_min")
+)
+_RATE_MAXES = (
+    "partitions",
+    "peak_rate",
+    *[
+        name
+        for unit, _ in UNITS
+        for name in (f"limit_{unit}_topic_max", f"limit_{unit}_partition_max")
+    ],
+)
 _LAST_RATE_VALUES = (
-    "limit_msg_per_s",
-    "limit_byte_per_s",
+    *[f"limit_{unit}_at_end" for unit, _ in UNITS],
     "limiter_code",
     "source_code",
 )
@@ -250,7 +323,8 @@ def roll_up_rates(partials: DataFrame, window: str) -> DataFrame:
         .groupBy(*GROUP)
         .agg(
             *[F.sum(c).alias(c) for c in _RATE_SUMS],
-            F.max("peak_rate").alias("peak_rate"),
+            *[F.min(c).alias(c) for c in _RATE_MINS],
+            *[F.max(c).alias(c) for c in _RATE_MAXES],
             F.kll_merge_agg_double("rate_sketch", SKETCH_K).alias("rate_sketch"),
             F.max("last_ts").alias("last_ts"),
             *[F.max_by(c, "last_ts").alias(c) for c in _LAST_RATE_VALUES],
@@ -258,10 +332,36 @@ def roll_up_rates(partials: DataFrame, window: str) -> DataFrame:
     )
 
 
+def _limit_report_columns(unit: str, prefix: str) -> list[Column]:
+    """One unit's limit columns of a report row, named with ``prefix`` (``byte_`` or none)."""
+    return [
+        _ratio(f"allowed_{unit}s", f"limited_{unit}_partition_seconds").alias(
+            f"{prefix}limit_per_partition_avg"
+        ),
+        F.col(f"limit_{unit}_partition_min").alias(f"{prefix}limit_per_partition_min"),
+        F.col(f"limit_{unit}_partition_max").alias(f"{prefix}limit_per_partition_max"),
+        _ratio(f"allowed_{unit}s", f"limited_{unit}_seconds").alias(f"{prefix}limit_topic_avg"),
+        F.col(f"limit_{unit}_topic_min").alias(f"{prefix}limit_topic_min"),
+        F.col(f"limit_{unit}_topic_max").alias(f"{prefix}limit_topic_max"),
+        F.col(f"limit_{unit}_at_end").alias(f"{prefix}limit_topic_at_end"),
+        (F.coalesce(F.col(f"limited_{unit}_seconds"), F.lit(0.0)) / F.col("seconds")).alias(
+            f"{prefix}limited_share"
+        ),
+        F.col(f"allowed_{unit}s").alias(f"allowed_{unit}s"),
+    ]
+
+
 def finish_rates(partials: DataFrame) -> DataFrame:
     """Report rows from rate partials.
 
-    ``utilisation`` is what was delivered over what the limit allowed, on the intervals that
+    Limits (messages, and bytes with the ``byte_`` prefix) count over the intervals in which
+    the topic had one, each for its length: ``limit_topic_avg`` is what the limiters allowed
+    (``allowed_msgs``) over those seconds, ``limit_per_partition_avg`` the same over the
+    partitions' seconds; min and max are the extremes over those intervals (per partition:
+    over every partition); ``limit_topic_at_end`` is the limit of the window's last interval
+    and ``limited_share`` the share of the window's seconds that had a limit.
+
+    ``utilisation`` is what was delivered over what the limiters allowed, on the intervals that
     had a limit (messages or bytes, whichever is higher, i.e. the binding one); null when no
     limit applied.  ``throttled_share`` is the share of intervals in which some limiter cut
     dispatch short; ``throttled_by`` the level that did so most often.
@@ -277,6 +377,7 @@ def finish_rates(partials: DataFrame) -> DataFrame:
     rows = partials.select(
         *GROUP,
         F.col("intervals").cast("int").alias("intervals"),
+        F.col("partitions").cast("int").alias("partitions"),
         "msg_out",
         "bytes_out",
         _ratio("msg_out", "seconds").alias("avg_rate"),
@@ -284,15 +385,14 @@ def finish_rates(partials: DataFrame) -> DataFrame:
         F.kll_sketch_get_quantile_double("rate_sketch", F.lit(0.5)).alias("p50_rate"),
         F.kll_sketch_get_quantile_double("rate_sketch", F.lit(0.95)).alias("p95_rate"),
         _ratio("bytes_out", "seconds").alias("avg_byte_rate"),
-        "limit_msg_per_s",
-        "limit_byte_per_s",
+        *[c for unit, prefix in UNITS for c in _limit_report_columns(unit, prefix)],
         _ratio("throttled_intervals", "intervals").alias("throttled_share"),
         *[
             _ratio(f"throttled_{level}_intervals", "intervals").alias(f"throttled_{level}_share")
             for level in LEVELS
         ],
         F.greatest(
-            _ratio("limited_msg_out", "allowed_msgs"), _ratio("limited_bytes_out", "allowed_bytes")
+            _ratio("limited_msg_out", "allowed_msgs"), _ratio("limited_byte_out", "allowed_bytes")
         ).alias("utilisation"),
         "limiter_code",
         "source_code",
@@ -326,7 +426,7 @@ def backlog_partials(intervals: DataFrame, window: str) -> DataFrame:
         F.sum("msg_in").alias("msg_in"),
         F.sum("msg_out").alias("msg_out"),
         F.sum("seconds").alias("seconds"),
-        F.max_by("limit_msg", "ts").alias("limit_msg_per_s"),
+        F.max_by("limit_msg", "ts").alias("limit_topic_at_end"),
         F.sum(x).alias("sx"),
         F.sum(y).alias("sy"),
         F.sum(x * y).alias("sxy"),
@@ -350,7 +450,7 @@ def roll_up_backlog(partials: DataFrame, window: str) -> DataFrame:
         F.sum("msg_in").alias("msg_in"),
         F.sum("msg_out").alias("msg_out"),
         F.sum("seconds").alias("seconds"),
-        F.max_by("limit_msg_per_s", "last_ts").alias("limit_msg_per_s"),
+        F.max_by("limit_topic_at_end", "last_ts").alias("limit_topic_at_end"),
         F.sum(F.col("sx") + n * o).alias("sx"),
         F.sum("sy").alias("sy"),
         F.sum(F.col("sxy") + o * F.col("sy")).alias("sxy"),
@@ -362,8 +462,9 @@ def finish_backlog(partials: DataFrame) -> DataFrame:
     """Report rows from backlog partials.
 
     ``growth_per_s`` is the least-squares slope of the backlog over the window's intervals.
-    The backlog drains at the effective limit minus the publish rate; with no limit, at the
-    observed dispatch rate minus the publish rate.  ``drain_status`` is ``empty`` (no
+    The backlog drains at the topic's message limit at the window's end
+    (``limit_topic_at_end``, the partitions' limits summed) minus the publish rate; with no
+    limit, at the observed dispatch rate minus the publish rate.  ``drain_status`` is ``empty`` (no
     backlog), ``draining`` (``drain_seconds`` is the estimate) or ``never`` (the drain rate is
     not positive; ``drain_seconds`` is null).  ``growth_rank`` orders subscriptions within a
     window, fastest growing first.
@@ -381,10 +482,10 @@ def finish_backlog(partials: DataFrame) -> DataFrame:
         "max_backlog_msgs",
         _ratio("msg_in", "seconds").alias("publish_rate"),
         _ratio("msg_out", "seconds").alias("dispatch_rate"),
-        "limit_msg_per_s",
+        "limit_topic_at_end",
         growth.alias("growth_per_s"),
     )
-    capacity = F.coalesce(F.col("limit_msg_per_s"), F.col("dispatch_rate"))
+    capacity = F.coalesce(F.col("limit_topic_at_end"), F.col("dispatch_rate"))
     empty = F.col("backlog_msgs") <= 0
     rank_window = Window.partitionBy("window", "window_start").orderBy(
         F.desc("growth_per_s"), F.desc("backlog_msgs"), *KEY

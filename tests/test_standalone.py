@@ -71,10 +71,11 @@ def test_readme_curl_session(standalone):
     # The embedded report scheduler (Celery worker + beat) runs a queued report run.
     queued = http.post("/admin/v2/reports/runs", json={"lookbackSeconds": 600})
     assert queued.status_code == 202
+    assert len(queued.json()["runIds"]) == 2
 
     def finished_runs():
         runs = http.get("/admin/v2/reports/runs").json()
-        return [r for r in runs if r["status"] != "running"]
+        return [r for r in runs if r["status"] in ("succeeded", "failed")]
 
     deadline = time.monotonic() + 240
     while len(finished_runs()) < 2 and time.monotonic() < deadline:

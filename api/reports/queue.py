@@ -32,16 +32,32 @@ class ReportQueue:
                 self._app = make_celery(self._settings)
             return self._app
 
-    def _send(self, jobs: list[str], lookback: float | None) -> str:
-        task = self._celery().send_task(
-            RUN_REPORTS, kwargs={"jobs": jobs, "lookback_seconds": lookback}
-        )
+    def _send(
+        self,
+        jobs: list[str],
+        lookback: float | None,
+        run_ids: dict[str, int] | None,
+        task_id: str | None,
+    ) -> str:
+        kwargs: dict[str, Any] = {"jobs": jobs, "lookback_seconds": lookback}
+        if run_ids is not None:
+            kwargs["run_ids"] = run_ids
+        task = self._celery().send_task(RUN_REPORTS, kwargs=kwargs, task_id=task_id)
         return task.id
 
-    async def send(self, jobs: list[str], lookback: float | None) -> str:
-        """Queue one run of ``jobs``; the task id.  Raises on timeout or broker errors."""
+    async def send(
+        self,
+        jobs: list[str],
+        lookback: float | None,
+        run_ids: dict[str, int] | None = None,
+        task_id: str | None = None,
+    ) -> str:
+        """Queue one run of ``jobs``; the task id.  ``run_ids`` (job -> id) are the runs
+        recorded for it, ``task_id`` the id to give the task (default: a new one).  Raises on
+        timeout or broker errors."""
         return await asyncio.wait_for(
-            asyncio.to_thread(self._send, jobs, lookback), timeout=SEND_TIMEOUT_SECONDS
+            asyncio.to_thread(self._send, jobs, lookback, run_ids, task_id),
+            timeout=SEND_TIMEOUT_SECONDS,
         )
 
     def close(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 from fastapi import APIRouter, Body, Query
 from starlette.responses import HTMLResponse, Response
@@ -83,11 +84,12 @@ async def backlog_report(
 async def list_runs(
     uow: UowDep,
     job: str | None = Query(None, description="rates or backlog"),
-    status: str | None = Query(None, description="running, succeeded or failed"),
+    status: str | None = Query(None, description="queued, running, succeeded or failed"),
+    taskId: str | None = Query(None, description="only the runs of this task"),
     limit: int = Query(50, ge=1, le=1000),
 ) -> list[dict]:
     """Report runs, newest first."""
-    return await service.list_runs(uow.session, job=job, status=status, limit=limit)
+    return await service.list_runs(uow.session, job=job, status=status, limit=limit, task_id=taskId)
 
 
 @router.get("/runs/{run_id}", response_model=RunDocument)
@@ -98,7 +100,10 @@ async def get_run(run_id: int, uow: UowDep) -> dict:
 
 @router.post("/runs", status_code=202, response_model=QueuedRun)
 async def start_run(state: StateDep, body: dict | None = Body(None)) -> dict:
-    """Queue a report run now: ``{"jobs": ["rates", "backlog"], "lookbackSeconds": 3600}``."""
+    """Queue a report run now: ``{"jobs": ["rates", "backlog"], "lookbackSeconds": 3600}``.
+
+    Answers the runs recorded for it, one per job, ``queued``; a worker marks them
+    ``running``, then ``succeeded`` or ``failed``."""
     body = body or {}
     jobs = body.get("jobs") or list(JOBS)
     lookback = body.get("lookbackSeconds")
@@ -108,11 +113,20 @@ async def start_run(state: StateDep, body: dict | None = Body(None)) -> dict:
         isinstance(lookback, bool) or not isinstance(lookback, int | float) or lookback <= 0
     ):
         raise InvalidInput("Invalid lookbackSeconds: must be a positive number")
+    # One run per job, recorded as queued before the task goes out, so it can be followed
+    # (GET /runs/{id}) whether or not a worker ever takes it.
+    jobs = list(dict.fromkeys(jobs))
+    task_id = str(uuid.uuid4())
+    runs = await service.queue_runs(state.sessions, jobs, lookback, task_id)
+    run_ids = {run.job: run.id for run in runs}
     try:
-        task_id = await state.reports.send(jobs, lookback)
+        await state.reports.send(jobs, lookback, run_ids=run_ids, task_id=task_id)
     except Exception as exc:
-        raise Unavailable(f"Cannot queue the report run: {exc}") from exc
-    return {"taskId": task_id, "jobs": jobs}
+        reason = f"Cannot queue the report run: {exc}"
+        await service.fail_queued(state.sessions, list(run_ids.values()), reason)
+        raise Unavailable(reason) from exc
+    documents = [service.run_json(run) for run in runs]
+    return {"taskId": task_id, "jobs": jobs, "runIds": list(run_ids.values()), "runs": documents}
 
 
 @router.get(

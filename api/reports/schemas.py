@@ -8,9 +8,12 @@ from api.schemas import Document
 
 
 class RateReportDocument(Document):
-    """Dispatch of one subscription in one window against the limit in force."""
+    """Dispatch of one subscription in one window against the limits in force (every field:
+    docs/reports.md).  Limits are msg/s (``byte...``: bytes/s) over the time a limit was in
+    force, weighted by time; per partition as configured, per topic summed over partitions."""
 
     intervals: int
+    partitions: int | None
     msgOut: int
     bytesOut: int
     avgRate: float
@@ -18,8 +21,24 @@ class RateReportDocument(Document):
     p50Rate: float
     p95Rate: float
     avgByteRate: float
-    limitMsgPerS: float | None
-    limitBytePerS: float | None
+    limitPerPartitionAvg: float | None
+    limitPerPartitionMin: float | None
+    limitPerPartitionMax: float | None
+    limitTopicAvg: float | None
+    limitTopicMin: float | None
+    limitTopicMax: float | None
+    limitTopicAtEnd: float | None
+    limitedShare: float | None
+    allowedMsgs: float | None
+    byteLimitPerPartitionAvg: float | None
+    byteLimitPerPartitionMin: float | None
+    byteLimitPerPartitionMax: float | None
+    byteLimitTopicAvg: float | None
+    byteLimitTopicMin: float | None
+    byteLimitTopicMax: float | None
+    byteLimitTopicAtEnd: float | None
+    byteLimitedShare: float | None
+    allowedBytes: float | None
     limitLimiter: str | None
     limitSource: str | None
     utilisation: float | None
@@ -47,7 +66,7 @@ class BacklogReportDocument(Document):
     growthPerS: float
     publishRate: float
     dispatchRate: float
-    limitMsgPerS: float | None
+    limitTopicAtEnd: float | None
     drainRate: float | None
     drainSeconds: float | None
     drainStatus: str
@@ -62,12 +81,16 @@ class BacklogReportDocument(Document):
 
 
 class RunDocument(Document):
-    """One report run."""
+    """One report run: ``queued`` until a worker takes it, ``running``, then ``succeeded`` or
+    ``failed``.  ``attempt`` counts the attempts that started; an attempt that failed with
+    retries left puts the run back to ``queued`` with its ``error``."""
 
     id: int
     job: str
     status: str
-    startedAt: str
+    taskId: str | None
+    queuedAt: str
+    startedAt: str | None
     finishedAt: str | None
     windowFrom: str | None
     windowTo: str | None
@@ -78,7 +101,10 @@ class RunDocument(Document):
 
 
 class QueuedRun(Document):
-    """A run queued now: the task id and the jobs it runs."""
+    """A run requested now: the Celery task, the jobs, and the runs recorded for them (one per
+    job, ``queued``; follow them at ``/admin/v2/reports/runs/{id}``)."""
 
     taskId: str
     jobs: list[str]
+    runIds: list[int]
+    runs: list[RunDocument]

@@ -9,12 +9,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from models.base import utcnow
 from models.durations import parse_duration
 from models.errors import InvalidInput, NotFound
 from models.reports import (
+    RUN_FAILED,
+    RUN_QUEUED,
+    RUN_STATUSES,
     RUN_SUCCEEDED,
     WINDOWS,
     BacklogReportRow,
@@ -24,7 +28,6 @@ from models.reports import (
 from models.repository import get_namespace
 
 MODELS = {"rates": RateReportRow, "backlog": BacklogReportRow}
-RUN_STATUSES = ("running", "succeeded", "failed")
 
 
 def _camel(name: str) -> str:
@@ -47,7 +50,9 @@ def run_json(run: ReportRun) -> dict:
         "id": run.id,
         "job": run.job,
         "status": run.status,
-        "startedAt": run.started_at.isoformat(),
+        "taskId": run.task_id,
+        "queuedAt": run.queued_at.isoformat(),
+        "startedAt": run.started_at.isoformat() if run.started_at else None,
         "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
         "windowFrom": run.window_from.isoformat() if run.window_from else None,
         "windowTo": run.window_to.isoformat() if run.window_to else None,
@@ -134,7 +139,12 @@ async def report_rows(
 
 
 async def list_runs(
-    session: AsyncSession, *, job: str | None, status: str | None, limit: int
+    session: AsyncSession,
+    *,
+    job: str | None,
+    status: str | None,
+    limit: int,
+    task_id: str | None = None,
 ) -> list[dict]:
     """Runs, newest first."""
     query = select(ReportRun).order_by(ReportRun.id.desc()).limit(limit)
@@ -144,6 +154,8 @@ async def list_runs(
         if status not in RUN_STATUSES:
             raise InvalidInput(f"Invalid status '{status}': use {', '.join(RUN_STATUSES)}")
         query = query.where(ReportRun.status == status)
+    if task_id:
+        query = query.where(ReportRun.task_id == task_id)
     return [run_json(run) for run in (await session.scalars(query)).all()]
 
 
@@ -153,3 +165,43 @@ async def get_run(session: AsyncSession, run_id: int) -> dict:
     if run is None:
         raise NotFound(f"Report run {run_id} does not exist")
     return run_json(run)
+
+
+async def queue_runs(
+    sessions: async_sessionmaker[AsyncSession],
+    jobs: list[str],
+    lookback: float | None,
+    task_id: str,
+) -> list[ReportRun]:
+    """Record a queued run of each job, committed before the task that runs them is sent
+    (a worker may take it at once)."""
+    params = {"trigger": "requested", "lookbackSeconds": lookback}
+    async with sessions() as session:
+        runs = [
+            ReportRun(
+                job=job,
+                status=RUN_QUEUED,
+                task_id=task_id,
+                queued_at=utcnow(),
+                attempt=0,
+                rows=0,
+                params=params,
+            )
+            for job in jobs
+        ]
+        session.add_all(runs)
+        await session.commit()  # the sessions keep loaded values (ids) after a commit
+        return runs
+
+
+async def fail_queued(
+    sessions: async_sessionmaker[AsyncSession], run_ids: list[int], error: str
+) -> None:
+    """Mark runs that could not be queued as failed (those no worker has taken)."""
+    async with sessions() as session:
+        await session.execute(
+            update(ReportRun)
+            .where(ReportRun.id.in_(run_ids), ReportRun.status == RUN_QUEUED)
+            .values(status=RUN_FAILED, finished_at=utcnow(), error=error[:4000])
+        )
+        await session.commit()

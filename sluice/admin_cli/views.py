@@ -3,8 +3,11 @@
 * provenance (``topics effective-dispatch-rates``): one row per scope and limiter with the
   limit in force, the level it comes from and what every level offers, then the effective
   limits of the topic and of each subscription;
+* report runs (``reports runs``, ``reports start``): id, job, status, attempts, times, error;
 * reports (``reports rates``, ``reports backlog``): the columns that answer "is it keeping up,
-  and what holds it back" by default; ``--columns all`` (or any list) shows the others.
+  and what holds it back" by default; ``--columns all`` (or any list) shows the others.  The
+  rate report's limits show as ``topicLimit`` and ``partitionLimit``: the time-weighted
+  average with the window's range when the limit changed.
 """
 
 from __future__ import annotations
@@ -85,8 +88,8 @@ RATE_COLUMNS = [
     "topic",
     "subscription",
     "avgRate",
-    "p95Rate",
-    "limitMsgPerS",
+    "topicLimit",
+    "partitionLimit",
     "utilisation",
     "throttledShare",
     "throttledBy",
@@ -104,10 +107,37 @@ BACKLOG_COLUMNS = [
 ]
 
 
+def limit_range(row: dict, prefix: str) -> str:
+    """A message limit of a rate report row in a few words: the time-weighted average, with
+    the range when the limit changed in the window (``266.7 (200..400)``), ``no limit``."""
+    avg = row.get(f"{prefix}Avg")
+    if avg is None:
+        return "no limit"
+    low, high = row.get(f"{prefix}Min"), row.get(f"{prefix}Max")
+    text = number(avg)
+    if low is not None and high is not None and low != high:
+        text += f" ({number(low)}..{number(high)})"
+    return text
+
+
+def _rate_cells(row: dict) -> dict[str, Any]:
+    """The derived cells of a rate report row: its limits in words."""
+    if "limitTopicAvg" not in row:
+        return {}
+    return {
+        "topicLimit": limit_range(row, "limitTopic"),
+        "partitionLimit": limit_range(row, "limitPerPartition"),
+    }
+
+
 def _report(columns: list[str]):
     def tables(answer: list[dict]) -> list[Table]:
         rows = [
-            {**row, "topic": str(row.get("topic", "")).removeprefix("persistent://")}
+            {
+                **row,
+                "topic": str(row.get("topic", "")).removeprefix("persistent://"),
+                **_rate_cells(row),
+            }
             for row in answer
         ]
         return [Table(rows, columns=columns)]
@@ -115,6 +145,30 @@ def _report(columns: list[str]):
     return tables
 
 
+RUN_COLUMNS = [
+    "id",
+    "job",
+    "status",
+    "attempt",
+    "queuedAt",
+    "startedAt",
+    "finishedAt",
+    "rows",
+    "error",
+]
+
+
+def queued_runs(answer: dict) -> list[Table]:
+    """A run request's answer: its runs, titled with the task that runs them."""
+    return [
+        Table(
+            answer.get("runs", []), title=f"task {answer.get('taskId', '')}:", columns=RUN_COLUMNS
+        )
+    ]
+
+
 PROVENANCE = TableView(provenance)
+RUNS = TableView(lambda answer: [Table(answer, columns=RUN_COLUMNS)], RUN_COLUMNS)
+QUEUED_RUNS = TableView(queued_runs, RUN_COLUMNS)
 RATE_REPORT = TableView(_report(RATE_COLUMNS), RATE_COLUMNS)
 BACKLOG_REPORT = TableView(_report(BACKLOG_COLUMNS), BACKLOG_COLUMNS)

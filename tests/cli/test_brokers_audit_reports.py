@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -83,10 +84,28 @@ def test_reports_of_a_namespace(cli, namespace, kind):
 
 
 def test_report_runs_and_charts(cli, namespace, tmp_path):
-    queued = cli("reports", "run", "--jobs", "rates", "--lookback-seconds", "600")
-    assert queued.code == 0 and '"taskId"' in queued.out
+    queued = cli("reports", "start", "--jobs", "rates", "--lookback-seconds", "600")
+    assert queued.code == 0, queued.err
+    answer = json.loads(queued.out)
+    [run_id] = answer["runIds"]
+    shown = json.loads(cli("reports", "run", str(run_id)).out)
+    assert (shown["id"], shown["job"], shown["status"]) == (run_id, "rates", "queued")
+    listed = json.loads(
+        cli("reports", "runs", "--status", "queued", "--task-id", answer["taskId"]).out
+    )
+    assert [r["id"] for r in listed] == [run_id]
     assert cli("reports", "runs", "--status", "failed").out.strip() == "[]"
-    bad = cli("reports", "run", "--jobs", "latency")
+    table = cli("reports", "start", "--jobs", "backlog", "--output", "table").out.splitlines()
+    assert table[0].startswith("task ") and table[1].split()[:4] == [
+        "id",
+        "job",
+        "status",
+        "attempt",
+    ]
+    assert table[3].split()[1:4] == ["backlog", "queued", "0"]
+    missing = cli("reports", "run", "999999")
+    assert missing.code == 1 and "does not exist" in missing.err
+    bad = cli("reports", "start", "--jobs", "latency")
     assert bad.code == 1 and "Invalid jobs" in bad.err
     target = tmp_path / "chart.png"
     chart = cli(

@@ -23,8 +23,20 @@ RATE_ROW = {
     "p50Rate": 99.8,
     "p95Rate": 100.9,
     "avgByteRate": 25472.63681592,
-    "limitMsgPerS": 100.0,
-    "limitBytePerS": None,
+    "partitions": 4,
+    "limitPerPartitionAvg": 25.0,
+    "limitPerPartitionMin": 12.5,
+    "limitPerPartitionMax": 50.0,
+    "limitTopicAvg": 100.0,
+    "limitTopicMin": 50.0,
+    "limitTopicMax": 200.0,
+    "limitTopicAtEnd": 200.0,
+    "limitedShare": 1.0,
+    "allowedMsgs": 6000.0,
+    "byteLimitPerPartitionAvg": None,
+    "byteLimitTopicAvg": None,
+    "byteLimitedShare": 0.0,
+    "allowedBytes": None,
     "limitLimiter": "subscription",
     "limitSource": "subscription",
     "utilisation": 0.9950248756218906,
@@ -72,12 +84,23 @@ def test_rate_report_shows_the_chosen_columns_aligned_and_rounded():
     assert "2.49e-05" in lines[2] and "0.995" in lines[2] and "99.5" in lines[2]
     assert "2.4875621890547263e-05" not in text
     assert "acme/orders/created" in lines[2] and "persistent://" not in text
+    # The limits in words: time-weighted average, and the range when it changed.
+    assert "100 (50..200)" in lines[2] and "25 (12.5..50)" in lines[2]
     assert max(len(line) for line in lines) <= 150
+
+
+def test_rate_report_limits_in_words():
+    steady = {**RATE_ROW, "limitTopicMin": 100.0, "limitTopicMax": 100.0}
+    unlimited = {**RATE_ROW, "limitPerPartitionAvg": None, "limitTopicAvg": None}
+    lines = render([steady, unlimited], "table", view=RATE_REPORT).splitlines()
+    # The time is a cell of its own: windowStart takes two words.
+    assert lines[2].split()[5:9] == ["100", "25", "(12.5..50)", "0.995"]
+    assert lines[3].split()[5:9] == ["no", "limit", "no", "limit"]
 
 
 def test_columns_all_and_chosen():
     every = render([RATE_ROW], "table", columns=["all"], view=RATE_REPORT).splitlines()
-    assert every[0].split() == list(RATE_ROW)
+    assert every[0].split() == [*RATE_ROW, "topicLimit", "partitionLimit"]
     chosen = render([RATE_ROW], "table", columns=["subscription", "utilisation"], view=RATE_REPORT)
     assert chosen.splitlines()[0].split() == ["subscription", "utilisation"]
     assert chosen.splitlines()[2].split() == ["audit", "0.995"]

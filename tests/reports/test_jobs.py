@@ -78,7 +78,8 @@ def test_rate_job_writes_over_jdbc_and_records_the_run(spark, store, lake, db):
         ("minute", T0, run.id),
     ]
     minute = rows[1]
-    assert (minute.avg_rate, minute.limit_msg_per_s, minute.utilisation) == (100.0, 100.0, 1.0)
+    assert (minute.avg_rate, minute.limit_topic_avg, minute.utilisation) == (100.0, 100.0, 1.0)
+    assert (minute.limit_per_partition_avg, minute.limit_topic_at_end) == (100.0, 100.0)
     assert (minute.throttled_share, minute.throttled_by) == (1.0, "topic")
 
 

@@ -61,8 +61,17 @@ def test_rate_report_minute_window_against_the_limit(spark):
             p50_rate=100.0,
             p95_rate=100.0,
             avg_byte_rate=50000 / 60,
-            limit_msg_per_s=100.0,
-            limit_byte_per_s=None,
+            partitions=1,
+            limit_per_partition_avg=100.0,
+            limit_topic_avg=100.0,
+            limit_topic_min=100.0,
+            limit_topic_max=100.0,
+            limit_topic_at_end=100.0,
+            limited_share=1.0,
+            allowed_msgs=6000.0,
+            byte_limit_topic_avg=None,
+            byte_limited_share=0.0,
+            allowed_bytes=None,
             limit_limiter="topic",
             limit_source="namespace",
             utilisation=5000 / 6000,
@@ -86,7 +95,8 @@ def test_partitions_add_up_rates_and_limits(spark):
     intervals = subscription_intervals(frame(spark, rows))
     assert intervals.count() == 1
     report = rate_report(frame(spark, rows), "minute").collect()[0]
-    assert (report.avg_rate, report.limit_msg_per_s, report.utilisation) == (100.0, 100.0, 1.0)
+    assert (report.avg_rate, report.partitions, report.utilisation) == (100.0, 2, 1.0)
+    assert (report.limit_per_partition_avg, report.limit_topic_avg) == (50.0, 100.0)
 
 
 def test_a_partition_without_a_limit_makes_the_topic_unlimited(spark):
@@ -95,14 +105,188 @@ def test_a_partition_without_a_limit_makes_the_topic_unlimited(spark):
         snap(10, partition=1, msg_out=500),
     ]
     report = rate_report(frame(spark, rows), "minute").collect()[0]
-    assert report.limit_msg_per_s is None
-    assert report.utilisation is None
+    limits = (report.limit_topic_avg, report.limit_per_partition_max, report.limit_topic_at_end)
+    assert limits == (None, None, None)
+    assert (report.limited_share, report.allowed_msgs, report.utilisation) == (0.0, None, None)
+
+
+LIMIT_FIELDS = (
+    "partitions",
+    "limit_per_partition_avg",
+    "limit_per_partition_min",
+    "limit_per_partition_max",
+    "limit_topic_avg",
+    "limit_topic_min",
+    "limit_topic_max",
+    "limit_topic_at_end",
+    "limited_share",
+    "allowed_msgs",
+    "utilisation",
+)
+
+
+def _limits(row: Row) -> dict:
+    return {name: row[name] for name in LIMIT_FIELDS}
+
+
+def test_a_limit_raised_inside_the_minute_is_weighted_by_time(spark):
+    # The example of docs/reports.md.  Four partitions at 50 msg/s each, raised to 100 msg/s
+    # at 10:00:45; 10 s stats intervals ending 10:00:10 ... 10:01:00.  A snapshot carries the
+    # limit in force at its end, so the interval 10:00:40-50 counts at 100 msg/s: per
+    # partition 50, 50, 50, 50, 100, 100 msg/s over six 10 s intervals.
+    # Each partition dispatches at its limit: 500 messages per interval, 750 in the interval
+    # of the change (5 s at 50 msg/s and 5 s at 100 msg/s), 1000 in the last one.
+    rows = [
+        snap(
+            10 * (i + 1),
+            partition=p,
+            msg_out=out,
+            limit_msg_per_s=limit,
+            limit_msg_limiter="topic",
+            limit_msg_source="namespace",
+            throttled_topic=1,
+        )
+        for i, (limit, out) in enumerate(
+            [(50.0, 500), (50.0, 500), (50.0, 500), (50.0, 500), (100.0, 750), (100.0, 1000)]
+        )
+        for p in range(4)
+    ]
+    row = rate_report(frame(spark, rows), "minute").collect()[0]
+    assert (row.window_start, row.intervals, row.msg_out) == (_at(10, 0), 6, 15000)
+    # 15,000 messages in 60 s; the busiest interval ran at 4 x 100 msg/s.
+    assert (row.avg_rate, row.peak_rate, row.p50_rate) == (250.0, 400.0, 200.0)
+    # Allowed: 4 partitions x (4 x 10 s x 50 + 2 x 10 s x 100) = 4 x 4,000 = 16,000 messages.
+    assert _limits(row) == pytest.approx(
+        {
+            "partitions": 4,
+            "limit_per_partition_avg": 16000 / 240,  # 66.7: 240 partition-seconds
+            "limit_per_partition_min": 50.0,
+            "limit_per_partition_max": 100.0,
+            "limit_topic_avg": 16000 / 60,  # 266.7: 4 x 66.7
+            "limit_topic_min": 200.0,
+            "limit_topic_max": 400.0,
+            "limit_topic_at_end": 400.0,
+            "limited_share": 1.0,
+            "allowed_msgs": 16000.0,
+            "utilisation": 15000 / 16000,  # 0.9375
+        },
+        rel=1e-12,
+    )
+
+
+def test_partitions_with_different_limits_per_partition_and_per_topic(spark):
+    # Limits relative to the publish rate differ by partition.  Two partitions, three
+    # intervals: partition 0 at 30, 30, 40 msg/s, partition 1 at 50, 70, 60 msg/s; the topic
+    # at 80, 100, 100 msg/s.  Each partition dispatches 300 and 500 messages per interval.
+    limits = [(30.0, 50.0), (30.0, 70.0), (40.0, 60.0)]
+    rows = [
+        snap(10 * (i + 1), partition=p, msg_out=(300, 500)[p], limit_msg_per_s=pair[p])
+        for i, pair in enumerate(limits)
+        for p in range(2)
+    ]
+    row = rate_report(frame(spark, rows), "minute").collect()[0]
+    assert _limits(row) == pytest.approx(
+        {
+            "partitions": 2,
+            "limit_per_partition_avg": 280 / 6,  # 46.7: (30+30+40+50+70+60) / 6
+            "limit_per_partition_min": 30.0,
+            "limit_per_partition_max": 70.0,
+            "limit_topic_avg": 280 / 3,  # 93.3: (80+100+100) / 3
+            "limit_topic_min": 80.0,
+            "limit_topic_max": 100.0,
+            "limit_topic_at_end": 100.0,
+            "limited_share": 1.0,
+            "allowed_msgs": 2800.0,  # 280 msg/s-intervals x 10 s
+            "utilisation": 2400 / 2800,  # 3 x 800 delivered
+        },
+        rel=1e-12,
+    )
+
+
+def test_limits_count_only_the_time_a_limit_was_in_force(spark):
+    # 100 msg/s for the first two intervals, then the policy is removed: the averages cover
+    # the limited 20 s only, and so does utilisation (2,000 of 2,000 allowed).
+    rows = [
+        snap(10, msg_out=1000, **LIMITED),
+        snap(20, msg_out=1000, **LIMITED),
+        snap(30, msg_out=3000),
+        snap(40, msg_out=3000),
+    ]
+    row = rate_report(frame(spark, rows), "minute").collect()[0]
+    assert row.avg_rate == 200.0  # 8,000 messages over 40 s
+    assert _limits(row) == {
+        "partitions": 1,
+        "limit_per_partition_avg": 100.0,
+        "limit_per_partition_min": 100.0,
+        "limit_per_partition_max": 100.0,
+        "limit_topic_avg": 100.0,
+        "limit_topic_min": 100.0,
+        "limit_topic_max": 100.0,
+        "limit_topic_at_end": None,  # no limit in the last interval
+        "limited_share": 0.5,
+        "allowed_msgs": 2000.0,
+        "utilisation": 1.0,
+    }
+
+
+def test_rolled_up_limits_weigh_each_minute_by_its_time(spark):
+    # 10:00 at 100 msg/s; 10:01 at 200 msg/s, raised to 400 msg/s from its fourth interval;
+    # 10:02 at 400 msg/s.  A byte limit of 10 kB/s only in 10:00.  50 msg/s of 100 bytes.
+    def limit(i: int) -> float:
+        return 100.0 if i < 6 else 200.0 if i < 9 else 400.0
+
+    rows = [
+        snap(
+            10 * (i + 1),
+            msg_out=500,
+            bytes_out=50_000,
+            limit_msg_per_s=limit(i),
+            limit_byte_per_s=10_000.0 if i < 6 else None,
+        )
+        for i in range(18)
+    ]
+    starts = {"minute": _at(10, 0), "hour": _at(10, 0)}
+    report = RATES(subscription_intervals(frame(spark, rows)), starts)
+    by_window = {(r.window, r.window_start): r for r in report.collect()}
+    minutes = [by_window["minute", _at(10, m)] for m in range(3)]
+    assert [(r.limit_topic_avg, r.limit_topic_min, r.limit_topic_max) for r in minutes] == [
+        (100.0, 100.0, 100.0),
+        (300.0, 200.0, 400.0),  # (3 x 200 + 3 x 400) / 6
+        (400.0, 400.0, 400.0),
+    ]
+    hour = by_window["hour", _at(10, 0)]
+    # (6 x 100 + 3 x 200 + 9 x 400) x 10 s = 48,000 allowed over 180 s: 266.7 msg/s.
+    assert _limits(hour) == pytest.approx(
+        {
+            "partitions": 1,
+            "limit_per_partition_avg": 4800 / 18,
+            "limit_per_partition_min": 100.0,
+            "limit_per_partition_max": 400.0,
+            "limit_topic_avg": 4800 / 18,
+            "limit_topic_min": 100.0,
+            "limit_topic_max": 400.0,
+            "limit_topic_at_end": 400.0,
+            "limited_share": 1.0,
+            "allowed_msgs": 48000.0,
+            # Messages: 9,000 of 48,000 (0.19); bytes: 300 kB of 600 kB in 10:00 (0.5).
+            "utilisation": 0.5,
+        },
+        rel=1e-12,
+    )
+    byte_limits = (
+        hour.byte_limit_topic_avg,
+        hour.byte_limit_per_partition_max,
+        hour.byte_limit_topic_at_end,
+        hour.byte_limited_share,
+        hour.allowed_bytes,
+    )
+    assert byte_limits == pytest.approx((10_000.0, 10_000.0, None, 1 / 3, 600_000.0))
 
 
 def test_unlimited_and_unthrottled(spark):
     rows = [snap(10, msg_out=300), snap(20, msg_out=100)]
     row = rate_report(frame(spark, rows), "minute").collect()[0]
-    assert (row.limit_msg_per_s, row.utilisation, row.throttled_by) == (None, None, None)
+    assert (row.limit_topic_avg, row.utilisation, row.throttled_by) == (None, None, None)
     # Percentiles are nearest-rank: the median of 30 and 10 msg/s is 10.
     assert (row.throttled_share, row.peak_rate, row.p50_rate) == (0.0, 30.0, 10.0)
 
@@ -177,7 +361,7 @@ def test_growing_backlog_that_never_drains(spark):
             growth_per_s=10.0,
             publish_rate=110.0,
             dispatch_rate=100.0,
-            limit_msg_per_s=100.0,
+            limit_topic_at_end=100.0,
             drain_rate=-10.0,
             drain_status="never",
             drain_seconds=None,

@@ -50,7 +50,13 @@ def test_utilisation_against_the_limit_set_over_rest(
     rows = http.get(f"{ADMIN}/reports/rates/acme/orders", params={"window": "hour"}).json()
     [row] = [r for r in rows if r["subscription"] == "sub"]
     assert row["topic"] == TOPIC
-    assert row["limitMsgPerS"] == LIMIT
+    # One partition, one limit the whole time: every limit figure is the namespace's rate.
+    assert row["partitions"] == 1 and row["limitedShare"] == 1.0
+    limits = ("limitPerPartitionMin", "limitTopicMin", "limitTopicMax", "limitTopicAtEnd")
+    assert [row[name] for name in limits] == [LIMIT] * 4
+    averages = (row["limitPerPartitionAvg"], row["limitTopicAvg"])
+    assert averages == pytest.approx((LIMIT, LIMIT), rel=1e-12)
+    assert row["allowedMsgs"] == pytest.approx(LIMIT * row["msgOut"] / row["avgRate"])
     assert row["limitLimiter"] == "topic" and row["limitSource"] == "namespace"
     # Delivered / allowed over the seconds the stats intervals covered. The limiter hands out
     # each period's quota at the period's start and a period may exceed its limit by one entry,

@@ -2,7 +2,8 @@
 
 Kept apart from the Pulsar-style groups: the reporting endpoints live under
 ``/admin/v2/reports`` (rates and backlog per namespace, the run history, on-demand runs,
-and charts of a topic's subscription as PNG or HTML).
+and charts of a topic's subscription as PNG or HTML).  ``start`` queues a run and prints the
+ids of the runs recorded for it (one per job); ``run ID`` follows one of them.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from pathlib import Path
 from sluice.admin_cli.client import AdminError, segment
 from sluice.admin_cli.commands.common import add_command, add_group
 from sluice.admin_cli.names import namespace_path, topic_parts
-from sluice.admin_cli.views import BACKLOG_REPORT, RATE_REPORT
+from sluice.admin_cli.views import BACKLOG_REPORT, QUEUED_RUNS, RATE_REPORT, RUNS
 
 BASE = "/admin/v2/reports"
 JOBS = ("rates", "backlog")
+STATUSES = ("queued", "running", "succeeded", "failed")
 
 
 def _report(kind: str):
@@ -36,11 +38,15 @@ def _report(kind: str):
 
 
 def _runs(args, admin):
-    params = {"job": args.job, "status": args.status, "limit": args.limit}
+    params = {"job": args.job, "status": args.status, "taskId": args.task_id, "limit": args.limit}
     return admin.request("GET", f"{BASE}/runs", params=params)
 
 
 def _run(args, admin):
+    return admin.request("GET", f"{BASE}/runs/{args.id}")
+
+
+def _start(args, admin):
     jobs = [j.strip() for j in args.jobs.split(",") if j.strip()]
     body: dict = {"jobs": jobs}
     if args.lookback_seconds is not None:
@@ -95,13 +101,21 @@ def register(commands, parents) -> None:
             parser.add_argument("--top", type=int, help="only the N fastest-growing per window")
 
     runs = add_command(group, "runs", "Report runs, newest first", _runs, parents)
+    runs.set_defaults(table_view=RUNS)
     runs.add_argument("--job", choices=JOBS)
-    runs.add_argument("--status", choices=("running", "succeeded", "failed"))
+    runs.add_argument("--status", choices=STATUSES)
+    runs.add_argument("--task-id", help="only the runs of this task (as `start` prints it)")
     runs.add_argument("--limit", type=int, default=50)
 
-    run = add_command(group, "run", "Queue a report run now", _run, parents)
-    run.add_argument("--jobs", default=",".join(JOBS), help="comma-separated (default all)")
-    run.add_argument(
+    run = add_command(group, "run", "One report run: its status, attempts and error", _run, parents)
+    run.add_argument("id", type=int, help="the run id (as `start` and `runs` print it)")
+
+    start = add_command(
+        group, "start", "Queue a report run now; prints the id of each job's run", _start, parents
+    )
+    start.set_defaults(table_view=QUEUED_RUNS)
+    start.add_argument("--jobs", default=",".join(JOBS), help="comma-separated (default all)")
+    start.add_argument(
         "--lookback-seconds", type=float, help="recompute this far back (default: the schedule's)"
     )
 
