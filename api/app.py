@@ -36,6 +36,7 @@ from api.namespaces.router import router as namespaces_router
 from api.outbox import OutboxRelay
 from api.policies.router import router as policies_router
 from api.policy_cache import PolicyCache
+from api.rates.router import router as rates_router
 from api.reports.queue import ReportQueue
 from api.reports.router import router as reports_router
 from api.responses import JsonResponse
@@ -139,6 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         namespaces_router,
         policies_router,
         flow_router,
+        rates_router,
         topics_router,
         brokers_router,
         audit_router,

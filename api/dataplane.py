@@ -128,6 +128,7 @@ def _document(counters: Any, subs: list[str], replies: Any) -> dict[str, Any]:
         "averageMsgSize": bytes_in / msg_in if msg_in else 0.0,
         "backlogSize": 0,
         "msgExpiredCounter": sum(s["totalMsgExpired"] for s in subscriptions.values()),
+        "publishRateLimitedTimes": int(counters.get(b"publish_throttled", 0)),
         "publishers": [],
         "subscriptions": subscriptions,
         "replication": {},
@@ -213,6 +214,7 @@ SUMMED_TOPIC = (
     "msgOutCounter",
     "backlogSize",
     "msgExpiredCounter",
+    "publishRateLimitedTimes",
 )
 THROTTLED_COUNTERS = tuple(
     f"dispatchThrottled{dim}EventsBy{level}Limit"

@@ -137,6 +137,7 @@ class CatalogProjection:
                 keys.limiter(partition),
                 keys.limits(partition),
                 keys.producers(partition),
+                keys.publish_window(partition),
             )
 
         await in_batches(self.redis, every, queue)

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from models import client_rates
 from models.dispatch_rate import describe_validation_error
 from models.errors import InvalidInput, PreconditionFailed
 
@@ -146,12 +147,19 @@ def check_ttl(value: object) -> int:
 
 
 def value_from_json(kind: str, stored: Any) -> Any:
-    """A stored JSON value as its domain value (BacklogQuota or int)."""
+    """A stored JSON value as its domain value (BacklogQuota, publish or subscribe rate, or
+    int)."""
     if kind.startswith(BACKLOG_QUOTA_PREFIX):
         return BacklogQuota.model_validate(stored)
+    if kind in (client_rates.PUBLISH_RATE, client_rates.SUBSCRIBE_RATE):
+        return client_rates.value_from_json(kind, stored)
     return int(stored)
 
 
 def value_to_json(value: Any) -> Any:
     """A domain value as stored / returned JSON."""
-    return value.to_json() if isinstance(value, BacklogQuota) else value
+    if isinstance(
+        value, BacklogQuota | client_rates.PublishRateLimit | client_rates.SubscribeRateLimit
+    ):
+        return value.to_json()
+    return value

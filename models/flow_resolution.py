@@ -12,6 +12,10 @@ quota is reached; limits are inclusive (a backlog *at* the limit is over quota).
 
 ``resolve_abuse`` resolves the abuse limits (``models.abuse``) the same way; they travel with
 the flow limits (``FlowLimits.abuse``) to the API's provenance and to the workers.
+
+``resolve_client_rates`` resolves the publish and subscribe rates (``models.client_rates``):
+topic > namespace > broker, where, as in Pulsar, a stored rate that limits nothing is unset and
+falls through to the next level.
 """
 
 from __future__ import annotations
@@ -30,6 +34,16 @@ from models.abuse import (
     MAX_TOPICS_PER_NAMESPACE,
 )
 from models.broker_config import BrokerConfig
+from models.client_rates import (
+    BROKER_PUBLISH_BYTE,
+    BROKER_PUBLISH_MSG,
+    BROKER_SUBSCRIBE_PERIOD,
+    BROKER_SUBSCRIBE_RATE,
+    PUBLISH_RATE,
+    SUBSCRIBE_RATE,
+    PublishRateLimit,
+    SubscribeRateLimit,
+)
 from models.flow import (
     MAX_UNACKED_PER_CONSUMER,
     MAX_UNACKED_PER_SUBSCRIPTION,
@@ -74,6 +88,32 @@ class AbuseLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientRates:
+    """The publish and subscribe rates of one topic, enforced by each partition on its own."""
+
+    publish_rate: Resolved  # PublishRateLimit: messages and bytes per second
+    subscribe_rate: Resolved  # SubscribeRateLimit: subscribes per consumer name per period
+
+    @property
+    def publish_msg(self) -> int:
+        """Messages per second the publish rate allows (0 = no limit)."""
+        rate: PublishRateLimit = self.publish_rate.value
+        return max(rate.msg, 0)
+
+    @property
+    def publish_byte(self) -> int:
+        """Bytes per second the publish rate allows (0 = no limit)."""
+        rate: PublishRateLimit = self.publish_rate.value
+        return max(rate.byte, 0)
+
+    @property
+    def subscribes(self) -> tuple[int, int]:
+        """(subscribes per consumer name, period in seconds); (0, period) = no limit."""
+        rate: SubscribeRateLimit = self.subscribe_rate.value
+        return max(rate.per_consumer, 0), rate.period
+
+
+@dataclass(frozen=True, slots=True)
 class FlowLimits:
     """Every flow-control limit of one topic (each partition enforces them on its own)."""
 
@@ -82,6 +122,7 @@ class FlowLimits:
     message_ttl: Resolved  # seconds, 0 = no TTL
     quotas: Mapping[QuotaType, Resolved]  # BacklogQuota per type
     abuse: AbuseLimits
+    rates: ClientRates
 
     @property
     def unacked_limited(self) -> bool:
@@ -185,6 +226,34 @@ def resolve_abuse(inputs: FlowInputs) -> AbuseLimits:
     )
 
 
+def resolve_client_rates(inputs: FlowInputs) -> ClientRates:
+    """The publish and subscribe rates of a topic.
+
+    Topic > namespace > broker; a stored rate counts only when it limits something (Pulsar's
+    ``PublishRate.normalize`` / ``SubscribeRate.normalize``), so ``-1`` at the topic does not
+    lift a namespace rate.  The broker's rate is taken as it is, limiting or not.
+    """
+    broker = inputs.broker
+
+    def first(kind: str, broker_value: PublishRateLimit | SubscribeRateLimit) -> Resolved:
+        for level, values in ((Level.TOPIC, inputs.topic), (Level.NAMESPACE, inputs.namespace)):
+            value = values.get(kind)
+            if value is not None and value.enabled:
+                return Resolved(value, level)
+        return Resolved(broker_value, Level.BROKER)
+
+    publish = PublishRateLimit(
+        msg=max(broker.get(BROKER_PUBLISH_MSG), -1), byte=max(broker.get(BROKER_PUBLISH_BYTE), -1)
+    )
+    subscribe = SubscribeRateLimit(
+        per_consumer=max(broker.get(BROKER_SUBSCRIBE_RATE), -1),
+        period=broker.get(BROKER_SUBSCRIBE_PERIOD),
+    )
+    return ClientRates(
+        publish_rate=first(PUBLISH_RATE, publish), subscribe_rate=first(SUBSCRIBE_RATE, subscribe)
+    )
+
+
 def resolve_flow(inputs: FlowInputs) -> FlowLimits:
     """Every flow-control limit of a topic."""
     return FlowLimits(
@@ -193,6 +262,7 @@ def resolve_flow(inputs: FlowInputs) -> FlowLimits:
         message_ttl=resolve_kind(inputs, MESSAGE_TTL),
         quotas=MappingProxyType({t: resolve_quota(inputs, t) for t in QuotaType}),
         abuse=resolve_abuse(inputs),
+        rates=resolve_client_rates(inputs),
     )
 
 

@@ -440,11 +440,13 @@ class Consumer:
             _now_ms(),
             info,
             self._timeout_ms,
+            consumer_name=self._name,
         )
         try:
             self._call("subscribe", *call)
         except ResponseError as exc:
-            # ConsumerBusy, SubscriptionBusy, NotAllowedError (maxSubscriptionsPerTopic).
+            # ConsumerBusy, SubscriptionBusy, NotAllowedError (maxSubscriptionsPerTopic; its
+            # SubscribeRateLimited: the subscribe rate of this consumer name).
             raise refusal(exc) or exc from None
         part.received = 0
         part.pending_permits.clear()  # a whole queue's permits are given now

@@ -9,6 +9,7 @@
     │                           consumer limit (maxConsumersPerTopic/-PerSubscription) is reached
     ├── ProducerBusy            the topic has maxProducersPerTopic producers already
     ├── NotAllowedError         over maxTopicsPerNamespace or maxSubscriptionsPerTopic
+    │   └── SubscribeRateLimited    the consumer name used up its subscribe rate for now
     ├── MessageTooBig           the message (or batch) is over the topic's maxMessageSize
     ├── SubscriptionBusy        the subscription has another type, or active consumers
     ├── TopicNotFound           the topic does not exist and auto-creation is off
@@ -49,6 +50,16 @@ class ProducerBusy(SluiceException):
 class NotAllowedError(SluiceException):
     """The operation is refused by a limit: a new topic over ``maxTopicsPerNamespace``, a new
     subscription over ``maxSubscriptionsPerTopic``."""
+
+
+class SubscribeRateLimited(NotAllowedError):
+    """The consumer name made as many subscribe requests to a partition as the topic's
+    subscribe rate allows per period (Pulsar's ``NotAllowed`` "Subscribe limited by subscribe
+    rate limit per consumer.").  ``retry_after_seconds`` says when the period ends."""
+
+    def __init__(self, message: str, retry_after_seconds: float = 0.0) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
 
 
 class MessageTooBig(SluiceException):

@@ -12,6 +12,12 @@ A send the topic's backlog quota refuses (``TOO_MANY_REQUESTS``) follows the quo
 ``producer_request_hold`` keeps trying (at least once a second) until there is room, and raises
 ``ProducerBlockedQuotaExceededError`` (a ``Timeout``) when the send timeout passes first.
 
+A send over the topic's publish rate (per partition per second) is not written: the producer
+waits until the partition's rate window ends and sends again, as often as it takes, so sends
+are slowed, not failed, as Pulsar slows a producer by not reading from its connection; only
+``send_timeout_millis`` ends the wait (``Timeout``).  ``publish_throttled_count()`` counts the
+sends that waited.
+
 A producer registers on every partition of its topic (``sluice.registration``): creating one
 over ``maxProducersPerTopic`` raises ``ProducerBusy``.  A message larger than the partition's
 ``maxMessageSize`` fails with ``MessageTooBig`` without being sent; with batching, a batch is
@@ -48,6 +54,7 @@ from sluice.errors import (
 )
 from sluice.message import MessageId
 from sluice.protocol import keys
+from sluice.protocol.abuse import PUBLISH_RATE_LIMITED
 from sluice.protocol.frames import pack_batch, produce_keys, wake_data
 from sluice.protocol.names import TopicName
 from sluice.refusals import refusal
@@ -71,6 +78,7 @@ class Result(Enum):
 
 
 QUOTA_REFUSED = "TOO_MANY_REQUESTS"
+THROTTLED = PUBLISH_RATE_LIMITED + " "
 HOLD = "producer_request_hold"
 HOLD_POLL_MAX_SECONDS = 1.0  # the worker re-checks quotas about once a second
 # Bytes a message adds to a batch entry beyond its payload, key and properties (msgpack
@@ -161,6 +169,7 @@ class Producer:
         self._backoff = backoff or Backoff()
         self._max_send_attempts = max_send_attempts
         self._clock = clock or Clock()
+        self._throttled = 0  # sends that waited for the publish rate
 
     # --- pulsar-client API ----------------------------------------------------------------
 
@@ -175,6 +184,10 @@ class Producer:
     def last_sequence_id(self) -> int:
         """Sequence id of the last message sent, -1 before the first."""
         return self._last_sequence
+
+    def publish_throttled_count(self) -> int:
+        """How many sends (entries) waited for the topic's publish rate (Sluice)."""
+        return self._throttled
 
     def send(
         self,
@@ -300,7 +313,7 @@ class Producer:
                 fields += ["e", str(only.event_time)]
         args = [keys.WAKE_CHANNEL, target.wake, 1, len(fields) // 2, *fields]
         try:
-            [entry_id] = self._call_with_retry(target.keys, args)
+            [entry_id] = self._call_with_retry(target.keys, args, target.name)
         except Exception as exc:
             for m in messages:
                 m.future.set_exception(exc)
@@ -313,12 +326,13 @@ class Producer:
                 MessageId.from_stream_id(stream_id, target.index, batch_index, target.name.full)
             )
 
-    def _call_with_retry(self, script_keys: list[str], args: list) -> list:
+    def _call_with_retry(self, script_keys: list[str], args: list, partition: TopicName) -> list:
         clock = self._clock
         deadline = clock.now() + self._send_timeout
         delay = 0.05
         attempts = 0
         quota_delays = None
+        throttled = False
         while True:
             attempts += 1
             try:
@@ -330,6 +344,22 @@ class Producer:
                 delay = min(delay * 2, 1.0)
             except ResponseError as exc:
                 text = str(exc)
+                if text.startswith(THROTTLED):
+                    # Slowed, not failed: wait for the next window, as often as it takes.
+                    wait_ms, _, reason = text.removeprefix(THROTTLED).partition(" ")
+                    wait = max(int(wait_ms), 1) / 1000
+                    if clock.now() + wait > deadline:
+                        raise Timeout(
+                            f"send timed out: held by the publish rate of {partition.full} "
+                            f"({reason})"
+                        ) from None
+                    if not throttled:
+                        throttled = True
+                        with self._lock:
+                            self._throttled += 1
+                    clock.sleep(wait)
+                    attempts -= 1  # waiting for the rate is not a failed attempt
+                    continue
                 if not text.startswith(QUOTA_REFUSED):
                     raise refusal(exc) or exc from None
                 policy, _, reason = text.removeprefix(QUOTA_REFUSED).strip().partition("\t")

@@ -14,9 +14,16 @@ from sluice.errors import (
     NotAllowedError,
     ProducerBusy,
     SluiceException,
+    SubscribeRateLimited,
     SubscriptionBusy,
 )
-from sluice.protocol.abuse import CONSUMER_BUSY, MESSAGE_TOO_BIG, NOT_ALLOWED, PRODUCER_BUSY
+from sluice.protocol.abuse import (
+    CONSUMER_BUSY,
+    MESSAGE_TOO_BIG,
+    NOT_ALLOWED,
+    PRODUCER_BUSY,
+    SUBSCRIBE_RATE_LIMITED,
+)
 
 _KINDS: dict[str, type[SluiceException]] = {
     NOT_ALLOWED: NotAllowedError,
@@ -30,5 +37,9 @@ _KINDS: dict[str, type[SluiceException]] = {
 def refusal(exc: ResponseError) -> SluiceException | None:
     """The client exception for a script's refusal, or None for any other error reply."""
     kind, _, reason = str(exc).partition(" ")
+    if kind == SUBSCRIBE_RATE_LIMITED:
+        wait_ms, _, text = reason.partition(" ")
+        wait = int(wait_ms) / 1000 if wait_ms.isdigit() else 0.0
+        return SubscribeRateLimited(f"{text}; try again in {wait:.1f} s", wait)
     error = _KINDS.get(kind)
     return error(reason) if error is not None else None

@@ -8,12 +8,12 @@ entries every subscription has acknowledged.
 
 The runner never reads the worker's policies: the worker hands it a ``PartitionLimits`` when
 it starts and on every policy change (``apply_limits``), and the runner resolves and hands
-down its dispatchers' limits.  The partition's abuse limits go to Redis (``write_limits``,
-``sluice.protocol.abuse``), where the scripts clients call check them; the worker awaits that
-write before it confirms a change, and the runner writes them again now and then (a Redis
-that lost them gets them back).  What the runner reports back goes through two callbacks:
-``on_lost`` (a dispatcher was fenced off) and ``on_subscription`` (a subscription appeared
-that the catalog may not have recorded yet).
+down its dispatchers' limits.  The partition's abuse limits and publish and subscribe rates
+go to Redis (``write_limits``, ``sluice.protocol.abuse``), where the scripts clients call check
+them; the worker awaits that write before it confirms a change, and the runner writes them
+again now and then (a Redis that lost them gets them back).  What the runner reports back
+goes through two callbacks: ``on_lost`` (a dispatcher was fenced off) and ``on_subscription``
+(a subscription appeared that the catalog may not have recorded yet).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from redis.exceptions import ResponseError
 
-from models.flow_resolution import AbuseLimits
+from models.flow_resolution import FlowLimits
 from models.resolution import ResolvedRate
 from sluice.protocol import keys
 from sluice.protocol.abuse import limits_call
@@ -43,14 +43,21 @@ TRIM_EVERY_SECONDS = 10.0
 LIMITS_EVERY_SECONDS = 10.0  # abuse limits are written again this often, changed or not
 
 
-def limit_values(abuse: AbuseLimits) -> dict[str, int]:
-    """A partition's abuse limits as ``sl:{P}:limits`` holds them."""
+def limit_values(flow: FlowLimits) -> dict[str, int]:
+    """A partition's abuse limits and publish and subscribe rates as ``sl:{P}:limits`` holds
+    them."""
+    abuse, rates = flow.abuse, flow.rates
+    subscribes, period = rates.subscribes
     return {
         "maxSubscriptionsPerTopic": abuse.max_subscriptions_per_topic.value,
         "maxProducersPerTopic": abuse.max_producers_per_topic.value,
         "maxConsumersPerTopic": abuse.max_consumers_per_topic.value,
         "maxConsumersPerSubscription": abuse.max_consumers_per_subscription.value,
         "maxMessageSize": abuse.max_message_size.value,
+        "publishThrottlingRateInMsg": rates.publish_msg,
+        "publishThrottlingRateInByte": rates.publish_byte,
+        "subscribeThrottlingRatePerConsumer": subscribes,
+        "subscribeRatePeriodPerConsumerInSecond": period,
     }
 
 
@@ -82,6 +89,7 @@ class PartitionRunner:
         self.msg_in = 0
         self.bytes_in = 0
         self.quota_rejected = 0  # sends refused by the backlog quota (counter)
+        self.publish_throttled = 0  # sends the publish rate held back (counter)
         self._last_trim = 0.0
         self._lock = asyncio.Lock()
         self._limits_written: dict[str, int] | None = None
@@ -178,7 +186,7 @@ class PartitionRunner:
         ``force``d); computed at the time of writing, one write at a time, so a slower write
         never replaces a newer one.  A lost lease stops the partition."""
         async with self._limits_lock:
-            values = limit_values(self.limits.flow.abuse)
+            values = limit_values(self.limits.flow)
             if values == self._limits_written and not force:
                 return
             script_keys, args = limits_call(self.partition, self.fencing_token, values)

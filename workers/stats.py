@@ -144,6 +144,7 @@ class StatsPublisher:
         counters = replies[0] if isinstance(replies[0], dict) else {}
         runner.msg_in, runner.bytes_in = _int(counters, b"msg_in"), _int(counters, b"bytes_in")
         runner.quota_rejected = _int(counters, b"quota_rejected")
+        runner.publish_throttled = _int(counters, b"publish_throttled")
         # Redis may not know a group's lag (a group created at an explicit id): counted then.
         backlogs = await read_backlogs(
             redis, self.context.scripts, [partition], groups_replies=[replies[1]]
@@ -248,6 +249,7 @@ class StatsPublisher:
                 runner.flow.breach.describe(runner.partition.full) if runner.flow.breach else None
             ),
             "publishRejectedByBacklogQuota": runner.quota_rejected,
+            "publishRateLimitedTimes": runner.publish_throttled,
             "publishers": [],
             "subscriptions": subs,
             "replication": {},

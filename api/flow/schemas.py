@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from api.rates.schemas import ResolvedPublishRate, ResolvedSubscribeRate
 from api.schemas import BacklogQuotaDocument, Document
 
 
@@ -33,6 +34,8 @@ class FlowControls(Document):
     maxConsumersPerTopic: ResolvedInt
     maxConsumersPerSubscription: ResolvedInt
     maxMessageSize: ResolvedInt
+    publishRate: ResolvedPublishRate
+    subscribeRate: ResolvedSubscribeRate
 
 
 class EffectiveFlowControls(Document):

@@ -105,6 +105,8 @@ def limits_json(limits: FlowLimits) -> dict[str, Any]:
         "maxConsumersPerTopic": one(abuse.max_consumers_per_topic),
         "maxConsumersPerSubscription": one(abuse.max_consumers_per_subscription),
         "maxMessageSize": one(abuse.max_message_size),
+        "publishRate": one(limits.rates.publish_rate),
+        "subscribeRate": one(limits.rates.subscribe_rate),
     }
 
 

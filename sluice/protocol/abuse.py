@@ -10,7 +10,12 @@ force.  The scripts read the hash atomically with what they check:
   ``maxConsumersPerSubscription`` (``ConsumerBusy``);
 * ``producer.lua``: a new producer against ``maxProducersPerTopic`` (``ProducerBusy``); it
   answers the ``maxMessageSize`` the client checks its sends against;
-* ``produce.lua``: each entry against ``maxMessageSize`` (``MessageTooBig``).
+* ``produce.lua``: each entry against ``maxMessageSize`` (``MessageTooBig``), and each call
+  against the publish rate (``PublishRateLimited``: not written, try again after the wait it
+  names);
+* ``subscribe.lua`` again: each subscribe request of a consumer name against the subscribe
+  rate (``SubscribeRateLimited``, Pulsar's ``NotAllowed`` "Subscribe limited by subscribe rate
+  limit per consumer.").
 
 ``topic_create.lua`` checks ``maxTopicsPerNamespace`` when a client creates a topic on first
 use: the namespace's own value in ``sl:meta:maxtopics``, else the broker's in
@@ -26,13 +31,20 @@ from sluice.protocol import keys
 from sluice.protocol.frames import Call
 from sluice.protocol.names import TopicName
 
-# Fields of ``sl:{P}:limits`` (named as the broker settings; 0 = no limit, but the size).
+# Fields of ``sl:{P}:limits`` (named as the broker settings; 0 = no limit, but the size and
+# the subscribe-rate period).
 LIMIT_FIELDS = (
     "maxSubscriptionsPerTopic",
     "maxProducersPerTopic",
     "maxConsumersPerTopic",
     "maxConsumersPerSubscription",
     "maxMessageSize",
+    # The publish and subscribe rates (0 = no limit), named as Pulsar's JSON fields and the
+    # broker's period setting.
+    "publishThrottlingRateInMsg",
+    "publishThrottlingRateInByte",
+    "subscribeThrottlingRatePerConsumer",
+    "subscribeRatePeriodPerConsumerInSecond",
 )
 # What produce.lua and producer.lua assume while a partition has no limits written yet.
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -42,6 +54,9 @@ NOT_ALLOWED = "NotAllowed"
 PRODUCER_BUSY = "ProducerBusy"
 CONSUMER_BUSY = "ConsumerBusy"
 MESSAGE_TOO_BIG = "MessageTooBig"
+# Followed by the milliseconds to wait before trying again.
+PUBLISH_RATE_LIMITED = "PublishRateLimited"
+SUBSCRIBE_RATE_LIMITED = "SubscribeRateLimited"
 
 
 def limits_call(partition: TopicName, fencing_token: str, values: Mapping[str, int]) -> Call:

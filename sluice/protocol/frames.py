@@ -166,34 +166,38 @@ def subscribe_call(
     now_ms: int,
     info_json: str,
     consumer_timeout_ms: int,
+    consumer_name: str = "",
 ) -> Call:
     """``subscribe.lua``: register ``consumer`` (or, with consumer "", ensure the group),
-    within the partition's abuse limits."""
-    return (
-        [
-            keys.log(partition),
-            keys.subs(partition),
-            keys.sub_key(partition, subscription, "meta"),
-            keys.sub_key(partition, subscription, "cursor"),
-            keys.sub_key(partition, subscription, "permits"),
-            keys.sub_key(partition, subscription, "alive"),
-            keys.sub_key(partition, subscription, "info"),
-            keys.limits(partition),
-        ],
-        [
-            subscription,
-            consumer,
-            sub_type,
-            initial_position,
-            now_ms,
-            info_json,
-            keys.WAKE_CHANNEL,
-            wake_subscription(partition.full, subscription),
-            consumer_timeout_ms,
-            partition.full,
-            keys.partition_prefix(partition),
-        ],
-    )
+    within the partition's abuse limits and, per ``consumer_name`` (default: the consumer
+    id), its subscribe rate."""
+    script_keys = [
+        keys.log(partition),
+        keys.subs(partition),
+        keys.sub_key(partition, subscription, "meta"),
+        keys.sub_key(partition, subscription, "cursor"),
+        keys.sub_key(partition, subscription, "permits"),
+        keys.sub_key(partition, subscription, "alive"),
+        keys.sub_key(partition, subscription, "info"),
+        keys.limits(partition),
+    ]
+    args: list[Any] = [
+        subscription,
+        consumer,
+        sub_type,
+        initial_position,
+        now_ms,
+        info_json,
+        keys.WAKE_CHANNEL,
+        wake_subscription(partition.full, subscription),
+        consumer_timeout_ms,
+        partition.full,
+        keys.partition_prefix(partition),
+    ]
+    if consumer_name:
+        script_keys.append(keys.subscribe_counter(partition, consumer_name))
+        args.append(consumer_name)
+    return script_keys, args
 
 
 def unsubscribe_call(
@@ -261,13 +265,14 @@ def ack_cumulative_call(
 
 def produce_keys(partition: TopicName) -> list[str]:
     """KEYS of ``produce.lua`` for one partition (stream, stats, idle set, quota flag,
-    abuse limits)."""
+    abuse limits, publish-rate window)."""
     return [
         keys.log(partition),
         keys.partition_stats(partition),
         keys.idle(partition),
         keys.quota(partition),
         keys.limits(partition),
+        keys.publish_window(partition),
     ]
 
 

@@ -27,6 +27,10 @@ and one Lua call can touch them all.  Keys::
     sl:{P}:limits                  hash: the partition's abuse limits, written by its owning worker
                                    (``sluice.protocol.abuse``)
     sl:{P}:producers               zset: producer id -> last heartbeat (ms of Redis time)
+    sl:{P}:pubrate                 hash: the publish rate's current window (produce.lua);
+                                   expires when the window ends
+    sl:{P}:subrate:{N}             counter: subscribe requests of consumer name N in its
+                                   current subscribe-rate period; expires with the period
 
 Cluster-wide keys (no partition): ``sl:meta:topics`` (hash: base topic -> JSON with its
 partitions), ``sl:meta:namespaces`` (set of ``tenant/ns``), ``sl:meta:config`` (hash: broker
@@ -129,6 +133,16 @@ def limits(partition: TopicName) -> str:
 def producers(partition: TopicName) -> str:
     """Producers registered on the partition, by last heartbeat."""
     return partition_prefix(partition) + "producers"
+
+
+def publish_window(partition: TopicName) -> str:
+    """The publish rate's current window on the partition (``produce.lua``)."""
+    return partition_prefix(partition) + "pubrate"
+
+
+def subscribe_counter(partition: TopicName, consumer_name: str) -> str:
+    """Subscribe requests of one consumer name in its current period (``subscribe.lua``)."""
+    return partition_prefix(partition) + "subrate:" + consumer_name
 
 
 def sub_prefix(partition: TopicName, subscription: str) -> str:

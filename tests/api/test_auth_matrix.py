@@ -200,6 +200,17 @@ for _path, _read, _body in (
     SPECS[("DELETE", _path)] = spec(TENANT, 204)
 SPECS[("GET", TOPIC + "/effectiveFlowControls")] = spec(TENANT)
 
+# Publish and subscribe rates.
+for _path, _body in (
+    (NS + "/publishRate", {"publishThrottlingRateInMsg": 100, "publishThrottlingRateInByte": -1}),
+    (TOPIC + "/publishRate", {"publishThrottlingRateInMsg": 100}),
+    (NS + "/subscribeRate", {"subscribeThrottlingRatePerConsumer": 5, "ratePeriodInSecond": 30}),
+    (TOPIC + "/subscribeRate", {"subscribeThrottlingRatePerConsumer": 5}),
+):
+    SPECS[("GET", _path)] = spec(TENANT)
+    SPECS[("POST", _path)] = spec(TENANT, 204, _body, [("DELETE", _path)])
+    SPECS[("DELETE", _path)] = spec(TENANT, 204)
+
 
 def app_routes() -> list[tuple[str, str]]:
     """Every (method, path template) the admin app serves (HEAD aside)."""

@@ -4,6 +4,7 @@ abuse limits."""
 from __future__ import annotations
 
 from sluice.admin_cli.client import segment
+from sluice.admin_cli.commands.client_rates import register_namespace_rates
 from sluice.admin_cli.commands.common import (
     add_command,
     add_dry_run,
@@ -105,3 +106,4 @@ def register(commands, parents) -> None:
         parser.add_argument("namespace", help="tenant/namespace")
         add_dry_run(parser)
     register_namespace_limits(group, parents)
+    register_namespace_rates(group, parents)

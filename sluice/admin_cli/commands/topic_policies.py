@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from sluice.admin_cli.commands.client_rates import register_topic_rates
 from sluice.admin_cli.commands.common import add_group
 from sluice.admin_cli.commands.limits import register_topic_limits
 from sluice.admin_cli.commands.topic_rates import register_rate_commands
@@ -13,3 +14,4 @@ def register(commands, parents) -> None:
     group = add_group(commands, "topicPolicies", "Operations on the policies of a topic")
     register_rate_commands(group, parents, global_flag=True)
     register_topic_limits(group, parents, global_flag=True)
+    register_topic_rates(group, parents, global_flag=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from sluice.admin_cli.client import AdminError, segment
+from sluice.admin_cli.commands.client_rates import register_topic_rates
 from sluice.admin_cli.commands.common import add_command, add_force, add_group
 from sluice.admin_cli.commands.limits import register_topic_limits
 from sluice.admin_cli.commands.topic_rates import register_rate_commands
@@ -180,6 +181,7 @@ def register(commands, parents) -> None:
 
     register_rate_commands(group, parents, global_flag=False)
     register_topic_limits(group, parents, global_flag=False)
+    register_topic_rates(group, parents, global_flag=False)
 
     _topic_command(
         group,

@@ -3,28 +3,45 @@
 -- KEYS[4] (optional) backlog quota flag, set by the owning worker while the quota is reached
 -- KEYS[5] (optional) the partition's abuse limits hash, written by the owning worker (when
 -- absent, the partition's key next to KEYS[1])
+-- KEYS[6] (optional) the partition's publish-rate window (when absent, the partition's key
+-- next to KEYS[1]): hash e (end of the window, ms of Redis time), m and b (messages and
+-- payload bytes written in it); it expires when the window ends
 -- ARGV[1] wake channel, ARGV[2] wake payload, ARGV[3] number of entries N, then per entry:
 --   field count F (pairs), then F field/value pairs (field "d" = payload, "n" = messages)
 -- Returns the array of new entry ids.  Nothing is written when it returns an error:
 -- "MessageTooBig <reason>" when an entry's payload (a message, or a batch of them) is over the
 -- partition's maxMessageSize (5 MB until a worker wrote the limits), or the whole entry over it
 -- plus 10 KB (Pulsar's frame padding, room for keys and properties); or
--- "TOO_MANY_REQUESTS <policy> <reason>" while the quota refuses producers.
+-- "TOO_MANY_REQUESTS <policy> <reason>" while the quota refuses producers; or
+-- "PublishRateLimited <wait ms> <reason>" when the call does not fit the publish rate's window:
+-- the caller tries again after <wait ms>, when the window has ended.
+-- Publish rate: at most publishThrottlingRateInMsg messages (a batch entry counts its "n") and
+-- publishThrottlingRateInByte payload bytes per window of one second (limits hash; 0 or absent
+-- = no limit).  A window opens with the first call after the previous one ended, so by T
+-- seconds after the first send at most LIMIT x (floor(T) + 1) were written.  A call larger
+-- than a whole window's budget is written only into an empty window, which then lasts as many
+-- seconds as the call needs.  A changed limit applies to the next call; the window keeps what
+-- it holds.  Refused calls are counted in KEYS[2]'s publish_throttled.
 -- Publish time "t" is the server's clock (ms).
 local limits = KEYS[5] or (string.sub(KEYS[1], 1, -4) .. 'limits')
 local max_size = tonumber(redis.call('HGET', limits, 'maxMessageSize')) or 5242880
 local pos = 4
+local call_msgs, call_bytes = 0, 0
 for i = 1, tonumber(ARGV[3]) do
   local pairs_count = tonumber(ARGV[pos])
-  local size = 0
+  local size, n = 0, 1
   for j = 1, pairs_count do
     local field, value = ARGV[pos + 2 * j - 1], ARGV[pos + 2 * j]
     size = size + #field + #value
-    if field == 'd' and #value > max_size then
-      return redis.error_reply('MessageTooBig a payload of ' .. #value ..
-        ' bytes exceeds maxMessageSize (' .. max_size .. ' bytes)')
-    end
+    if field == 'd' then
+      call_bytes = call_bytes + #value
+      if #value > max_size then
+        return redis.error_reply('MessageTooBig a payload of ' .. #value ..
+          ' bytes exceeds maxMessageSize (' .. max_size .. ' bytes)')
+      end
+    elseif field == 'n' then n = tonumber(value) or 1 end
   end
+  call_msgs = call_msgs + n
   if size > max_size + 10240 then
     return redis.error_reply('MessageTooBig an entry of ' .. size ..
       ' bytes exceeds maxMessageSize (' .. max_size .. ' bytes) plus 10240 bytes of metadata')
@@ -39,7 +56,32 @@ if KEYS[4] then
   end
 end
 local t = redis.call('TIME')
-local now = tostring(t[1] * 1000 + math.floor(t[2] / 1000))
+local now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = tostring(now_ms)
+local rate = redis.call('HMGET', limits, 'publishThrottlingRateInMsg',
+  'publishThrottlingRateInByte')
+local rate_m, rate_b = tonumber(rate[1]) or 0, tonumber(rate[2]) or 0
+if rate_m > 0 or rate_b > 0 then
+  local window = KEYS[6] or (string.sub(KEYS[1], 1, -4) .. 'pubrate')
+  local w = redis.call('HMGET', window, 'e', 'm', 'b')
+  local ends, used_m, used_b = tonumber(w[1]), tonumber(w[2]) or 0, tonumber(w[3]) or 0
+  if not ends or now_ms >= ends then ends, used_m, used_b = now_ms + 1000, 0, 0 end
+  if (rate_m > 0 and used_m + call_msgs > rate_m) or
+      (rate_b > 0 and used_b + call_bytes > rate_b) then
+    if used_m > 0 or used_b > 0 then
+      redis.call('HINCRBY', KEYS[2], 'publish_throttled', 1)
+      return redis.error_reply('PublishRateLimited ' .. (ends - now_ms) .. ' ' .. used_m ..
+        ' of ' .. rate_m .. ' messages and ' .. used_b .. ' of ' .. rate_b ..
+        ' bytes (0 = no limit) used in this second')
+    end
+    local windows = 1
+    if rate_m > 0 then windows = math.max(windows, math.ceil(call_msgs / rate_m)) end
+    if rate_b > 0 then windows = math.max(windows, math.ceil(call_bytes / rate_b)) end
+    ends = ends + (windows - 1) * 1000
+  end
+  redis.call('HSET', window, 'e', ends, 'm', used_m + call_msgs, 'b', used_b + call_bytes)
+  redis.call('PEXPIREAT', window, ends)
+end
 local ids = {}
 pos = 4
 local msgs, bytes, batches = 0, 0, 0

@@ -1,0 +1,1 @@
+"""The publish and subscribe rates: Pulsar's throttles on producers and subscribe requests."""

@@ -1,0 +1,132 @@
+"""Routes of the publish and subscribe rates at namespace and topic level.
+
+Paths and bodies are Pulsar's: ``namespaces/{t}/{ns}/publishRate`` and ``.../subscribeRate``,
+``persistent/{t}/{ns}/{topic}/publishRate`` and ``.../subscribeRate``; a ``PublishRate`` or
+``SubscribeRate`` object in, the stored object (or ``null``) out.  Values live as flow-policy
+rows (``api.flow.service``), so a write is audited (``namespace.publishRate``, ...), reaches the
+workers as a change event and is answered once every live worker enforces it; ``dryRun=true``
+answers 200 with the flow limits every affected topic would get.  Topic GETs take
+``applied=true`` (for the publish rate a Sluice extension) to resolve through the levels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, Query
+from starlette.responses import Response
+
+from api.deps import UowDep
+from api.flow import service
+from api.flow.schemas import FlowDryRun
+from api.policy_store.dry_run import write_answer
+from api.policy_store.target import PolicyTarget, namespace_target, topic_target
+from api.rates.schemas import PublishRateDocument, SubscribeRateDocument
+from api.responses import JsonResponse
+from api.unit_of_work import UnitOfWork
+from models.client_rates import (
+    PUBLISH_RATE,
+    SUBSCRIBE_RATE,
+    PublishRateLimit,
+    SubscribeRateLimit,
+)
+from models.errors import InvalidInput
+from models.flow_resolution import FlowLimits
+from sluice.protocol.names import TopicName
+
+router = APIRouter(tags=["publish and subscribe rates"])
+
+NS = "/admin/v2/namespaces/{tenant}/{namespace}"
+TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
+DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
+APPLIED = Query(False, description="resolve through namespace and broker levels")
+RAW_BODY = Body(None)
+DRY_RUN_ANSWER: dict[int | str, dict] = {
+    200: {"model": FlowDryRun, "description": "dryRun=true: the limits the write would produce"}
+}
+
+
+async def _namespace(tenant: str, namespace: str, uow: UowDep) -> PolicyTarget:
+    return await namespace_target(uow, tenant, namespace)
+
+
+async def _topic(tenant: str, namespace: str, topic: str, uow: UowDep) -> PolicyTarget:
+    return await topic_target(uow, TopicName.parse(tenant, namespace, topic))
+
+
+# kind -> (parse a body, the resolved value of a topic, response document)
+KINDS: dict[str, tuple[Callable[[object], Any], Callable[[FlowLimits], Any], type]] = {
+    PUBLISH_RATE: (
+        PublishRateLimit.from_json,
+        lambda limits: limits.rates.publish_rate.value,
+        PublishRateDocument,
+    ),
+    SUBSCRIBE_RATE: (
+        SubscribeRateLimit.from_json,
+        lambda limits: limits.rates.subscribe_rate.value,
+        SubscribeRateDocument,
+    ),
+}
+
+
+async def _write_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
+    """204, or for a dry run 200 with the would-be flow limits of every affected topic."""
+
+    async def topics() -> list[dict]:
+        return await service.flow_provenance_for(
+            uow.session, namespace_id=target.namespace.id, topic_id=target.topic_id
+        )
+
+    return await write_answer(uow, topics, changed=target.entity)
+
+
+def _add_routes(path: str, kind: str, level: str, target_dep) -> None:
+    target_param = Depends(target_dep)
+    parse, applied_value, document = KINDS[kind]
+
+    async def get_rate(
+        uow: UowDep, target: PolicyTarget = target_param, applied: bool = APPLIED
+    ) -> Response:
+        if applied and target.topic is not None:
+            limits = await service.applied_limits(uow, target)
+            return JsonResponse(applied_value(limits).to_json())
+        return JsonResponse(await service.read_value(uow, target, kind))
+
+    async def set_rate(
+        uow: UowDep,
+        target: PolicyTarget = target_param,
+        body: Any = RAW_BODY,
+        dry_run: bool = DRY_RUN,
+    ) -> Response:
+        if body is None:
+            raise InvalidInput("Request body is required")
+        await service.set_value(uow, target, kind, parse(body))
+        return await _write_answer(uow, target)
+
+    async def remove_rate(
+        uow: UowDep, target: PolicyTarget = target_param, dry_run: bool = DRY_RUN
+    ) -> Response:
+        await service.remove_value(uow, target, kind)
+        return await _write_answer(uow, target)
+
+    for method, handler, status, extra in (
+        ("GET", get_rate, 200, {"response_model": document | None}),
+        ("POST", set_rate, 204, {"responses": DRY_RUN_ANSWER}),
+        ("DELETE", remove_rate, 204, {"responses": DRY_RUN_ANSWER}),
+    ):
+        verb = {"GET": "get", "POST": "set", "DELETE": "remove"}[method]
+        router.add_api_route(
+            path,
+            handler,
+            methods=[method],
+            name=f"{verb}_{level}_{kind}",
+            status_code=status,
+            summary=f"{verb.title()} the {level} {kind}",
+            **extra,
+        )
+
+
+for _kind in (PUBLISH_RATE, SUBSCRIBE_RATE):
+    _add_routes(f"{NS}/{_kind}", _kind, "namespace", _namespace)
+    _add_routes(f"{TOPIC}/{_kind}", _kind, "topic", _topic)

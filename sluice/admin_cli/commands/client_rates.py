@@ -1,0 +1,145 @@
+"""Publish- and subscribe-rate commands, named and flagged as ``pulsar-admin``'s
+(CmdNamespaces, CmdTopics, CmdTopicPolicies).
+
+``set-publish-rate`` takes ``-m/--msg-publish-rate`` and ``-b/--byte-publish-rate`` (default
+-1: no limit), ``set-subscribe-rate`` ``-sr/--subscribe-rate`` (default -1) and
+``-st/--subscribe-rate-period`` (default 30 s); ``get-`` and ``remove-`` take only the target.
+On topics, ``get-subscribe-rate`` takes ``-ap/--applied`` as in pulsar-admin, and so does
+``get-publish-rate`` (a Sluice extension); ``topicPolicies`` commands take ``-g/--global``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sluice.admin_cli.commands.common import add_command, add_dry_run, dry_run_params
+from sluice.admin_cli.names import namespace_path, topic_path
+
+NAMESPACES = "/admin/v2/namespaces"
+
+
+def _publish_flags(parser) -> None:
+    parser.add_argument(
+        "-m",
+        "--msg-publish-rate",
+        type=int,
+        default=-1,
+        help="messages per second on each partition; <= 0 means no limit (default -1)",
+    )
+    parser.add_argument(
+        "-b",
+        "--byte-publish-rate",
+        type=int,
+        default=-1,
+        help="bytes per second on each partition; <= 0 means no limit (default -1)",
+    )
+
+
+def _publish_body(args) -> dict:
+    return {
+        "publishThrottlingRateInMsg": args.msg_publish_rate,
+        "publishThrottlingRateInByte": args.byte_publish_rate,
+    }
+
+
+def _subscribe_flags(parser) -> None:
+    parser.add_argument(
+        "-sr",
+        "--subscribe-rate",
+        type=int,
+        default=-1,
+        help="subscribe requests one consumer name may make per period; <= 0 means no limit "
+        "(default -1)",
+    )
+    parser.add_argument(
+        "-st",
+        "--subscribe-rate-period",
+        type=int,
+        default=30,
+        help="period in seconds (default 30)",
+    )
+
+
+def _subscribe_body(args) -> dict:
+    return {
+        "subscribeThrottlingRatePerConsumer": args.subscribe_rate,
+        "ratePeriodInSecond": args.subscribe_rate_period,
+    }
+
+
+# command suffix -> (REST path, flags of ``set``, body of ``set``)
+RATES: dict[str, tuple[str, Callable, Callable[..., dict]]] = {
+    "publish-rate": ("publishRate", _publish_flags, _publish_body),
+    "subscribe-rate": ("subscribeRate", _subscribe_flags, _subscribe_body),
+}
+
+
+def _handlers(path_of, kind: str, body_of):
+    def scope(args) -> dict:
+        return {"isGlobal": True} if getattr(args, "global_policy", False) else {}
+
+    def get_rate(args, admin):
+        params = scope(args)
+        if getattr(args, "applied", False):
+            params["applied"] = True
+        return admin.request("GET", f"{path_of(args)}/{kind}", params=params)
+
+    def set_rate(args, admin):
+        params = {**scope(args), **dry_run_params(args)}
+        return admin.request("POST", f"{path_of(args)}/{kind}", body=body_of(args), params=params)
+
+    def remove_rate(args, admin):
+        params = {**scope(args), **dry_run_params(args)}
+        return admin.request("DELETE", f"{path_of(args)}/{kind}", params=params)
+
+    return {"set": set_rate, "get": get_rate, "remove": remove_rate}
+
+
+def _register(group, parents, target, path_of, on_topic: bool, global_flag: bool) -> None:
+    for suffix, (kind, add_flags, body_of) in RATES.items():
+        handlers = _handlers(path_of, kind, body_of)
+        what = suffix.replace("-", " ")
+        for verb in ("set", "get", "remove"):
+            parser = add_command(
+                group, f"{verb}-{suffix}", f"{verb.title()} the {what}", handlers[verb], parents
+            )
+            parser.add_argument(target[0], help=target[1])
+            if verb == "set":
+                add_flags(parser)
+            if verb == "get" and on_topic:
+                parser.add_argument(
+                    "-ap",
+                    "--applied",
+                    action="store_true",
+                    help="the value in force, resolved through namespace and broker levels",
+                )
+            if verb != "get":
+                add_dry_run(parser)
+            if global_flag:
+                parser.add_argument(
+                    "-g",
+                    "--global",
+                    dest="global_policy",
+                    action="store_true",
+                    help="the global policy (Sluice has one cluster: same as local)",
+                )
+
+
+def register_namespace_rates(group, parents) -> None:
+    """Add the namespace publish- and subscribe-rate commands to ``namespaces``."""
+
+    def path_of(args) -> str:
+        return f"{NAMESPACES}/{namespace_path(args.namespace)}"
+
+    _register(group, parents, ("namespace", "tenant/namespace"), path_of, False, False)
+
+
+def register_topic_rates(group, parents, global_flag: bool) -> None:
+    """Add the topic publish- and subscribe-rate commands to ``topics`` or (``-g``)
+    ``topicPolicies``."""
+
+    def path_of(args) -> str:
+        return topic_path(args.topic)
+
+    target = ("topic", "persistent://tenant/namespace/topic")
+    _register(group, parents, target, path_of, True, global_flag)
