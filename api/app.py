@@ -33,6 +33,7 @@ from api.errors import install_error_handlers
 from api.flow.router import router as flow_router
 from api.middleware import RequestContextMiddleware
 from api.namespaces.router import router as namespaces_router
+from api.operations.router import router as operations_router
 from api.outbox import OutboxRelay
 from api.policies.router import router as policies_router
 from api.policy_cache import PolicyCache
@@ -142,6 +143,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         flow_router,
         rates_router,
         topics_router,
+        operations_router,
         brokers_router,
         audit_router,
         reports_router,

@@ -63,6 +63,7 @@ POLICY: dict[str, Access] = {
     "/admin/v2/audit": Access.SUPER_USER,
     "/admin/v2/namespaces/{tenant}": Access.TENANT_ADMIN,
     "/admin/v2/persistent/{tenant}": Access.TENANT_ADMIN,
+    "/lookup/v2/topic/persistent/{tenant}": Access.TENANT_ADMIN,
     # Reports of one namespace belong to its tenant; the run history spans every tenant.
     "/admin/v2/reports/rates/{tenant}": Access.TENANT_ADMIN,
     "/admin/v2/reports/backlog/{tenant}": Access.TENANT_ADMIN,

@@ -163,6 +163,9 @@ class Dispatcher:
         name, sub = self.partition, self.subscription
         context = self.context
         now_ms = int(time.time() * 1000)
+        # Cleared before reading: a consumer that joins while the read is on its way asks
+        # again, and that request must survive this read.
+        self.refresh_needed = False
         pipe = context.redis.pipeline(transaction=False)
         pipe.hget(keys.sub_key(name, sub, "meta"), "type")
         pipe.zrangebyscore(
@@ -171,7 +174,6 @@ class Dispatcher:
         sub_type, alive = await pipe.execute()
         self.sub_type = (sub_type or b"Shared").decode()
         self.consumers = sorted(c.decode() for c in alive)
-        self.refresh_needed = False
         if self.sub_type in SINGLE_CONSUMER_TYPES and self.consumers:
             index = max(name.partition_index, 0) if self.sub_type == "Failover" else 0
             self.active = self.consumers[index % len(self.consumers)]

@@ -79,6 +79,20 @@ class AdminClient:
             raise AdminError(f"{_reason(response)} (HTTP {response.status_code})")
         return response.content
 
+    def fetch(
+        self, method: str, path: str, *, params: dict[str, Any] | None = None
+    ) -> httpx.Response:
+        """Send one request and return the response itself (a peeked message: payload and
+        headers); raise ``AdminError`` on failure."""
+        query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
+        try:
+            response = self._http.request(method, path, params=query)
+        except httpx.TransportError as exc:
+            raise AdminError(f"cannot reach {self.connection.url}: {_cause(exc)}") from None
+        if response.status_code >= 400:
+            raise AdminError(f"{_reason(response)} (HTTP {response.status_code})")
+        return response
+
     def request(
         self,
         method: str,

@@ -44,6 +44,9 @@ SCRIPT_NAMES = (
     "producer",
     "limits",
     "topic_create",
+    "reset_cursor",
+    "count_entries",
+    "peek",
 )
 
 

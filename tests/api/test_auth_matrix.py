@@ -211,6 +211,30 @@ for _path, _body in (
     SPECS[("POST", _path)] = spec(TENANT, 204, _body, [("DELETE", _path)])
     SPECS[("DELETE", _path)] = spec(TENANT, 204)
 
+# Subscription and topic operations: subscription sub of topic t has no messages (peek and
+# examine find none) and no worker owns t (the lookup answers 503).
+SUB = TOPIC + "/subscription/{subName}"
+SPECS.update(
+    {
+        ("POST", SUB + "/skip_all"): spec(TENANT, 204),
+        ("POST", SUB + "/skip/{numMessages}"): spec(TENANT, 204, numMessages="1"),
+        ("POST", SUB + "/expireMessages/{expireTimeInSeconds}"): spec(
+            TENANT, 204, expireTimeInSeconds="1"
+        ),
+        ("POST", TOPIC + "/all_subscription/expireMessages/{expireTimeInSeconds}"): spec(
+            TENANT, 204, expireTimeInSeconds="1"
+        ),
+        ("POST", SUB + "/resetcursor/{timestamp}"): spec(TENANT, 204, timestamp="0"),
+        ("POST", SUB + "/resetcursor"): spec(TENANT, 204, "earliest"),
+        ("GET", SUB + "/position/{messagePosition}"): spec(TENANT, 404, messagePosition="1"),
+        ("GET", TOPIC + "/examinemessage"): spec(TENANT, 404),
+        ("GET", TOPIC + "/internalStats"): spec(TENANT),
+        ("GET", TOPIC + "/partitioned-internalStats"): spec(TENANT, topic="pt"),
+        ("PUT", TOPIC + "/unload"): spec(TENANT, 204),
+        ("GET", "/lookup/v2/topic/persistent/{tenant}/{namespace}/{topic}"): spec(TENANT, 503),
+    }
+)
+
 
 def app_routes() -> list[tuple[str, str]]:
     """Every (method, path template) the admin app serves (HEAD aside)."""

@@ -111,3 +111,31 @@ def test_a_fenced_dispatcher_reports_it_and_stops(settings, redis_server):
 
     asyncio.run(scenario())
     sync.close()
+
+
+def test_a_consumer_joining_during_a_refresh_is_not_missed(settings, redis_server):
+    """A wake-up that asks for a refresh while one is reading the consumers must survive it:
+    otherwise a consumer that subscribes just after another left (an Exclusive subscription
+    handed over) waits for the park fallback before anything is dispatched to it."""
+    sync = redis.Redis.from_url(redis_server.url)
+    partition = Partition(sync)
+    partition.subscribe("s")
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        context = make_context(settings, client)
+        shared = make_shared(context)
+        dispatcher = Dispatcher(context, shared, partition.name, "s")
+        try:
+            refresh = asyncio.create_task(dispatcher.refresh_consumers())
+            await asyncio.sleep(0)  # the read is on its way
+            assert not refresh.done()
+            dispatcher.refresh_needed = True  # what a consumer's wake-up does meanwhile
+            await refresh
+            assert dispatcher.refresh_needed
+        finally:
+            await shared.script.close()
+            await client.aclose()
+
+    asyncio.run(scenario())
+    sync.close()
