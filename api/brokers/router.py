@@ -13,9 +13,10 @@ from api.policies.provenance import provenance_for
 from api.policies.schemas import BrokerDryRun
 from api.policy_store.dry_run import write_answer
 from api.responses import JsonResponse
+from api.routing import SluiceRoute
 from models.errors import NotFound, Unavailable
 
-router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
+router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"], route_class=SluiceRoute)
 DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
 DRY_RUN_ANSWER: dict[int | str, dict] = {
     200: {"model": BrokerDryRun, "description": "dryRun=true: the limits of every topic"}

@@ -20,6 +20,7 @@ from api.flow.schemas import EffectiveFlowControls, FlowDryRun
 from api.policy_store.dry_run import write_answer
 from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.responses import JsonResponse
+from api.routing import SluiceRoute
 from api.schemas import BacklogQuotaDocument
 from api.unit_of_work import UnitOfWork
 from models.errors import InvalidInput
@@ -37,7 +38,7 @@ from models.flow import (
 from models.flow_resolution import FlowLimits
 from sluice.protocol.names import TopicName
 
-router = APIRouter(tags=["flow control policies"])
+router = APIRouter(tags=["flow control policies"], route_class=SluiceRoute)
 
 NS = "/admin/v2/namespaces/{tenant}/{namespace}"
 TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"

@@ -15,10 +15,11 @@ from api.reports.schemas import (
     RateReportDocument,
     RunDocument,
 )
+from api.routing import SluiceRoute
 from models.errors import InvalidInput, Unavailable
 from models.reports import REPORT_JOBS as JOBS
 
-router = APIRouter(prefix="/admin/v2/reports", tags=["reports"])
+router = APIRouter(prefix="/admin/v2/reports", tags=["reports"], route_class=SluiceRoute)
 
 
 def _topic(tenant: str, namespace: str, topic: str | None) -> str | None:

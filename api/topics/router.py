@@ -8,11 +8,12 @@ from starlette.responses import Response
 
 from api.deps import UowDep
 from api.responses import JsonResponse, no_content
+from api.routing import SluiceRoute
 from api.topics import service
 from api.topics.schemas import Lookup, PartitionedMetadata, PartitionedTopicStats, TopicStats
 from sluice.protocol.names import TopicName
 
-router = APIRouter(prefix="/admin/v2/persistent", tags=["topics"])
+router = APIRouter(prefix="/admin/v2/persistent", tags=["topics"], route_class=SluiceRoute)
 
 TOPIC = "/{tenant}/{namespace}/{topic}"
 
