@@ -140,6 +140,12 @@ class BacklogQuotaBody(BacklogQuota):
 
     model_config = ConfigDict(title="BacklogQuota", validate_by_name=False)
 
+    # Read by ``BacklogQuota._legacy_limit`` (it never reaches this field); declared so that
+    # the schema lists it.
+    limit: int | None = Field(
+        None, ge=-1, le=INT64_MAX, description="deprecated: bytes, when limitSize is missing"
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _known_fields_only(cls, data: Any) -> Any:

@@ -15,6 +15,7 @@ from api.policy_store.dry_run import write_answer
 from api.responses import JsonResponse
 from api.routing import SluiceRoute
 from models.errors import NotFound, Unavailable
+from sluice.protocol.names import check_cluster
 
 router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"], route_class=SluiceRoute)
 DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
@@ -103,7 +104,7 @@ async def list_workers(cluster: str, state: StateDep) -> list[dict]:
 
 
 async def _workers(cluster: str, state: StateDep) -> list[dict]:
-    if cluster != state.settings.cluster_name:
+    if check_cluster(cluster) != state.settings.cluster_name:
         raise NotFound(f"Cluster {cluster} does not exist")
     try:
         return await live_workers(state.redis)
