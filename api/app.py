@@ -41,6 +41,7 @@ from api.rates.router import router as rates_router
 from api.reports.queue import ReportQueue
 from api.reports.router import router as reports_router
 from api.responses import JsonResponse
+from api.routing import SluiceRoute, index_routes, not_found
 from api.state import AppState
 from api.tenants.router import router as tenants_router
 from api.topics.router import router as topics_router
@@ -133,9 +134,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Authentication + the policy table in api.auth; with authentication off every call is
         # allowed, so the dependency (a measurable cost per request) is left out.
         dependencies=[Depends(authorize)] if access_control.authentication else [],
+        # Pulsar's paths have no trailing slash; one is a 404 with a reason, not a redirect.
+        redirect_slashes=False,
     )
+    app.router.route_class = SluiceRoute  # the checks of api.routing, on the docs pages too
+    app.router.default = not_found
     app.state.access_control = access_control
-    for router in (
+    routers = (
         clusters_router,
         tenants_router,
         namespaces_router,
@@ -147,9 +152,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         brokers_router,
         audit_router,
         reports_router,
-    ):
+    )
+    for router in routers:
         app.include_router(router)
     install_docs(app)
+    index_routes(app, routers)
     install_error_handlers(app)
     if access_control.authentication:
         # Innermost of the middlewares: CORS preflights and body limits come first.

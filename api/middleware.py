@@ -1,4 +1,7 @@
-"""ASGI middleware: a request id on every request, and a cap on request body size.
+"""ASGI middleware: a request id on every request, and caps on request URL and body size.
+
+A URL (path and query string) longer than ``MAX_URL_BYTES`` is answered 414 before any
+parsing: no name or filter of the API comes near it.
 
 A write whose enforcement by the workers could not be confirmed (``api.deps.enforce``) says
 so in ``X-Sluice-Enforcement`` (``pending``, or ``fenced <workers>``).
@@ -15,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.errors import reason_response
 
+MAX_URL_BYTES = 16384
 REQUEST_ID_HEADER = b"x-request-id"
 ENFORCEMENT_HEADER = b"x-sluice-enforcement"
 
@@ -42,6 +46,11 @@ class RequestContextMiddleware:
         state["request_id"] = request_id
         if length > self.max_body_bytes:
             await _too_large(scope, receive, send, request_id, self.max_body_bytes)
+            return
+        if len(scope.get("raw_path") or b"") + len(scope["query_string"]) > MAX_URL_BYTES:
+            response = reason_response(414, f"Request URL longer than {MAX_URL_BYTES} bytes")
+            response.headers[REQUEST_ID_HEADER.decode()] = request_id
+            await response(scope, receive, send)
             return
 
         received = 0

@@ -19,10 +19,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from models.dispatch_rate import describe_validation_error
 from models.errors import InvalidInput
+from models.json_body import check_fields
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -47,9 +56,14 @@ _CONFIG = ConfigDict(
 )
 
 
-def _parse(model: type[BaseModel], body: object, what: str) -> Any:
+def _parse(model: type[BaseModel], body: object, what: str, known: tuple[str, ...]) -> Any:
+    """A client's body: Pulsar's field names only, at least one set (``models.json_body``)."""
     if not isinstance(body, dict):
         raise InvalidInput(f"{what} body must be a JSON object")
+    try:
+        check_fields(body, known, what, require_one=True)
+    except PydanticCustomError as exc:
+        raise InvalidInput(f"Invalid request body: {exc.message()}") from None
     try:
         return model.model_validate(body)
     except ValidationError as exc:
@@ -81,7 +95,7 @@ class PublishRateLimit(BaseModel):
     @classmethod
     def from_json(cls, body: object) -> PublishRateLimit:
         """Parse a decoded JSON body; ``InvalidInput`` (400) with a readable reason."""
-        return _parse(cls, body, "PublishRate")  # type: ignore[no-any-return]
+        return _parse(cls, body, "PublishRate", (PUBLISH_MSG, PUBLISH_BYTE))  # type: ignore[no-any-return]
 
 
 class SubscribeRateLimit(BaseModel):
@@ -114,7 +128,7 @@ class SubscribeRateLimit(BaseModel):
     @classmethod
     def from_json(cls, body: object) -> SubscribeRateLimit:
         """Parse a decoded JSON body; ``InvalidInput`` (400) with a readable reason."""
-        return _parse(cls, body, "SubscribeRate")  # type: ignore[no-any-return]
+        return _parse(cls, body, "SubscribeRate", (SUBSCRIBE_PER_CONSUMER, SUBSCRIBE_PERIOD))  # type: ignore[no-any-return]
 
 
 def value_from_json(kind: str, stored: Any) -> PublishRateLimit | SubscribeRateLimit:

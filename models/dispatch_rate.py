@@ -9,16 +9,27 @@ A value <= 0 in a dimension means "no limit in that dimension".  A rate whose tw
 both <= 0 is *unset*: resolution skips it and falls through to the next level (Pulsar's
 ``normalize``).  Unlike Pulsar, a missing ``ratePeriodInSecond`` means 1, not 0, and missing
 rates mean -1, so a partial body never yields a nonsense period.  Types are strict: no
-string-to-number or number-to-bool coercion; unknown fields are ignored as Pulsar ignores them.
+string-to-number or number-to-bool coercion.  Unlike Pulsar, a body with a field it does not
+know (a typo such as ``dispatchThrottlingRateInMsgs`` included) or with no field set at all is
+refused with 400 (``DispatchRateBody``, ``models.json_body``) rather than stored as "no limit".
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from models.errors import InvalidInput
+from models.json_body import check_fields
 
 MSG = "dispatchThrottlingRateInMsg"
 BYTE = "dispatchThrottlingRateInByte"
@@ -28,13 +39,14 @@ PERIOD = "ratePeriodInSecond"
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 _DEFAULTS = {MSG: -1, BYTE: -1, RELATIVE: False, PERIOD: 1}
+FIELDS = (MSG, BYTE, RELATIVE, PERIOD)
 
 
 class DispatchRate(BaseModel):
     """At most ``msg`` messages and ``byte`` bytes per ``period`` seconds."""
 
     model_config = ConfigDict(
-        frozen=True, strict=True, extra="ignore", validate_by_name=True, validate_by_alias=True
+        frozen=True, strict=True, extra="forbid", validate_by_name=True, validate_by_alias=True
     )
 
     msg: int = Field(-1, alias=MSG, ge=-1, le=INT32_MAX, description="messages per period")
@@ -60,13 +72,33 @@ class DispatchRate(BaseModel):
 
     @classmethod
     def from_json(cls, body: object) -> DispatchRate:
-        """Parse a decoded JSON body; raise ``InvalidInput`` with a readable reason."""
+        """Parse a decoded JSON body as a client sends it (``DispatchRateBody``'s rules);
+        raise ``InvalidInput`` with a readable reason."""
         if not isinstance(body, dict):
             raise InvalidInput("DispatchRate body must be a JSON object")
         try:
-            return cls.model_validate(body)
+            return DispatchRateBody.model_validate(body).value()
         except ValidationError as exc:
             raise InvalidInput(describe_validation_error(exc)) from None
+
+
+class DispatchRateBody(DispatchRate):
+    """A ``DispatchRate`` as a client sends it: Pulsar's field names only (an unknown one is
+    refused and named), and at least one of them set."""
+
+    model_config = ConfigDict(title="DispatchRate", validate_by_name=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pulsar_fields_only(cls, data: Any) -> Any:
+        check_fields(data, FIELDS, "DispatchRate", require_one=True)
+        return data
+
+    def value(self) -> DispatchRate:
+        """The plain value object (what is stored and compared)."""
+        return DispatchRate(
+            msg=self.msg, byte=self.byte, relative=self.relative, period=self.period
+        )
 
 
 def normalize(rate: DispatchRate | None) -> DispatchRate | None:
@@ -78,6 +110,7 @@ def describe_validation_error(exc: ValidationError) -> str:
     """One line naming each bad field and what is wrong with it."""
     parts = []
     for error in exc.errors():
-        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
-        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+        message = error.get("msg", "invalid")
+        parts.append(f"{where}: {message}" if where else message)
     return "Invalid request body: " + "; ".join(parts)

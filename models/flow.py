@@ -4,7 +4,9 @@ JSON shapes are Pulsar's.  A backlog quota (``BacklogQuotaImpl``)::
 
     {"limitSize": 10485760, "limitTime": -1, "policy": "producer_request_hold"}
 
-plus Sluice's ``limitMessages`` (a limit in messages).  A quota is stored per *type*
+plus Sluice's ``limitMessages`` (a limit in messages) and Pulsar's deprecated ``limit`` (bytes,
+standing in for a missing ``limitSize``).  A body with any other field, or with none set, is
+refused with 400 (``BacklogQuotaBody``).  A quota is stored per *type*
 (``destination_storage``: size and message limits; ``message_age``: time limit), as Pulsar's
 ``backlog_quota_map`` keys it.  Max-unacked limits and the TTL are bare integers; 0 means "no
 limit" / "no TTL", and a negative value is refused with 412, as in Pulsar.
@@ -20,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from models import client_rates
 from models.dispatch_rate import describe_validation_error
 from models.errors import InvalidInput, PreconditionFailed
+from models.json_body import check_fields, shown
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -47,6 +50,7 @@ class RetentionPolicy(StrEnum):
 
 
 _POLICY_NAMES = frozenset(p.value for p in RetentionPolicy)
+QUOTA_FIELDS = ("limit", "limitSize", "limitTime", "limitMessages", "policy")
 
 
 def quota_kind(quota_type: QuotaType) -> str:
@@ -73,7 +77,7 @@ class BacklogQuota(BaseModel):
     """
 
     model_config = ConfigDict(
-        frozen=True, strict=True, extra="ignore", validate_by_name=True, validate_by_alias=True
+        frozen=True, strict=True, extra="forbid", validate_by_name=True, validate_by_alias=True
     )
 
     limit_size: int = Field(-1, alias="limitSize", ge=-1, le=INT64_MAX, description="bytes")
@@ -89,12 +93,14 @@ class BacklogQuota(BaseModel):
         # Pulsar's deprecated ``limit`` (bytes) stands in for a missing ``limitSize``.
         if isinstance(data, dict):
             data = {k: v for k, v in data.items() if v is not None}
-            if "limitSize" not in data and "limit" in data:
-                data["limitSize"] = data["limit"]
+            limit = data.pop("limit", None)
+            if "limitSize" not in data and limit is not None:
+                data["limitSize"] = limit
             # Strict mode takes enum members only: turn a known policy name into one (an
             # unknown one is left for the field validation to report).
-            if data.get("policy") in _POLICY_NAMES:
-                data["policy"] = RetentionPolicy(data["policy"])
+            policy = data.get("policy")
+            if isinstance(policy, str) and policy in _POLICY_NAMES:
+                data["policy"] = RetentionPolicy(policy)
         return data
 
     @property
@@ -117,15 +123,44 @@ class BacklogQuota(BaseModel):
         """Parse a decoded JSON body; ``InvalidInput`` (400) with a readable reason."""
         if not isinstance(body, dict):
             raise InvalidInput("BacklogQuota body must be a JSON object")
-        if "policy" in body and body["policy"] not in _POLICY_NAMES:
+        policy = body.get("policy")
+        if policy is not None and not (isinstance(policy, str) and policy in _POLICY_NAMES):
             raise InvalidInput(
-                f"Invalid request body: policy: {body['policy']!r} is not one of "
+                f"Invalid request body: policy: {shown(policy)} is not one of "
                 + ", ".join(p.value for p in RetentionPolicy)
             )
         try:
-            return cls.model_validate(body)
+            return BacklogQuotaBody.model_validate(body).value()
         except ValidationError as exc:
             raise InvalidInput(describe_validation_error(exc)) from None
+
+
+class BacklogQuotaBody(BacklogQuota):
+    """A ``BacklogQuota`` as a client sends it: Pulsar's field names (and ``limitMessages``)
+    only, an unknown one refused and named, and at least one of them set."""
+
+    model_config = ConfigDict(title="BacklogQuota", validate_by_name=False)
+
+    # Read by ``BacklogQuota._legacy_limit`` (it never reaches this field); declared so that
+    # the schema lists it.
+    limit: int | None = Field(
+        None, ge=-1, le=INT64_MAX, description="deprecated: bytes, when limitSize is missing"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        check_fields(data, QUOTA_FIELDS, "BacklogQuota", require_one=True)
+        return data
+
+    def value(self) -> BacklogQuota:
+        """The plain value object (what is stored and compared)."""
+        return BacklogQuota(
+            limit_size=self.limit_size,
+            limit_time=self.limit_time,
+            limit_messages=self.limit_messages,
+            policy=self.policy,
+        )
 
 
 def check_max_unacked(value: object, what: str) -> int:

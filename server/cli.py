@@ -40,10 +40,17 @@ def _api(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from api.app import create_app
+    from server.http_protocol import HTTP_PROTOCOL
 
     check_free(Port(args.host, args.port, "admin API", "--port"))
     settings = settings.model_copy(update={"http_host": args.host, "http_port": args.port})
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        http=HTTP_PROTOCOL,
+    )
     return 0
 
 

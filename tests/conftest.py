@@ -30,6 +30,7 @@ from models.db import drop_database as drop_scratch_database
 from models.settings import Settings
 from server.embedded_postgres import EmbeddedPostgres, PostgresNotFound
 from server.embedded_redis import EmbeddedRedis, free_port
+from server.http_protocol import HTTP_PROTOCOL
 
 PG_URL_VARIABLE = "SLUICE_TEST_PG_URL"
 # The throw-away cluster this process started (None when the URL came from the environment).
@@ -134,7 +135,9 @@ class ServerThread:
         self.port = port or free_port()
         self.app = app
         self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+            uvicorn.Config(
+                app, host="127.0.0.1", port=self.port, log_level="warning", http=HTTP_PROTOCOL
+            )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

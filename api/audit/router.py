@@ -8,8 +8,9 @@ from api.audit import service
 from api.audit.schemas import AuditEntryDocument
 from api.audit.service import AuditFilter
 from api.deps import UowDep
+from api.routing import SluiceRoute
 
-router = APIRouter(prefix="/admin/v2/audit", tags=["audit"])
+router = APIRouter(prefix="/admin/v2/audit", tags=["audit"], route_class=SluiceRoute)
 
 
 @router.get("", response_model=list[AuditEntryDocument])

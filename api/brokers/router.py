@@ -14,9 +14,11 @@ from api.policies.provenance import provenance_for
 from api.policies.schemas import BrokerDryRun
 from api.policy_store.dry_run import write_answer
 from api.responses import JsonResponse
+from api.routing import SluiceRoute
 from models.errors import NotFound
+from sluice.protocol.names import check_cluster
 
-router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
+router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"], route_class=SluiceRoute)
 DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
 DRY_RUN_ANSWER: dict[int | str, dict] = {
     200: {"model": BrokerDryRun, "description": "dryRun=true: the limits of every topic"}
@@ -122,6 +124,6 @@ async def list_workers(cluster: str, state: StateDep) -> list[dict]:
 
 
 async def _workers(cluster: str, state: StateDep) -> list[dict]:
-    if cluster != state.settings.cluster_name:
+    if check_cluster(cluster) != state.settings.cluster_name:
         raise NotFound(f"Cluster {cluster} does not exist")
     return await live_workers(state.redis)

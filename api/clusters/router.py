@@ -4,9 +4,10 @@ from fastapi import APIRouter
 
 from api.clusters import service
 from api.deps import UowDep
+from api.routing import SluiceRoute
 from api.schemas import ClusterDocument
 
-router = APIRouter(prefix="/admin/v2/clusters", tags=["clusters"])
+router = APIRouter(prefix="/admin/v2/clusters", tags=["clusters"], route_class=SluiceRoute)
 
 
 @router.get("")

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from models.errors import NotFound
 from models.orm import Cluster
+from sluice.protocol.names import check_cluster
 
 
 async def ensure_local_cluster(
@@ -26,7 +27,8 @@ async def list_clusters(session: AsyncSession) -> list[str]:
 
 
 async def read_cluster(session: AsyncSession, name: str) -> dict[str, Any]:
-    """Pulsar's ``ClusterData`` of one cluster; 404 when unknown."""
+    """Pulsar's ``ClusterData`` of one cluster; 412 on a bad name, 404 when unknown."""
+    check_cluster(name)
     row = await session.scalar(select(Cluster).where(Cluster.name == name))
     if row is None:
         raise NotFound("Cluster does not exist")

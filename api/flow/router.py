@@ -22,6 +22,7 @@ from api.flow.schemas import EffectiveFlowControls, FlowDryRun
 from api.policy_store.dry_run import write_answer
 from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.responses import JsonResponse
+from api.routing import SluiceRoute
 from api.schemas import BacklogQuotaDocument
 from api.unit_of_work import UnitOfWork
 from models.abuse import (
@@ -40,7 +41,7 @@ from models.flow import (
     MAX_UNACKED_PER_CONSUMER,
     MAX_UNACKED_PER_SUBSCRIPTION,
     MESSAGE_TTL,
-    BacklogQuota,
+    BacklogQuotaBody,
     QuotaType,
     check_max_unacked,
     check_ttl,
@@ -50,7 +51,7 @@ from models.flow import (
 from models.flow_resolution import FlowLimits
 from sluice.protocol.names import TopicName
 
-router = APIRouter(tags=["flow control policies"])
+router = APIRouter(tags=["flow control policies"], route_class=SluiceRoute)
 
 NS = "/admin/v2/namespaces/{tenant}/{namespace}"
 TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
@@ -62,6 +63,11 @@ DRY_RUN_ANSWER: dict[int | str, dict] = {
     200: {"model": FlowDryRun, "description": "dryRun=true: the limits the write would produce"}
 }
 QuotaMap = dict[str, BacklogQuotaDocument]
+# The integer policies read their body raw (a non-integer is 400, a negative one 412, as in
+# Pulsar); the schema says what they take.
+INT_BODY = {
+    "requestBody": {"content": {"application/json": {"schema": {"type": "integer", "minimum": 0}}}}
+}
 
 
 async def _namespace(tenant: str, namespace: str, uow: UowDep) -> PolicyTarget:
@@ -115,9 +121,11 @@ async def get_topic_quotas(target: TopicDep, uow: UowDep, applied: bool = APPLIE
     return {t.value: limits.quotas[t].value.to_json() for t in QuotaType}
 
 
-async def _set_quota(uow: UnitOfWork, target: PolicyTarget, body: Any, quota_type: str | None):
+async def _set_quota(
+    uow: UnitOfWork, target: PolicyTarget, quota: BacklogQuotaBody, quota_type: str | None
+):
     kind = quota_kind(parse_quota_type(quota_type))
-    await service.set_value(uow, target, kind, BacklogQuota.from_json(_required(body)))
+    await service.set_value(uow, target, kind, quota.value())
     return await _write_answer(uow, target)
 
 
@@ -135,11 +143,11 @@ async def _remove_quota(uow: UnitOfWork, target: PolicyTarget, quota_type: str |
 async def set_namespace_quota(
     target: NamespaceDep,
     uow: UowDep,
-    body: Any = RAW_BODY,
+    quota: BacklogQuotaBody = Body(...),
     quota_type: str | None = QUOTA_TYPE,
     dry_run: bool = DRY_RUN,
 ) -> Response:
-    return await _set_quota(uow, target, body, quota_type)
+    return await _set_quota(uow, target, quota, quota_type)
 
 
 @router.delete(
@@ -163,11 +171,11 @@ async def remove_namespace_quota(
 async def set_topic_quota(
     target: TopicDep,
     uow: UowDep,
-    body: Any = RAW_BODY,
+    quota: BacklogQuotaBody = Body(...),
     quota_type: str | None = QUOTA_TYPE,
     dry_run: bool = DRY_RUN,
 ) -> Response:
-    return await _set_quota(uow, target, body, quota_type)
+    return await _set_quota(uow, target, quota, quota_type)
 
 
 @router.delete(
@@ -227,10 +235,23 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
         uow: UowDep,
         target: PolicyTarget = target_param,
         body: Any = RAW_BODY,
+        dry_run: bool = DRY_RUN,
+    ) -> Response:
+        value = await _check(uow, kind, name, level, _required(body))
+        await service.set_value(uow, target, kind, value)
+        return await _write_answer(uow, target)
+
+    async def set_ttl(
+        uow: UowDep,
+        target: PolicyTarget = target_param,
+        body: Any = RAW_BODY,
         message_ttl: int | None = Query(None, alias="messageTTL"),
         dry_run: bool = DRY_RUN,
     ) -> Response:
-        raw = body if body is not None or kind != MESSAGE_TTL else message_ttl
+        # pulsar-admin sends the topic TTL as ?messageTTL=N; a body works too, not both.
+        if body is not None and message_ttl is not None:
+            raise InvalidInput("Give the message TTL as the body or as messageTTL, not both")
+        raw = body if body is not None else message_ttl
         value = await _check(uow, kind, name, level, _required(raw))
         await service.set_value(uow, target, kind, value)
         return await _write_answer(uow, target)
@@ -251,12 +272,13 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
     )
     router.add_api_route(
         path,
-        set_value,
+        set_ttl if kind == MESSAGE_TTL and level == "topic" else set_value,
         methods=["POST"],
         name=f"set_{level}_{name}",
         status_code=204,
         summary=f"Set {name}",
         responses=DRY_RUN_ANSWER,
+        openapi_extra=INT_BODY,
     )
     router.add_api_route(
         path,

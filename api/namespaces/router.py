@@ -6,10 +6,11 @@ from starlette.responses import Response
 from api.deps import StateDep, UowDep
 from api.namespaces import service
 from api.responses import no_content
+from api.routing import SluiceRoute
 from api.schemas import NamespacePolicies, PoliciesDocument
 from api.topics.service import list_topics
 
-router = APIRouter(prefix="/admin/v2/namespaces", tags=["namespaces"])
+router = APIRouter(prefix="/admin/v2/namespaces", tags=["namespaces"], route_class=SluiceRoute)
 
 
 @router.get("/{tenant}")

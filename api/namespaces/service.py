@@ -57,8 +57,10 @@ async def create_namespace(
     if await find_namespace(uow.session, tenant, namespace) is not None:
         raise Conflict("Namespace already exists")
     policies = {"replication_clusters": list(dict.fromkeys(clusters))}
-    if body.bundles:
-        policies["bundles"] = body.bundles
+    if body.bundles is not None:
+        bundles = body.bundles.model_dump(exclude_none=True)
+        if bundles:
+            policies["bundles"] = bundles
     uow.session.add(Namespace(tenant_id=owner.id, name=namespace, policies=policies))
     await uow.session.flush()
     uow.record("namespace", "namespace", full, None, policies)

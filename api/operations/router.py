@@ -26,11 +26,12 @@ from api.operations.schemas import (
     TopicInternalStats,
 )
 from api.responses import no_content
+from api.routing import SluiceRoute
 from api.topics.router import TopicDep
 from dataplane.cursors import MAX_POSITION, Entry, pulsar_position
 from sluice.protocol.frames import parse_position
 
-router = APIRouter(tags=["topic operations"])
+router = APIRouter(tags=["topic operations"], route_class=SluiceRoute)
 
 TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
 SUBSCRIPTION = TOPIC + "/subscription/{subName}"

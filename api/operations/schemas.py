@@ -17,7 +17,7 @@ class ResetCursorData(BaseModel):
     stream id ``ms-seq``.  ``ledgerId`` -1 means the earliest position and ``Long.MAX_VALUE``
     the latest, as in Pulsar."""
 
-    model_config = ConfigDict(strict=True, extra="ignore")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     ledgerId: int = Field(ge=-1, le=LONG_MAX)
     entryId: int = Field(ge=-1, le=LONG_MAX)

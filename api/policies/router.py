@@ -19,12 +19,13 @@ from api.policies.service import DISPATCH_RATE, SUBSCRIPTION_DISPATCH_RATE
 from api.policy_store.dry_run import write_answer
 from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.responses import JsonResponse
+from api.routing import SluiceRoute
 from api.schemas import DispatchRateDocument
 from api.unit_of_work import UnitOfWork
-from models.dispatch_rate import DispatchRate
+from models.dispatch_rate import DispatchRate, DispatchRateBody
 from sluice.protocol.names import TopicName
 
-router = APIRouter(tags=["dispatch rate policies"])
+router = APIRouter(tags=["dispatch rate policies"], route_class=SluiceRoute)
 
 NS = "/admin/v2/namespaces/{tenant}/{namespace}"
 TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
@@ -110,9 +111,9 @@ def _add_routes(path: str, level: str, kind: str, resolve_target, get_rate) -> N
     TargetDep = Annotated[PolicyTarget, Depends(resolve_target)]
 
     async def set_rate(
-        target: TargetDep, uow: UowDep, rate: DispatchRate = Body(...), dry_run: bool = DRY_RUN
+        target: TargetDep, uow: UowDep, rate: DispatchRateBody = Body(...), dry_run: bool = DRY_RUN
     ) -> Response:
-        await service.set_rate(uow, target, kind, rate)
+        await service.set_rate(uow, target, kind, rate.value())
         return await _write_answer(uow, target)
 
     async def remove_rate(target: TargetDep, uow: UowDep, dry_run: bool = DRY_RUN) -> Response:

@@ -24,6 +24,7 @@ from api.policy_store.dry_run import write_answer
 from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.rates.schemas import PublishRateDocument, SubscribeRateDocument
 from api.responses import JsonResponse
+from api.routing import SluiceRoute
 from api.unit_of_work import UnitOfWork
 from models.client_rates import (
     PUBLISH_RATE,
@@ -35,7 +36,7 @@ from models.errors import InvalidInput
 from models.flow_resolution import FlowLimits
 from sluice.protocol.names import TopicName
 
-router = APIRouter(tags=["publish and subscribe rates"])
+router = APIRouter(tags=["publish and subscribe rates"], route_class=SluiceRoute)
 
 NS = "/admin/v2/namespaces/{tenant}/{namespace}"
 TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
@@ -110,9 +111,21 @@ def _add_routes(path: str, kind: str, level: str, target_dep) -> None:
         await service.remove_value(uow, target, kind)
         return await _write_answer(uow, target)
 
+    # The body is parsed by the value object (strict: Pulsar's fields only); the schema that
+    # documents it is the response document's.
+    body_doc = {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {"$ref": f"#/components/schemas/{document.__name__}"}
+                }
+            },
+        }
+    }
     for method, handler, status, extra in (
         ("GET", get_rate, 200, {"response_model": document | None}),
-        ("POST", set_rate, 204, {"responses": DRY_RUN_ANSWER}),
+        ("POST", set_rate, 204, {"responses": DRY_RUN_ANSWER, "openapi_extra": body_doc}),
         ("DELETE", remove_rate, 204, {"responses": DRY_RUN_ANSWER}),
     ):
         verb = {"GET": "get", "POST": "set", "DELETE": "remove"}[method]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Annotated
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Path, Query
 from starlette.responses import HTMLResponse, Response
 
 from api.deps import StateDep, UowDep
@@ -15,17 +16,29 @@ from api.reports.schemas import (
     QueuedRun,
     RateReportDocument,
     RunDocument,
+    RunRequest,
 )
+from api.routing import SluiceRoute
+from models.dispatch_rate import INT64_MAX
 from models.errors import InvalidInput, Unavailable
+from models.json_body import shown
 from models.reports import REPORT_JOBS as JOBS
+from sluice.protocol.names import TopicName, check_subscription
 
-router = APIRouter(prefix="/admin/v2/reports", tags=["reports"])
+router = APIRouter(prefix="/admin/v2/reports", tags=["reports"], route_class=SluiceRoute)
 
 
 def _topic(tenant: str, namespace: str, topic: str | None) -> str | None:
-    if not topic or "://" in topic:
+    """The full name of a topic filter (412 when it is not a valid topic name)."""
+    if not topic:
         return topic
-    return f"persistent://{tenant}/{namespace}/{topic}"
+    if "://" in topic:
+        return TopicName.from_full(topic).full
+    return TopicName.parse(tenant, namespace, topic).full
+
+
+def _subscription(subscription: str | None) -> str | None:
+    return check_subscription(subscription) if subscription is not None else None
 
 
 @router.get("/rates/{tenant}/{namespace}", response_model=list[RateReportDocument])
@@ -48,7 +61,7 @@ async def rate_report(
         window=window,
         since=service.since_moment(since),
         topic=_topic(tenant, namespace, topic),
-        subscription=subscription,
+        subscription=_subscription(subscription),
         limit=limit,
     )
 
@@ -62,7 +75,9 @@ async def backlog_report(
     since: str = Query("1h", description="a duration back from now (1h) or ISO-8601 time"),
     topic: str | None = None,
     subscription: str | None = None,
-    top: int | None = Query(None, ge=1, description="only the N fastest-growing per window"),
+    top: int | None = Query(
+        None, ge=1, le=100_000, description="only the N fastest-growing per window"
+    ),
     limit: int = Query(1000, ge=1, le=100_000),
 ) -> list[dict]:
     """Backlog per subscription per window, its growth and time to drain."""
@@ -74,7 +89,7 @@ async def backlog_report(
         window=window,
         since=service.since_moment(since),
         topic=_topic(tenant, namespace, topic),
-        subscription=subscription,
+        subscription=_subscription(subscription),
         top=top,
         limit=limit,
     )
@@ -93,26 +108,25 @@ async def list_runs(
 
 
 @router.get("/runs/{run_id}", response_model=RunDocument)
-async def get_run(run_id: int, uow: UowDep) -> dict:
+async def get_run(run_id: Annotated[int, Path(ge=1, le=INT64_MAX)], uow: UowDep) -> dict:
     """One report run."""
     return await service.get_run(uow.session, run_id)
 
 
 @router.post("/runs", status_code=202, response_model=QueuedRun)
-async def start_run(state: StateDep, body: dict | None = Body(None)) -> dict:
+async def start_run(state: StateDep, body: RunRequest | None = Body(None)) -> dict:
     """Queue a report run now: ``{"jobs": ["rates", "backlog"], "lookbackSeconds": 3600}``.
 
     Answers the runs recorded for it, one per job, ``queued``; a worker marks them
     ``running``, then ``succeeded`` or ``failed``."""
-    body = body or {}
-    jobs = body.get("jobs") or list(JOBS)
-    lookback = body.get("lookbackSeconds")
-    if not isinstance(jobs, list) or any(j not in JOBS for j in jobs):
-        raise InvalidInput(f"Invalid jobs {jobs!r}: use a list of {', '.join(JOBS)}")
-    if lookback is not None and (
-        isinstance(lookback, bool) or not isinstance(lookback, int | float) or lookback <= 0
-    ):
-        raise InvalidInput("Invalid lookbackSeconds: must be a positive number")
+    body = body or RunRequest()
+    jobs = body.jobs or list(JOBS)
+    unknown = [j for j in jobs if j not in JOBS]
+    if unknown:
+        raise InvalidInput(
+            f"Invalid jobs: {shown(unknown[0])} is not a job; use a list of {', '.join(JOBS)}"
+        )
+    lookback = body.lookbackSeconds
     # One run per job, recorded as queued before the task goes out, so it can be followed
     # (GET /runs/{id}) whether or not a worker ever takes it.
     jobs = list(dict.fromkeys(jobs))
@@ -149,6 +163,7 @@ async def chart(
         raise InvalidInput(f"Invalid format '{format}': use png or html")
     moment = service.since_moment(since)
     name = _topic(tenant, namespace, topic)
+    check_subscription(subscription)
     query = {"window": window, "since": moment, "topic": name, "subscription": subscription}
     rates = await service.report_rows(uow.session, "rates", tenant, namespace, **query)
     backlog = await service.report_rows(uow.session, "backlog", tenant, namespace, **query)

@@ -1,10 +1,20 @@
-"""Response documents of the report routes (field order follows the report tables)."""
+"""The body of a report run, and the response documents of the report routes (field order
+follows the report tables)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from api.schemas import Document
+from pydantic import Field
+
+from api.schemas import Document, StrictBody
+
+
+class RunRequest(StrictBody):
+    """``POST /admin/v2/reports/runs``: which jobs to run (all by default) and how far back."""
+
+    jobs: list[str] | None = None
+    lookbackSeconds: float | None = Field(None, gt=0, le=10 * 365 * 86400)
 
 
 class RateReportDocument(Document):

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from models.base import utcnow
 from models.durations import parse_duration
 from models.errors import InvalidInput, NotFound
+from models.json_body import shown
 from models.reports import (
     RUN_FAILED,
     RUN_QUEUED,
@@ -68,13 +69,15 @@ def since_moment(since: str, now: datetime | None = None) -> datetime:
     now = now or datetime.now(UTC)
     try:
         return now - timedelta(seconds=parse_duration(since))
+    except OverflowError:  # before year 1, or not even a finite number of seconds
+        return datetime.min.replace(tzinfo=UTC)
     except ValueError:
         pass
     try:
         moment = datetime.fromisoformat(since)
     except ValueError:
         raise InvalidInput(
-            f"Invalid since '{since}': use a duration like 1h or an ISO-8601 time"
+            f"Invalid since {shown(since)}: use a duration like 1h or an ISO-8601 time"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 

@@ -7,10 +7,11 @@ from starlette.responses import Response
 
 from api.deps import StateDep, UowDep
 from api.responses import no_content
+from api.routing import SluiceRoute
 from api.schemas import TenantDocument, TenantInfo
 from api.tenants import service
 
-router = APIRouter(prefix="/admin/v2/tenants", tags=["tenants"])
+router = APIRouter(prefix="/admin/v2/tenants", tags=["tenants"], route_class=SluiceRoute)
 
 
 @router.get("")

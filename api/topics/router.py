@@ -8,11 +8,13 @@ from starlette.responses import Response
 
 from api.deps import UowDep
 from api.responses import JsonResponse, no_content
+from api.routing import SluiceRoute
 from api.topics import service
 from api.topics.schemas import Lookup, PartitionedMetadata, PartitionedTopicStats, TopicStats
+from models.dispatch_rate import INT32_MAX
 from sluice.protocol.names import TopicName
 
-router = APIRouter(prefix="/admin/v2/persistent", tags=["topics"])
+router = APIRouter(prefix="/admin/v2/persistent", tags=["topics"], route_class=SluiceRoute)
 
 TOPIC = "/{tenant}/{namespace}/{topic}"
 
@@ -23,7 +25,11 @@ async def topic_name(tenant: str, namespace: str, topic: str) -> TopicName:
 
 
 TopicDep = Annotated[TopicName, Depends(topic_name)]
-PartitionsBody = Annotated[StrictInt, Body(description="number of partitions (bare integer)")]
+# The count is a Java int in Pulsar: a larger number is a malformed body (400); the broker's
+# maxNumPartitionsPerPartitionedTopic bound is checked by the service (406).
+PartitionsBody = Annotated[
+    StrictInt, Body(le=INT32_MAX, description="number of partitions (bare integer)")
+]
 
 
 @router.get("/{tenant}/{namespace}")

@@ -1,13 +1,17 @@
 """Names of tenants, namespaces, topics and partitions, validated as Pulsar validates them.
 
-A tenant, namespace or topic name is non-empty and made of word characters and ``- = : .``
-(Pulsar's ``NamedEntity`` rule).  A topic's full name is ``persistent://tenant/ns/local``; a
-partition of a partitioned topic is ``local-partition-N``.
+A tenant, namespace, topic or cluster name is non-empty and made of word characters and
+``- = : .`` (Pulsar's ``NamedEntity`` rule), and not made of dots only: ``.`` and ``..`` would
+name the parent of a path segment in every URL and key that holds the name.  A subscription name
+is free text without control characters, and not made of dots only either.  A topic's full name
+is ``persistent://tenant/ns/local``; a partition of a partitioned topic is
+``local-partition-N``.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from sluice.protocol.errors import PreconditionFailed
@@ -19,8 +23,19 @@ PERSISTENT = "persistent"
 
 
 def is_valid_name(name: str) -> bool:
-    """Pulsar's ``NamedEntity.checkName`` rule, plus a length cap."""
-    return bool(_NAME.match(name)) and len(name) <= MAX_NAME_LENGTH
+    """Pulsar's ``NamedEntity.checkName`` rule, plus a length cap; dots alone are refused."""
+    return (
+        len(name) <= MAX_NAME_LENGTH and _NAME.fullmatch(name) is not None and not _only_dots(name)
+    )
+
+
+def has_control_character(text: str) -> bool:
+    """True when ``text`` holds a control character (C0, DEL or C1)."""
+    return not text.isprintable() and any(unicodedata.category(c) == "Cc" for c in text)
+
+
+def _only_dots(name: str) -> bool:
+    return name.strip(".") == ""
 
 
 def check_tenant(name: str) -> str:
@@ -37,9 +52,17 @@ def check_namespace(tenant: str, namespace: str) -> str:
     return f"{tenant}/{namespace}"
 
 
+def check_cluster(name: str) -> str:
+    """Return ``name`` or raise 412 "Cluster name is not valid"."""
+    if not is_valid_name(name):
+        raise PreconditionFailed("Cluster name is not valid")
+    return name
+
+
 def check_subscription(name: str) -> str:
-    """Subscription names are free text in Pulsar; refuse only empty and control characters."""
-    if not name or len(name) > MAX_NAME_LENGTH or any(ord(c) < 32 for c in name):
+    """Subscription names are free text in Pulsar; refuse empty, dots only and control
+    characters."""
+    if not name or len(name) > MAX_NAME_LENGTH or _only_dots(name) or has_control_character(name):
         raise PreconditionFailed("Subscription name is not valid")
     return name
 

@@ -58,16 +58,22 @@ def test_broker_keys_have_pulsars_names_and_defaults_and_are_dynamic():
 
 
 def test_bodies_take_pulsars_defaults_and_round_trip():
-    assert PublishRateLimit.from_json({}).to_json() == {
-        "publishThrottlingRateInMsg": -1,
+    assert PublishRateLimit.from_json({"publishThrottlingRateInMsg": 7}).to_json() == {
+        "publishThrottlingRateInMsg": 7,
         "publishThrottlingRateInByte": -1,
     }
     assert SubscribeRateLimit.from_json({"subscribeThrottlingRatePerConsumer": 5}).to_json() == {
         "subscribeThrottlingRatePerConsumer": 5,
         "ratePeriodInSecond": 30,
     }
-    nulls = {"publishThrottlingRateInMsg": None, "publishThrottlingRateInByte": 10, "other": 1}
+    nulls = {"publishThrottlingRateInMsg": None, "publishThrottlingRateInByte": 10}
     assert PublishRateLimit.from_json(nulls) == publish(-1, 10)
+    # Strict bodies: an unknown field or a body that sets nothing is refused, not stored.
+    for body in ({}, {"publishThrottlingRateInMsgs": 5}, {**nulls, "other": 1}):
+        with pytest.raises(InvalidInput):
+            PublishRateLimit.from_json(body)
+    with pytest.raises(InvalidInput, match="subscribeThrottlingRatePerConsumers"):
+        SubscribeRateLimit.from_json({"subscribeThrottlingRatePerConsumers": 5})
     for value in (publish(100, 2048), subscribe(3, 10)):
         kind = PUBLISH_RATE if isinstance(value, PublishRateLimit) else SUBSCRIBE_RATE
         assert value_from_json(kind, value_to_json(value)) == value

@@ -21,11 +21,33 @@ def test_full_body_round_trips():
 def test_missing_fields_take_builder_defaults_and_period_one():
     parsed = DispatchRate.from_json({"dispatchThrottlingRateInMsg": 5})
     assert (parsed.msg, parsed.byte, parsed.relative, parsed.period) == (5, -1, False, 1)
-    assert DispatchRate.from_json({"ratePeriodInSecond": None}).period == 1
+    nulls = DispatchRate.from_json({"dispatchThrottlingRateInMsg": 5, "ratePeriodInSecond": None})
+    assert nulls.period == 1
+    assert type(parsed) is DispatchRate  # the plain value, equal to what is stored
+    assert parsed == DispatchRate(msg=5)
 
 
-def test_unknown_fields_are_ignored():
-    assert DispatchRate.from_json({"dispatchThrottlingRateInMsg": 5, "x": 1}).msg == 5
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"dispatchThrottlingRateInMsg": 5, "x": 1}, "'x'"),
+        ({"dispatchThrottlingRateInMsgs": 5}, "'dispatchThrottlingRateInMsgs'"),
+        ({"unknownField": 1}, "'unknownField'"),
+        ({"msg": 5}, "'msg'"),  # the Python names are not the JSON names
+    ],
+)
+def test_unknown_fields_are_refused_and_named(body, named):
+    with pytest.raises(InvalidInput) as refused:
+        DispatchRate.from_json(body)
+    assert f"Unknown field {named}" in refused.value.reason
+    assert "dispatchThrottlingRateInMsg" in refused.value.reason  # the known ones are listed
+
+
+@pytest.mark.parametrize("body", [{}, {"dispatchThrottlingRateInMsg": None}])
+def test_a_body_setting_nothing_is_refused(body):
+    with pytest.raises(InvalidInput) as refused:
+        DispatchRate.from_json(body)
+    assert "must set at least one of" in refused.value.reason
 
 
 @pytest.mark.parametrize(

@@ -37,8 +37,22 @@ def test_quota_parsing():
     assert quota.policy is RetentionPolicy.PRODUCER_EXCEPTION
     # Pulsar's deprecated "limit" stands in for a missing limitSize.
     assert BacklogQuota.from_json({"limit": 7}).limit_size == 7
-    assert BacklogQuota.from_json({}).policy is RetentionPolicy.PRODUCER_REQUEST_HOLD
-    for bad in ({"limitSize": "1"}, {"limitTime": -2}, {"policy": "drop"}, {"limitSize": True}):
+    # What Pulsar's BacklogQuotaImpl serializes: limit repeats limitSize.
+    pulsar = {"limit": 9, "limitSize": 9, "limitTime": -1, "policy": "producer_request_hold"}
+    assert BacklogQuota.from_json(pulsar) == BacklogQuota(limit_size=9)
+    assert BacklogQuota.from_json({"limitTime": 5}).policy is RetentionPolicy.PRODUCER_REQUEST_HOLD
+    for bad in (
+        {"limitSize": "1"},
+        {"limitTime": -2},
+        {"policy": "drop"},
+        {"policy": {"a": 1}},
+        {"policy": []},
+        {"limitSize": True},
+        {},
+        {"limitSize": None},
+        {"limitSize": 1, "limitSzie": 2},
+        {"limit_size": 1},
+    ):
         with pytest.raises(InvalidInput):
             BacklogQuota.from_json(bad)
     assert parse_quota_type(None) is QuotaType.DESTINATION_STORAGE

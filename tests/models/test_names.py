@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from models.errors import PreconditionFailed
-from sluice.protocol.names import TopicName, check_namespace, check_tenant
+from sluice.protocol.names import (
+    TopicName,
+    check_cluster,
+    check_namespace,
+    check_subscription,
+    check_tenant,
+)
 
 
 @pytest.mark.parametrize("name", ["acme", "a-b", "a_b", "a.b", "a=b", "a:b", "A9"])
@@ -13,12 +19,56 @@ def test_valid_names(name):
     assert check_tenant(name) == name
 
 
-@pytest.mark.parametrize("name", ["", "a b", "a/b", "a{b}", "é", "naïve", "x" * 256, "a#b"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "a b",
+        "a/b",
+        "a{b}",
+        "é",
+        "naïve",
+        "x" * 256,
+        "x" * 10_000,
+        "a#b",
+        ".",
+        "..",
+        "...",
+        "a\n",  # a trailing newline once slipped through the pattern's "$"
+        "\n",
+        "a\x00",
+        "a\tb",
+        "a\x7f",
+    ],
+)
 def test_invalid_names(name):
     with pytest.raises(PreconditionFailed):
         check_tenant(name)
     with pytest.raises(PreconditionFailed):
         check_namespace("ok", name)
+    with pytest.raises(PreconditionFailed):
+        check_cluster(name)
+    with pytest.raises(PreconditionFailed):
+        TopicName.parse("ok", "ok", name)
+
+
+@pytest.mark.parametrize("name", [".a", "a..b", "..a"])
+def test_dots_with_other_characters_are_names(name):
+    assert check_tenant(name) == name
+    assert TopicName.parse("ok", "ok", name).local == name
+
+
+@pytest.mark.parametrize("name", ["audit", "a b", "naïve", "x/y", "a.b"])
+def test_subscription_names_are_free_text(name):
+    assert check_subscription(name) == name
+
+
+@pytest.mark.parametrize(
+    "name", ["", ".", "..", "....", "a\n", "a\x00", "\x7f", "a\x85b", "x" * 256]
+)
+def test_invalid_subscription_names(name):
+    with pytest.raises(PreconditionFailed):
+        check_subscription(name)
 
 
 def test_partitions():
