@@ -33,6 +33,7 @@ from api.app import create_app
 from migrations import upgrade
 from models.settings import Settings
 from server.embedded_redis import EmbeddedRedis, die_with_parent
+from server.http_protocol import HTTP_PROTOCOL
 from server.ports import Port, check_free
 from server.supervisor import SupervisedProcess, supervise_task
 from sluice.protocol.urls import redact_url
@@ -160,6 +161,7 @@ async def _serve(settings: Settings, log_level: str, children: list[SupervisedPr
             host=settings.http_host,
             port=settings.http_port,
             log_level=log_level,
+            http=HTTP_PROTOCOL,  # requests refused by the HTTP parser get a JSON reason too
         )
     )
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
