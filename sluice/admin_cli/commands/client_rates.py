@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sluice.admin_cli.commands.common import add_command, add_dry_run, dry_run_params
+from sluice.admin_cli.commands.common import (
+    add_applied,
+    add_command,
+    add_dry_run,
+    add_global,
+    dry_run_params,
+)
 from sluice.admin_cli.names import namespace_path, topic_path
 
 NAMESPACES = "/admin/v2/namespaces"
@@ -107,22 +113,11 @@ def _register(group, parents, target, path_of, on_topic: bool, global_flag: bool
             if verb == "set":
                 add_flags(parser)
             if verb == "get" and on_topic:
-                parser.add_argument(
-                    "-ap",
-                    "--applied",
-                    action="store_true",
-                    help="the value in force, resolved through namespace and broker levels",
-                )
+                add_applied(parser)
             if verb != "get":
                 add_dry_run(parser)
             if global_flag:
-                parser.add_argument(
-                    "-g",
-                    "--global",
-                    dest="global_policy",
-                    action="store_true",
-                    help="the global policy (Sluice has one cluster: same as local)",
-                )
+                add_global(parser)
 
 
 def register_namespace_rates(group, parents) -> None:

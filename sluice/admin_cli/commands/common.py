@@ -92,6 +92,27 @@ def dry_run_params(args: argparse.Namespace) -> dict:
     return {"dryRun": True} if args.dry_run else {}
 
 
+def add_applied(parser: argparse.ArgumentParser) -> None:
+    """``-ap/--applied`` on a policy ``get``: the value in force, resolved through the levels."""
+    parser.add_argument(
+        "-ap",
+        "--applied",
+        action="store_true",
+        help="the value in force, resolved through namespace and broker levels",
+    )
+
+
+def add_global(parser: argparse.ArgumentParser) -> None:
+    """pulsar-admin's ``-g/--global`` on topic policies (one cluster: same as local)."""
+    parser.add_argument(
+        "-g",
+        "--global",
+        dest="global_policy",
+        action="store_true",
+        help="the global policy (Sluice has one cluster: same as local)",
+    )
+
+
 def add_force(parser: argparse.ArgumentParser, help_text: str) -> None:
     """``-f/--force``."""
     parser.add_argument("-f", "--force", action="store_true", help=help_text)

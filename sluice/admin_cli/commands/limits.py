@@ -11,7 +11,13 @@ CmdTopicPolicies).
 
 from __future__ import annotations
 
-from sluice.admin_cli.commands.common import add_command, add_dry_run, dry_run_params
+from sluice.admin_cli.commands.common import (
+    add_applied,
+    add_command,
+    add_dry_run,
+    add_global,
+    dry_run_params,
+)
 from sluice.admin_cli.names import namespace_path, topic_path
 
 NAMESPACES = "/admin/v2/namespaces"
@@ -70,22 +76,11 @@ def _add(group, parents, suffix, kind, flag, target, path_of, applied, global_fl
                 flag, f"--{suffix}", dest=dest, type=int, required=True, help=f"{what} (0: none)"
             )
         if verb == "get" and applied:
-            parser.add_argument(
-                "-ap",
-                "--applied",
-                action="store_true",
-                help="the value in force, resolved through namespace and broker levels",
-            )
+            add_applied(parser)
         if verb != "get":
             add_dry_run(parser)
         if global_flag:
-            parser.add_argument(
-                "-g",
-                "--global",
-                dest="global_policy",
-                action="store_true",
-                help="the global policy (Sluice has one cluster: same as local)",
-            )
+            add_global(parser)
 
 
 def register_namespace_limits(group, parents) -> None:

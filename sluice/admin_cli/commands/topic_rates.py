@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from sluice.admin_cli.client import segment
 from sluice.admin_cli.commands.common import (
+    add_applied,
     add_command,
     add_dry_run,
+    add_global,
     add_rate_flags,
     dry_run_params,
     rate_body,
@@ -66,19 +68,8 @@ def register_rate_commands(group, parents, global_flag: bool) -> None:
             if verb == "set":
                 add_rate_flags(parser)
             if verb == "get":
-                parser.add_argument(
-                    "-ap",
-                    "--applied",
-                    action="store_true",
-                    help="the value in force, resolved through namespace and broker levels",
-                )
+                add_applied(parser)
             if verb != "get":
                 add_dry_run(parser)
             if global_flag:
-                parser.add_argument(
-                    "-g",
-                    "--global",
-                    dest="global_policy",
-                    action="store_true",
-                    help="the global policy (Sluice has one cluster: same as local)",
-                )
+                add_global(parser)
