@@ -70,19 +70,19 @@ INT_BODY = {
 }
 
 
-async def _namespace(tenant: str, namespace: str, uow: UowDep) -> PolicyTarget:
+async def namespace_dep(tenant: str, namespace: str, uow: UowDep) -> PolicyTarget:
     return await namespace_target(uow, tenant, namespace)
 
 
-async def _topic(tenant: str, namespace: str, topic: str, uow: UowDep) -> PolicyTarget:
+async def topic_dep(tenant: str, namespace: str, topic: str, uow: UowDep) -> PolicyTarget:
     return await topic_target(uow, TopicName.parse(tenant, namespace, topic))
 
 
-NamespaceDep = Annotated[PolicyTarget, Depends(_namespace)]
-TopicDep = Annotated[PolicyTarget, Depends(_topic)]
+NamespaceDep = Annotated[PolicyTarget, Depends(namespace_dep)]
+TopicDep = Annotated[PolicyTarget, Depends(topic_dep)]
 
 
-async def _write_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
+async def write_flow_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
     """204, or for a dry run 200 with the would-be flow limits of every affected topic."""
 
     async def topics() -> list[dict]:
@@ -126,12 +126,12 @@ async def _set_quota(
 ):
     kind = quota_kind(parse_quota_type(quota_type))
     await service.set_value(uow, target, kind, quota.value())
-    return await _write_answer(uow, target)
+    return await write_flow_answer(uow, target)
 
 
 async def _remove_quota(uow: UnitOfWork, target: PolicyTarget, quota_type: str | None):
     await service.remove_value(uow, target, quota_kind(parse_quota_type(quota_type)))
-    return await _write_answer(uow, target)
+    return await write_flow_answer(uow, target)
 
 
 @router.post(
@@ -239,7 +239,7 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
     ) -> Response:
         value = await _check(uow, kind, name, level, _required(body))
         await service.set_value(uow, target, kind, value)
-        return await _write_answer(uow, target)
+        return await write_flow_answer(uow, target)
 
     async def set_ttl(
         uow: UowDep,
@@ -254,13 +254,13 @@ def _add_int_routes(path: str, kind: str, level: str, target_dep) -> None:
         raw = body if body is not None else message_ttl
         value = await _check(uow, kind, name, level, _required(raw))
         await service.set_value(uow, target, kind, value)
-        return await _write_answer(uow, target)
+        return await write_flow_answer(uow, target)
 
     async def remove_value(
         uow: UowDep, target: PolicyTarget = target_param, dry_run: bool = DRY_RUN
     ) -> Response:
         await service.remove_value(uow, target, kind)
-        return await _write_answer(uow, target)
+        return await write_flow_answer(uow, target)
 
     router.add_api_route(
         path,
@@ -301,7 +301,7 @@ for _path, _kind in (
     ("maxConsumersPerTopic", MAX_CONSUMERS_PER_TOPIC),
     ("maxConsumersPerSubscription", MAX_CONSUMERS_PER_SUBSCRIPTION),
 ):
-    _add_int_routes(f"{NS}/{_path}", _kind, "namespace", _namespace)
+    _add_int_routes(f"{NS}/{_path}", _kind, "namespace", namespace_dep)
 for _path, _kind in (
     ("maxUnackedMessagesOnSubscription", MAX_UNACKED_PER_SUBSCRIPTION),
     ("maxUnackedMessagesOnConsumer", MAX_UNACKED_PER_CONSUMER),
@@ -312,7 +312,7 @@ for _path, _kind in (
     ("maxConsumersPerSubscription", MAX_CONSUMERS_PER_SUBSCRIPTION),
     ("maxMessageSize", MAX_MESSAGE_SIZE),
 ):
-    _add_int_routes(f"{TOPIC}/{_path}", _kind, "topic", _topic)
+    _add_int_routes(f"{TOPIC}/{_path}", _kind, "topic", topic_dep)
 
 
 @router.get(

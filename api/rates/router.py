@@ -14,18 +14,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Query
+from fastapi import APIRouter, Depends
 from starlette.responses import Response
 
 from api.deps import UowDep
 from api.flow import service
-from api.flow.schemas import FlowDryRun
-from api.policy_store.dry_run import write_answer
-from api.policy_store.target import PolicyTarget, namespace_target, topic_target
+from api.flow.router import (
+    APPLIED,
+    DRY_RUN,
+    DRY_RUN_ANSWER,
+    NS,
+    RAW_BODY,
+    TOPIC,
+    namespace_dep,
+    topic_dep,
+    write_flow_answer,
+)
+from api.policy_store.target import PolicyTarget
 from api.rates.schemas import PublishRateDocument, SubscribeRateDocument
 from api.responses import JsonResponse
 from api.routing import SluiceRoute
-from api.unit_of_work import UnitOfWork
 from models.client_rates import (
     PUBLISH_RATE,
     SUBSCRIBE_RATE,
@@ -34,27 +42,8 @@ from models.client_rates import (
 )
 from models.errors import InvalidInput
 from models.flow_resolution import FlowLimits
-from sluice.protocol.names import TopicName
 
 router = APIRouter(tags=["publish and subscribe rates"], route_class=SluiceRoute)
-
-NS = "/admin/v2/namespaces/{tenant}/{namespace}"
-TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
-DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
-APPLIED = Query(False, description="resolve through namespace and broker levels")
-RAW_BODY = Body(None)
-DRY_RUN_ANSWER: dict[int | str, dict] = {
-    200: {"model": FlowDryRun, "description": "dryRun=true: the limits the write would produce"}
-}
-
-
-async def _namespace(tenant: str, namespace: str, uow: UowDep) -> PolicyTarget:
-    return await namespace_target(uow, tenant, namespace)
-
-
-async def _topic(tenant: str, namespace: str, topic: str, uow: UowDep) -> PolicyTarget:
-    return await topic_target(uow, TopicName.parse(tenant, namespace, topic))
-
 
 # kind -> (parse a body, the resolved value of a topic, response document)
 KINDS: dict[str, tuple[Callable[[object], Any], Callable[[FlowLimits], Any], type]] = {
@@ -69,17 +58,6 @@ KINDS: dict[str, tuple[Callable[[object], Any], Callable[[FlowLimits], Any], typ
         SubscribeRateDocument,
     ),
 }
-
-
-async def _write_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
-    """204, or for a dry run 200 with the would-be flow limits of every affected topic."""
-
-    async def topics() -> list[dict]:
-        return await service.flow_provenance_for(
-            uow.session, namespace_id=target.namespace.id, topic_id=target.topic_id
-        )
-
-    return await write_answer(uow, topics, changed=target.entity)
 
 
 def _add_routes(path: str, kind: str, level: str, target_dep) -> None:
@@ -103,13 +81,13 @@ def _add_routes(path: str, kind: str, level: str, target_dep) -> None:
         if body is None:
             raise InvalidInput("Request body is required")
         await service.set_value(uow, target, kind, parse(body))
-        return await _write_answer(uow, target)
+        return await write_flow_answer(uow, target)
 
     async def remove_rate(
         uow: UowDep, target: PolicyTarget = target_param, dry_run: bool = DRY_RUN
     ) -> Response:
         await service.remove_value(uow, target, kind)
-        return await _write_answer(uow, target)
+        return await write_flow_answer(uow, target)
 
     # The body is parsed by the value object (strict: Pulsar's fields only); the schema that
     # documents it is the response document's.
@@ -141,5 +119,5 @@ def _add_routes(path: str, kind: str, level: str, target_dep) -> None:
 
 
 for _kind in (PUBLISH_RATE, SUBSCRIBE_RATE):
-    _add_routes(f"{NS}/{_kind}", _kind, "namespace", _namespace)
-    _add_routes(f"{TOPIC}/{_kind}", _kind, "topic", _topic)
+    _add_routes(f"{NS}/{_kind}", _kind, "namespace", namespace_dep)
+    _add_routes(f"{TOPIC}/{_kind}", _kind, "topic", topic_dep)
