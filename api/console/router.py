@@ -26,7 +26,8 @@ ASSETS = {
     "console.js": "text/javascript; charset=utf-8",
 }
 # Open to anyone (see api.auth): the shell holds no data.
-CONSOLE_PATHS = (CONSOLE_URL, *(f"{CONSOLE_URL}/{name}" for name in ASSETS))
+# The page answers at /console and /console/ alike (a person types either).
+CONSOLE_PATHS = (CONSOLE_URL, f"{CONSOLE_URL}/", *(f"{CONSOLE_URL}/{name}" for name in ASSETS))
 HEADERS = {
     "Cache-Control": "no-cache",
     "X-Content-Type-Options": "nosniff",
@@ -47,8 +48,9 @@ def _serve(name: str, media_type: str) -> None:
     async def asset() -> Response:
         return Response(content, media_type=media_type, headers=HEADERS)
 
-    path = CONSOLE_URL if name == "index.html" else f"{CONSOLE_URL}/{name}"
-    router.add_api_route(path, asset, methods=["GET"], name=f"console:{name}")
+    paths = CONSOLE_PATHS[:2] if name == "index.html" else (f"{CONSOLE_URL}/{name}",)
+    for path in paths:
+        router.add_api_route(path, asset, methods=["GET"], name=f"console:{path}")
 
 
 _serve("index.html", "text/html; charset=utf-8")

@@ -19,6 +19,7 @@ from sqlalchemy import Engine, text
 
 from api.app import create_app
 from api.auth import Access
+from api.console.router import CONSOLE_PATHS
 from api.docs import ASSET_PATHS
 from models.settings import Settings
 from models.tokens import create_key_pair, create_token
@@ -82,6 +83,8 @@ SPECS: dict[tuple[str, str], Spec] = {
     ("GET", "/docs"): spec(OPEN),
     ("GET", "/docs/oauth2-redirect"): spec(OPEN),
     ("GET", "/redoc"): spec(OPEN),
+    # The console's page and assets: a shell without data, open like the docs pages.
+    **{("GET", path): spec(OPEN) for path in CONSOLE_PATHS},
     ("GET", "/admin/v2/brokers/health"): spec(OPEN),
     ("GET", "/admin/v2/brokers/ready"): spec(OPEN),
     ("GET", "/admin/v2/clusters"): spec(SUPER),

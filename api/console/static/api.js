@@ -86,11 +86,12 @@ function h(spec, attrs, ...children) {
 /* A table: headers (strings) and rows (arrays of cells: strings, nodes, or {th: text}). */
 function table(caption, headers, rows, cls) {
   return h("div.table-wrap", { tabindex: "0", role: "region", "aria-label": caption },
-    h("table" + (cls ? "." + cls : ""), null,
+    h("table" + (cls ? "." + cls.split(" ").join(".") : ""), null,
       h("caption", null, caption),
       h("thead", null, h("tr", null, headers.map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", null, rows.length ? rows.map((r) => h("tr", null, r.map((c) =>
-        c && c.th !== undefined ? h("th", { scope: "row" }, c.th) : h("td", null, c))))
+      h("tbody", null, rows.length ? rows.map((r) => h("tr", null, r.map((c, i) =>
+        c && c.th !== undefined ? h("th", { scope: "row" }, c.th)
+          : h("td", { "data-label": headers[i] }, c))))
         : h("tr", null, h("td", { colspan: headers.length }, "None")))));
 }
 

@@ -114,7 +114,7 @@ let generation = 0;
 
 async function route() {
   const mine = ++generation;
-  timers.forEach(clearInterval);
+  timers.forEach((id) => { clearInterval(id); clearTimeout(id); });
   timers = [];
   const [path, search] = (location.hash.replace(/^#/, "") || "/").split("?");
   const main = document.getElementById("main");
@@ -138,6 +138,11 @@ async function route() {
         if (mine === generation) fn().catch((err) => console.warn(err));
       }, ms);
       timers.push(id);
+    },
+    after(ms, fn) {
+      timers.push(setTimeout(() => {
+        if (mine === generation) fn().catch((err) => console.warn(err));
+      }, ms));
     },
     reload() { if (mine === generation) route(); },
   };

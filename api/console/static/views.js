@@ -98,6 +98,16 @@ async function viewHome(ctx) {
     }
     return;
   }
+  const list = h("div");
+  ctx.main.append(list);
+  const refresh = async () => {
+    list.replaceChildren(await tenantsTable());
+  };
+  await refresh();
+  ctx.every(10000, refresh);
+}
+
+async function tenantsTable() {
   const tenants = await Api.get(ADMIN + "/tenants");
   const rows = await Promise.all(tenants.map(async (t) => {
     const [info, namespaces] = await Promise.all([
@@ -108,7 +118,7 @@ async function viewHome(ctx) {
       h("span", null, namespaces.length ? namespaces.map((n, i) => [i ? ", " : "",
         link("#/ns/" + seg(...n.split("/")), n.split("/")[1])]) : "none")];
   }));
-  ctx.main.append(table("Tenants", ["Tenant", "Admin roles", "Namespaces"], rows));
+  return table("Tenants", ["Tenant", "Admin roles", "Namespaces"], rows);
 }
 
 async function viewTenant(ctx, tenant) {
@@ -151,12 +161,15 @@ async function viewNamespace(ctx, tenant, ns) {
     [["#/", "Tenants"], ["#/tenant/" + seg(tenant), tenant]]));
   ctx.main.append(h("p", null, link("#/reports/" + seg(tenant, ns), "Rate and backlog reports"),
     " of this namespace."));
-  const topics = await listTopics(tenant, ns);
+  let topics = await listTopics(tenant, ns);
   const live = h("div");
   ctx.main.append(h("section", { "aria-labelledby": "topics-h" },
     h("h2", { id: "topics-h" }, "Topics"),
     h("p.hint", null, "Live figures, refreshed every few seconds."), live));
+  let first = true;
   const refresh = async () => {
+    if (!first) topics = await listTopics(tenant, ns);  // topics created since show up
+    first = false;
     const rows = await Promise.all(topics.map(async (t) => {
       const base = ADMIN + "/persistent/" + seg(tenant, ns, t.name);
       let s = null;
@@ -171,9 +184,10 @@ async function viewNamespace(ctx, tenant, ns) {
     }));
     live.replaceChildren(table("Topics of " + tenant + "/" + ns + " (live)",
       ["Topic", "Kind", "Msg rate in (msg/s)", "Msg rate out (msg/s)", "Backlog (msgs)",
-        "Subscriptions", "Consumers", "Throttled"], rows, "live"));
+        "Subscriptions", "Consumers", "Throttled"], rows, "live stack"));
   };
   await refresh();
+  ctx.after(1000, refresh);  // a second sample soon: the throttle badge needs two
   ctx.every(3000, refresh);
   const reload = () => ctx.reload();
   const path = ADMIN + "/namespaces/" + seg(tenant, ns);
@@ -243,10 +257,10 @@ function provenanceSection(doc) {
       "specific level that is set wins."),
     table("Effective limit per topic and subscription",
       ["Applies to", "Effective limit", "Winning limiter", "Winning level"], summaryRows,
-      "provenance"),
+      "provenance stack"),
     table("Every limiter, level by level",
       ["Applies to", "Limiter", "Subscription level", "Topic level", "Namespace level",
-        "Broker level", "Level in force", "Limiter's value"], detailRows, "levels"));
+        "Broker level", "Level in force", "Limiter's value"], detailRows, "levels stack"));
 }
 
 async function viewTopic(ctx, tenant, ns, topic) {
@@ -280,11 +294,12 @@ async function viewTopic(ctx, tenant, ns, topic) {
     });
     live.replaceChildren(
       table("Topic (live)", ["Topic", "Partitions", "Msg rate in (msg/s)",
-        "Msg rate out (msg/s)", "Backlog (msgs)", "Consumers", "Throttled"], topicRow, "live"),
+        "Msg rate out (msg/s)", "Backlog (msgs)", "Consumers", "Throttled"], topicRow, "live stack"),
       table("Subscriptions (live)", ["Subscription", "Type", "Msg rate out (msg/s)",
-        "Backlog (msgs)", "Unacked", "Consumers", "Throttled"], subRows, "live"));
+        "Backlog (msgs)", "Unacked", "Consumers", "Throttled"], subRows, "live stack"));
   };
   await refresh();
+  ctx.after(1000, refresh);  // a second sample soon: the throttle badge needs two
   ctx.every(3000, refresh);
   try {
     ctx.main.append(provenanceSection(await Api.get(base + "/effectiveDispatchRates")));
@@ -467,7 +482,7 @@ async function viewAudit(ctx) {
   ctx.main.append(table("Changes, newest first (" + entries.length + ")",
     ["Time", "Role", "Action", "Entity type", "Entity", "Before", "After"],
     entries.map((e) => [Fmt.time(e.at), e.role, e.action, e.entityType, { th: e.entity },
-      code(e.before), code(e.after)]), "audit"));
+      code(e.before), code(e.after)]), "audit stack"));
 }
 
 async function viewFleet(ctx) {
