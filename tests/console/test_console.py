@@ -207,6 +207,11 @@ def test_the_console_is_served_offline_and_open(standalone: Standalone):
         assert answer.status_code == 200, path
         assert "default-src 'self'" in answer.headers["content-security-policy"]
     assert httpx.get(standalone.url + "/console/nothing.js").status_code == 404
+    # Every file shipped is served (and the package data, ``static/*.{html,js,css}``, takes
+    # each of them into a wheel).
+    shipped = {path.name for path in STATIC.iterdir()}
+    assert shipped == {"index.html", *ASSETS}
+    assert all(re.fullmatch(r"[a-z]+\.(html|js|css)", name) for name in shipped)
     for name in ("index.html", *ASSETS):
         text = (STATIC / name).read_text()
         # Every asset is local: no URL of another host in the page, the scripts or the styles
@@ -379,13 +384,13 @@ def test_phone_sized_viewport(standalone: Standalone, browser):
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
-    for name, fragment in (
-        ("topic", "#/topic/acme/orders/created"),
-        ("reports", "#/reports/acme/orders"),
+    for name, fragment, last in (
+        ("topic", "#/topic/acme/orders/created", "form.rate-form >> nth=-1"),
+        ("reports", "#/reports/acme/orders", ".drain"),
+        ("audit", "#/audit", "table.audit"),
     ):
         page.goto(standalone.url + "/console" + fragment)
-        expect(page.locator("h1")).to_be_visible()
-        page.wait_for_load_state("networkidle")
+        expect(page.locator(last)).to_be_visible()  # the page is complete
         # Wide tables scroll inside their own region; the page itself never scrolls sideways.
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= PHONE["width"], (name, width)
