@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -91,6 +92,17 @@ class Traffic:
         self.stop.set()
         self.thread.join(10)
         self.client.close()
+
+
+def stop(server: Standalone) -> None:
+    """Ctrl-C, as a user stops it; killed if it has not stopped within 20 s (stopping is
+    tests/test_standalone.py's subject, not this module's)."""
+    try:
+        server.interrupt(timeout=20)
+    except subprocess.TimeoutExpired:
+        assert server.process is not None
+        server.process.kill()
+        server.process.wait(10)
 
 
 def write_reports(data_dir: Path) -> None:
@@ -176,7 +188,7 @@ def standalone(tmp_path_factory) -> Iterator[Standalone]:
     yield server
     traffic.close()
     http.close()
-    server.interrupt()
+    stop(server)
 
 
 @pytest.fixture(scope="module")
@@ -422,7 +434,7 @@ def secured(tmp_path_factory) -> Iterator[tuple[Standalone, dict[str, str]]]:
     ok(http.put(f"{ADMIN}/persistent/acme/orders/created/subscription/audit"))
     http.close()
     yield server, tokens
-    server.interrupt()
+    stop(server)
 
 
 def sign_in(page, token: str) -> None:

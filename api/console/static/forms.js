@@ -46,14 +46,21 @@ function entities(doc) {
   return out;
 }
 
+const MAX_COMPARED_TOPICS = 500;
+
 /* The dry run's topics against today's: the entities whose effective limit would change. */
 async function compareDryRun(dry) {
   const changes = [];
   let unchanged = 0;
-  for (const after of (dry.topics || []).slice(0, 200)) {
-    let before = null;
-    try { before = await Api.get(topicPath(after.topic) + "/effectiveDispatchRates"); }
-    catch (_) { before = null; }
+  const topics = (dry.topics || []).slice(0, MAX_COMPARED_TOPICS);
+  // Today's limits of the affected topics, eight calls at a time.
+  const befores = [];
+  for (let i = 0; i < topics.length; i += 8) {
+    befores.push(...await Promise.all(topics.slice(i, i + 8).map((t) =>
+      Api.get(topicPath(t.topic) + "/effectiveDispatchRates").catch(() => null))));
+  }
+  topics.forEach((after, i) => {
+    const before = befores[i];
     const beforeBy = new Map(before ? entities(before).map((e) => [e.label, e]) : []);
     for (const e of entities(after)) {
       const now = beforeBy.get(e.label);
@@ -62,8 +69,8 @@ async function compareDryRun(dry) {
       if (from === to) unchanged += 1;
       else changes.push({ kind: e.kind, label: e.label, from, to });
     }
-  }
-  return { changes, unchanged };
+  });
+  return { changes, unchanged, truncated: (dry.topics || []).length > topics.length };
 }
 
 function summarize(changes, unchanged) {
@@ -91,13 +98,15 @@ function summarize(changes, unchanged) {
 function confirmFlow(box, send, describe, onApplied) {
   box.replaceChildren(h("p", null, "Checking with a dry run…"));
   send(true).then(async (dry) => {
-    const { changes, unchanged } = await compareDryRun(dry || {});
+    const { changes, unchanged, truncated } = await compareDryRun(dry || {});
     const apply = h("button.primary", { type: "button" }, "Apply change");
     const cancel = h("button", { type: "button" }, "Cancel");
     box.replaceChildren(
       h("div.dry-run", { role: "region", "aria-label": "Dry run result" },
         h("h4", null, "Dry run: " + describe),
         h("p.summary", null, summarize(changes, unchanged)),
+        truncated ? h("p", null, "Only the first " + MAX_COMPARED_TOPICS + " of the " +
+          dry.topics.length + " affected topics are compared.") : null,
         changes.length ? table("Effective limits that would change",
           ["Applies to", "Now", "After the change"],
           changes.map((c) => [{ th: c.label }, c.from, c.to])) : null,

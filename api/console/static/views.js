@@ -141,6 +141,8 @@ async function viewTenant(ctx, tenant) {
 
 /* ---- Namespace: its topics, live -------------------------------------------------------- */
 
+const MAX_LIVE_TOPICS = 100;  // stats calls per refresh stay bounded
+
 async function listTopics(tenant, ns) {
   const base = ADMIN + "/persistent/" + seg(tenant, ns);
   const [partitioned, all] = await Promise.all([Api.get(base + "/partitioned"), Api.get(base)]);
@@ -170,7 +172,8 @@ async function viewNamespace(ctx, tenant, ns) {
   const refresh = async () => {
     if (!first) topics = await listTopics(tenant, ns);  // topics created since show up
     first = false;
-    const rows = await Promise.all(topics.map(async (t) => {
+    const shown = topics.slice(0, MAX_LIVE_TOPICS);
+    const rows = await Promise.all(shown.map(async (t) => {
       const base = ADMIN + "/persistent/" + seg(tenant, ns, t.name);
       let s = null;
       try { s = topicSummary(await topicStats(base, t.partitioned)); } catch (_) { s = null; }
@@ -182,7 +185,9 @@ async function viewNamespace(ctx, tenant, ns) {
         s ? Fmt.int(s.backlog) : "—", s ? String(s.subscriptions) : "—",
         s ? String(s.consumers) : "—", s ? badge(state) : "—"];
     }));
-    live.replaceChildren(table("Topics of " + tenant + "/" + ns + " (live)",
+    const more = topics.length > shown.length ? " — the first " + shown.length + " of " +
+      topics.length + ", live" : " (live)";
+    live.replaceChildren(table("Topics of " + tenant + "/" + ns + more,
       ["Topic", "Kind", "Msg rate in (msg/s)", "Msg rate out (msg/s)", "Backlog (msgs)",
         "Subscriptions", "Consumers", "Throttled"], rows, "live stack"));
   };
@@ -201,6 +206,7 @@ async function viewNamespace(ctx, tenant, ns) {
 
 /* ---- Topic: live stats, provenance, ownership, rate forms ------------------------------- */
 
+const MAX_SUBSCRIPTION_FORMS = 6;
 const LEVEL_COLUMNS = ["subscription", "topic", "namespace", "broker"];
 const LIMITER_LABELS = {
   broker: "broker limiter",
@@ -320,9 +326,20 @@ async function viewTopic(ctx, tenant, ns, topic) {
   const forms = h("div.forms", null,
     rateForm("Topic dispatch rate", base + "/dispatchRate", reload),
     rateForm("Topic subscription dispatch rate", base + "/subscriptionDispatchRate", reload));
-  for (const sub of subs) {
-    forms.append(rateForm("Dispatch rate of subscription " + sub, base + "/" + seg(sub) +
-      "/dispatchRate", reload));
+  const subForm = (sub) => rateForm("Dispatch rate of subscription " + sub, base + "/" +
+    seg(sub) + "/dispatchRate", reload);
+  if (subs.length <= MAX_SUBSCRIPTION_FORMS) {
+    for (const sub of subs) forms.append(subForm(sub));
+  } else {
+    // Many subscriptions: one form, for the subscription chosen.
+    const holder = h("div");
+    const select = h("select", { id: "sub-choice" }, subs.map((s) => h("option", { value: s },
+      s)));
+    select.addEventListener("change", () => holder.replaceChildren(subForm(select.value)));
+    holder.append(subForm(subs[0]));
+    forms.append(h("div", null, h("div.field", null,
+      h("label", { for: "sub-choice" }, "Subscription whose own rate to change"), select),
+    holder));
   }
   ctx.main.append(h("section", { "aria-labelledby": "rates-h" },
     h("h2", { id: "rates-h" }, "Change dispatch rates"), forms));
