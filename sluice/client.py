@@ -28,6 +28,7 @@ from sluice.errors import (
     NamespaceNotFound,
     TopicNotFound,
 )
+from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.producer import Producer
 from sluice.protocol import keys
 from sluice.protocol.abuse import topic_create_call
@@ -163,6 +164,7 @@ class Client:
         dead_letter_policy: DeadLetterPolicy | None = None,
         initial_position: InitialPosition = InitialPosition.Latest,
         max_total_receiver_queue_size_across_partitions: int = 50_000,
+        key_shared_policy: ConsumerKeySharedPolicy | None = None,
         **_pulsar_options: Any,
     ) -> Consumer:
         """A consumer of ``subscription_name`` on one topic or a list of topics."""
@@ -205,6 +207,7 @@ class Client:
             nack_delay_ms=negative_ack_redelivery_delay_ms,
             dead_letter_policy=dead_letter_policy,
             initial_position=initial_position,
+            key_shared_policy=key_shared_policy,
         )
         with self._lock:
             self._consumers.append(consumer)

@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sluice.backoff import Backoff, Clock
+from sluice.delivery import delivery_time
 from sluice.errors import (
     AlreadyClosed,
     InvalidConfiguration,
@@ -95,6 +97,8 @@ class _Pending:
     key: str | None
     properties: str | None
     event_time: int | None
+    deliver_at: int | None = None  # ms since the epoch (delayed delivery)
+    ordering_key: str | None = None  # Key_Shared routes by it before the partition key
     future: Future = field(default_factory=Future)
 
 
@@ -196,10 +200,19 @@ class Producer:
         partition_key: str | None = None,
         sequence_id: int | None = None,
         event_timestamp: int | None = None,
+        deliver_at: int | None = None,
+        deliver_after: timedelta | None = None,
+        ordering_key: str | None = None,
         **_pulsar_options: Any,
     ) -> MessageId:
-        """Publish one message and wait until it is stored; return its id."""
-        future = self._enqueue(content, properties, partition_key, event_timestamp)
+        """Publish one message and wait until it is stored; return its id.
+
+        ``deliver_at`` (ms since the epoch) or ``deliver_after`` (a ``timedelta`` from now)
+        delays its delivery on Shared and Key_Shared subscriptions (``sluice.delivery``)."""
+        at = delivery_time(deliver_at, deliver_after)
+        future = self._enqueue(
+            content, properties, partition_key, event_timestamp, at, ordering_key
+        )
         try:
             return future.result(timeout=self._send_timeout + 1)
         except TimeoutError:
@@ -213,10 +226,16 @@ class Producer:
         partition_key: str | None = None,
         sequence_id: int | None = None,
         event_timestamp: int | None = None,
+        deliver_at: int | None = None,
+        deliver_after: timedelta | None = None,
+        ordering_key: str | None = None,
         **_pulsar_options: Any,
     ) -> None:
         """Publish one message; ``callback(result, message_id)`` runs once it is stored."""
-        future = self._enqueue(content, properties, partition_key, event_timestamp)
+        at = delivery_time(deliver_at, deliver_after)
+        future = self._enqueue(
+            content, properties, partition_key, event_timestamp, at, ordering_key
+        )
         if callback is not None:
             future.add_done_callback(lambda f: _call_back(f, callback))
 
@@ -238,7 +257,9 @@ class Producer:
 
     # --- internals ------------------------------------------------------------------------
 
-    def _enqueue(self, content, properties, key, event_time) -> Future:
+    def _enqueue(
+        self, content, properties, key, event_time, deliver_at=None, ordering_key=None
+    ) -> Future:
         if self._closed:
             raise AlreadyClosed("producer is closed")
         if not isinstance(content, bytes | bytearray | memoryview):
@@ -249,6 +270,8 @@ class Producer:
             key,
             orjson.dumps(merged).decode() if merged else None,
             event_time,
+            deliver_at,
+            ordering_key,
         )
         target = self._targets[max(self._router.choose(key, content), 0)]
         max_size = self._registration.max_message_size(target.name)
@@ -260,7 +283,8 @@ class Producer:
                 )
             )
             return pending.future
-        if not self._batching:
+        if not self._batching or deliver_at is not None:
+            # A delayed message is never batched (as in pulsar-client).
             self._write(target, [pending], batched=False)
             return pending.future
         size = (
@@ -302,6 +326,12 @@ class Producer:
         if batched and len(messages) > 1:
             payload = pack_batch([(m.payload, m.key, m.properties, m.event_time) for m in messages])
             fields = ["d", payload, "n", str(len(messages)), *common]
+            # The entry's keys are its first message's: Key_Shared routes the entry by them.
+            first = messages[0]
+            if first.key:
+                fields += ["k", first.key]
+            if first.ordering_key:
+                fields += ["o", first.ordering_key]
         else:
             [only] = messages
             fields = ["d", only.payload, *common]
@@ -311,6 +341,10 @@ class Producer:
                 fields += ["p", only.properties]
             if only.event_time:
                 fields += ["e", str(only.event_time)]
+            if only.deliver_at is not None:
+                fields += ["a", str(only.deliver_at)]
+            if only.ordering_key:
+                fields += ["o", only.ordering_key]
         args = [keys.WAKE_CHANNEL, target.wake, 1, len(fields) // 2, *fields]
         try:
             [entry_id] = self._call_with_retry(target.keys, args, target.name)

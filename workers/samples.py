@@ -47,3 +47,4 @@ class SubscriptionSample:
     lag: int
     pending: int
     consumers: list[tuple[str, int, int, dict]]  # id, permits, unacked, info
+    held: int = 0  # pending entries held back (delayed, or waiting for their Key_Shared consumer)

@@ -21,6 +21,7 @@ from dataplane.backlog import read_backlogs
 from models.flow import QuotaType
 from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM, StatsSnapshot
 from sluice.protocol import keys
+from sluice.protocol.keys import HELD_CONSUMER
 from workers.context import WorkerContext
 from workers.dispatcher import Dispatcher
 from workers.partition import PartitionRunner
@@ -157,6 +158,9 @@ class StatsPublisher:
             per_consumer = {
                 c["name"].decode(): int(c["pending"]) for c in pending.get("consumers") or []
             }
+            # Entries held back (delayed, or waiting for their Key_Shared consumer) are
+            # backlog, not out with any consumer: not unacked.
+            held = per_consumer.pop(HELD_CONSUMER, 0)
             consumers = [
                 (
                     cid.decode(),
@@ -171,6 +175,7 @@ class StatsPublisher:
                 lag.get(name, 0),
                 int(pending.get("pending") or 0),
                 consumers,
+                held,
             )
         return samples
 
@@ -206,9 +211,9 @@ class StatsPublisher:
                 "msgOutCounter": msg_out,
                 "msgRateRedeliver": redel.rate().msg_per_second,
                 "msgBacklog": backlog,
-                "msgBacklogNoDelayed": backlog,
+                "msgBacklogNoDelayed": backlog - sample.held,
                 "backlogSize": int(backlog * avg_size),
-                "unackedMessages": sample.pending,
+                "unackedMessages": sample.pending - sample.held,
                 "msgAckCounter": _int(sample.counters, b"acked"),
                 "type": dispatcher.sub_type if dispatcher else "Shared",
                 "isDurable": True,
@@ -315,7 +320,7 @@ class StatsPublisher:
                     ),
                     backlog_msgs=sample.lag + sample.pending,
                     backlog_bytes=doc.get(name, {}).get("backlogSize", 0),
-                    unacked=sample.pending,
+                    unacked=sample.pending - sample.held,
                     consumers=len(sample.consumers),
                     limit_msg_per_s=limits.msg_per_second,
                     limit_byte_per_s=limits.byte_per_second,

@@ -13,12 +13,17 @@ and one Lua call can touch them all.  Keys::
     sl:{P}:s:{S}:permits           hash: consumer -> flow permits (messages)
     sl:{P}:s:{S}:alive             zset: consumer -> last heartbeat (ms)
     sl:{P}:s:{S}:info              hash: consumer -> JSON (name, receiver queue, since)
-    sl:{P}:s:{S}:redeliver         zset: entry id -> due time (ms)
+    sl:{P}:s:{S}:redeliver         zset: entry id -> due time (ms); also entries held back
+                                   (delayed, or waiting for their Key_Shared consumer), which
+                                   the group's pending list has under the consumer "~held"
     sl:{P}:s:{S}:waitp             flag: the dispatcher waits for permits
     sl:{P}:s:{S}:waitack           flag: the dispatcher waits for acks (max unacked reached)
     sl:{P}:s:{S}:stats             hash: msg_out, bytes_out, redelivered, acked, throttled_*
     sl:{P}:s:{S}:lim               hash: the subscription's SUBSCRIPTION limiter
     sl:{P}:s:{S}:q:{C}             list: consumer C's receiver queue (packed entries)
+    sl:{P}:s:{S}:ks                hash: Key_Shared state (dispatch.lua): m the consumers the
+                                   ring was built for, r the ring, j:{C} the position consumer
+                                   C joined at while it is "recently joined"
     sl:{P}:lease                   fencing token of the worker that owns the partition
     sl:{P}:epoch                   counter the fencing tokens are numbered from
     sl:{P}:lim                     hash: the partition's TOPIC limiter (see dispatch.lua)
@@ -58,6 +63,9 @@ WAKE_CHANNEL = "sl:wake"
 WORKERS = "sl:workers"
 APPLIED = "sl:meta:applied"
 APPLIED_CHANNEL = "sl:applied"
+# The consumer name under which a group's pending list keeps entries held back by dispatch.lua
+# (delayed, or waiting for their Key_Shared consumer); real consumer ids are name:pid:nonce.
+HELD_CONSUMER = "~held"
 
 
 def worker_info(worker_id: str) -> str:
@@ -171,4 +179,5 @@ SUB_KEYS = (
     "waitack",
     "stats",
     "lim",
+    "ks",
 )

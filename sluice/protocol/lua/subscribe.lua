@@ -3,7 +3,7 @@
 -- KEYS[6] alive zset, KEYS[7] info hash, KEYS[8] (optional) the partition's abuse limits hash,
 -- KEYS[9] (optional) the consumer name's subscribe counter (default: ARGV[11] .. 'subrate:'
 -- .. the name)
--- ARGV[1] subscription, ARGV[2] consumer id, ARGV[3] type (Exclusive|Shared|Failover),
+-- ARGV[1] subscription, ARGV[2] consumer id, ARGV[3] type (Exclusive|Shared|Failover|Key_Shared),
 -- ARGV[4] initial position (latest|earliest), ARGV[5] now ms, ARGV[6] consumer info JSON,
 -- ARGV[7] wake channel, ARGV[8] wake payload, ARGV[9] consumer timeout ms,
 -- ARGV[10] partition (full name, for error texts), ARGV[11] partition key prefix ("sl:{P}:"),
@@ -17,6 +17,9 @@
 -- (0 or absent = no limit): a new subscription against maxSubscriptionsPerTopic, a consumer
 -- not connected yet against maxConsumersPerTopic and maxConsumersPerSubscription.  Consumers
 -- that stopped heartbeating do not count.
+-- A Key_Shared consumer (info JSON keySharedMode AUTO_SPLIT or STICKY, ranges [[start, end],
+-- ...]) is refused when its mode differs from a live consumer's ("SubscriptionBusy") or, STICKY,
+-- when one of its ranges overlaps a live consumer's ("ConsumerBusy Range conflict ...").
 -- Returns "OK", or an error reply "ConsumerBusy ..." / "SubscriptionBusy ..." /
 -- "NotAllowed ..." / "SubscribeRateLimited <wait ms> ...".
 local now = tonumber(ARGV[5])
@@ -52,6 +55,35 @@ if consumer ~= '' then
     local current = redis.call('HGET', KEYS[3], 'type')
     if current and current ~= '' and current ~= ARGV[3] and live > 0 then
       return redis.error_reply('SubscriptionBusy Subscription is of different type')
+    end
+  end
+  if ARGV[3] == 'Key_Shared' then
+    local ok, mine = pcall(cjson.decode, ARGV[6])
+    if not ok or type(mine) ~= 'table' then mine = {} end
+    local mode = mine.keySharedMode or 'AUTO_SPLIT'
+    local infos = redis.call('HGETALL', KEYS[7])
+    for i = 1, #infos, 2 do
+      local other = infos[i]
+      local seen = other ~= consumer and redis.call('ZSCORE', KEYS[6], other)
+      if seen and tonumber(seen) >= since then
+        local decoded, theirs = pcall(cjson.decode, infos[i + 1])
+        if not decoded or type(theirs) ~= 'table' then theirs = {} end
+        if (theirs.keySharedMode or 'AUTO_SPLIT') ~= mode then
+          return redis.error_reply('SubscriptionBusy Subscription is of different Key_Shared ' ..
+            'mode: ' .. (theirs.keySharedMode or 'AUTO_SPLIT') .. ', not ' .. mode)
+        end
+        if mode == 'STICKY' then
+          for _, a in ipairs(mine.ranges or {}) do
+            for _, b in ipairs(theirs.ranges or {}) do
+              if a[1] <= b[2] and b[1] <= a[2] then
+                return redis.error_reply('ConsumerBusy Range conflict with consumer ' ..
+                  (theirs.name or other) .. ': [' .. a[1] .. ', ' .. a[2] .. '] overlaps [' ..
+                  b[1] .. ', ' .. b[2] .. ']')
+              end
+            end
+          end
+        end
+      end
     end
   end
   if ARGV[3] == 'Exclusive' and live > 0 and not score then
