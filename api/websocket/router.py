@@ -156,7 +156,8 @@ async def producer_socket(websocket: WebSocket, tenant: str, namespace: str, top
 
 
 def _producer_options(params: QueryParams) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+    # Pulsar's WebSocket producers: no batching and SinglePartition routing unless asked.
+    options: dict[str, Any] = {"message_routing_mode": PartitionsRoutingMode.UseSinglePartition}
     if params.get("producerName"):
         options["producer_name"] = params["producerName"]
     for param, option in (

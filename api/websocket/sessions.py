@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import uuid
 from datetime import timedelta
@@ -25,6 +26,8 @@ from sluice import Consumer, Producer
 from sluice.errors import AlreadyClosed, SluiceException, Timeout
 from sluice.message import Message, MessageId
 from sluice.producer import Result
+
+log = logging.getLogger(__name__)
 
 RECEIVE_POLL_MS = 200
 MAX_QUEUE = 1000  # Pulsar caps a WebSocket consumer's receiverQueueSize at 1000
@@ -207,6 +210,10 @@ async def _serve(
             except FrameError as exc:
                 await websocket.close(code=1011, reason=f"{exc.code.name}: {exc}"[:120])
                 return
+            except SluiceException as exc:
+                # As Pulsar's proxy: an ack it cannot apply (another topic's id, a consumer
+                # closed meanwhile) is logged, and the connection goes on.
+                log.warning("websocket consumer %s: %s", consumer.subscription_name(), exc)
     except WebSocketDisconnect:
         pass
     finally:
