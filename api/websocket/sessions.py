@@ -249,7 +249,8 @@ async def _command(
         await asyncio.to_thread(consumer.unsubscribe)
         return
     if kind == "isEndOfTopic":
-        return  # Sluice topics are never terminated
+        delivery.outgoing.put_nowait(b'{"endOfTopic":false}')  # never terminated in Sluice
+        return
     message_id = delivery.message_id(command.get("messageId"))
     if kind == "negativeAcknowledge":
         await asyncio.to_thread(consumer.negative_acknowledge, message_id)

@@ -68,6 +68,8 @@ def test_produce_consume_ack_and_nack(admin_server, http, namespace, worker):
         assert base64.b64decode(again["payload"]) == b"hello"
         assert again["redeliveryCount"] == 1
         consumer.send(json.dumps({"messageId": again["messageId"]}))
+        consumer.send(json.dumps({"type": "isEndOfTopic"}))
+        assert frame(consumer) == {"endOfTopic": False}
 
     # Acknowledged: nothing is left for the subscription.
     stats = http.get(f"{ADMIN}/{TOPIC_PATH}/stats").json()
