@@ -35,7 +35,7 @@ from sluice.routing import PartitionsRoutingMode
 router = APIRouter(tags=["websocket"])
 
 TOPIC = "/persistent/{tenant}/{namespace}/{topic}"
-SUBSCRIPTION_TYPES = {t.value: t for t in ConsumerType} | {"KeyShared": ConsumerType.KeyShared}
+SUBSCRIPTION_TYPES = {t.value: t for t in ConsumerType}  # Pulsar's names: Key_Shared
 ROUTING_MODES = {
     "RoundRobinPartition": PartitionsRoutingMode.RoundRobinDistribution,
     "SinglePartition": PartitionsRoutingMode.UseSinglePartition,

@@ -10,6 +10,7 @@ implemented separately (delayed delivery, Key_Shared) and are left out of the wa
 from __future__ import annotations
 
 import inspect
+import re
 import threading
 import time
 
@@ -234,3 +235,8 @@ def test_send_async_does_not_wait_and_a_full_queue_is_pulsars_error(client, name
     blocking.flush()
     assert ok == [sluice.Result.Ok] * 200
     blocking.close()
+
+
+def test_a_topic_pattern_is_refused(client, namespace):
+    with pytest.raises(sluice.NotSupported, match="pattern"):
+        client.subscribe(re.compile("persistent://acme/orders/.*"), "s")

@@ -64,7 +64,7 @@ def one_run(http, client, set_limit, limit: int, count: int, partitions: int = 0
     topic = f"persistent://{ns}/t"
     origin = time.monotonic()
     consumer = client.subscribe(topic, "s", consumer_type=sluice.ConsumerType.Shared)
-    producer = client.create_producer(topic)
+    producer = client.create_producer(topic, block_if_queue_full=True)  # count may pass 1000
     for _ in range(count):
         producer.send_async(b"m" * 16, None)
     producer.flush()
