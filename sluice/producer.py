@@ -3,7 +3,8 @@
 Mirrors ``pulsar.Producer``: ``send`` (blocking, returns the ``MessageId``), ``send_async``
 (callback ``(result, message_id)``), ``flush``, ``close``.  With batching enabled several
 messages of one partition share one stream entry; the batch goes out when it is full or
-``batching_max_publish_delay_ms`` after its first message.  A send that cannot reach Redis is
+``batching_max_publish_delay_ms`` after its first message; a blocking ``send`` sends the
+batch it joined at once instead of waiting out the delay.  A send that cannot reach Redis is
 retried until ``send_timeout_millis`` and then fails with ``Timeout``.
 
 ``send_async`` never waits for Redis: it hands the message (or a full batch) to the producer's
@@ -358,7 +359,9 @@ class Producer:
             full = (
                 len(target.batch) >= self._batch_max_messages or target.batch_bytes >= batch_limit
             )
-        if full:
+        if full or inline:
+            # A blocking send does not wait out the batch delay: it sends the batch it joined
+            # (as Pulsar's Java client flushes on a synchronous send).
             self._send_batch(target, force=True)
         return pending.future
 

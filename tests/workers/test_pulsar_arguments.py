@@ -240,3 +240,14 @@ def test_send_async_does_not_wait_and_a_full_queue_is_pulsars_error(client, name
 def test_a_topic_pattern_is_refused(client, namespace):
     with pytest.raises(sluice.NotSupported, match="pattern"):
         client.subscribe(re.compile("persistent://acme/orders/.*"), "s")
+
+
+def test_a_blocking_send_does_not_wait_out_the_batch_delay(client, namespace):
+    producer = client.create_producer(
+        TOPIC, batching_enabled=True, batching_max_publish_delay_ms=5000
+    )
+    started = time.monotonic()
+    for i in range(3):
+        producer.send(f"s{i}".encode())
+    assert time.monotonic() - started < 2.5  # three waits of the 5 s delay would be 15 s
+    producer.close()
