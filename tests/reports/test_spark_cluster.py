@@ -1,12 +1,13 @@
 """The report jobs on a Spark standalone cluster give the results of a local run.
 
 A master and two workers (1 core, 512 MB each) start on the loopback interface from the
-installed pyspark package; both jobs run once with ``SLUICE_SPARK_MASTER=local[*]`` and once
-with the master's ``spark://127.0.0.1:PORT`` URL, in a driver process of their own, exactly as
-the Celery task runs them (settings from the environment, results written to PostgreSQL over
-JDBC, from the executors on the cluster).  The lake is a folder every executor sees (one
+installed pyspark package; both jobs run with ``SLUICE_SPARK_MASTER=local[*]``, then on the
+master's ``spark://127.0.0.1:PORT`` URL, each time in a driver process of its own exactly as the
+Celery task runs them (settings from the environment, results written to PostgreSQL over JDBC,
+from the executors on the cluster), and once more with ``spark-submit --master spark://...``
+and ``reports/submit.py``.  The lake is a folder every executor sees (one
 machine here; a shared file system or object store on a real cluster).  The rows of both runs
-must be the same.
+must be the same each time.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from models.reports import BacklogReportRow, RateReportRow, ReportRun
 from models.settings import Settings
 from tests.conftest import flush_redis, truncate
 from tests.reports.conftest import T0, snap, write_lake
-from tests.reports.spark_standalone import SparkStandalone, loopback_environment
+from tests.reports.spark_standalone import SPARK_HOME, SparkStandalone, loopback_environment
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -74,11 +75,11 @@ def snapshots() -> list:
     return rows
 
 
-def run_driver(environment: dict[str, str], cwd: Path, lookback: float) -> list[dict[str, Any]]:
-    """Run both jobs in a driver process; what it ran.  The driver's process group is ended
-    whatever happens."""
+def run_driver(environment: dict[str, str], cwd: Path, command: list[str]) -> list[dict[str, Any]]:
+    """Run both jobs with ``command``, a driver process; what it ran.  The driver's process
+    group is ended whatever happens."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.reports.report_driver", str(lookback)],
+        command,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env=environment,
@@ -158,7 +159,8 @@ def test_report_jobs_on_a_standalone_cluster_match_the_local_run(
         SLUICE_REPORT_RETRIES="0",
     )
 
-    local = run_driver({**environment, "SLUICE_SPARK_MASTER": "local[*]"}, tmp_path, lookback)
+    celery_path = [sys.executable, "-m", "tests.reports.report_driver", str(lookback)]
+    local = run_driver({**environment, "SLUICE_SPARK_MASTER": "local[*]"}, tmp_path, celery_path)
     assert [(r["job"], r["attempt"]) for r in local] == [("rates", 1), ("backlog", 1)]
     expected = result_rows(db)
 
@@ -168,6 +170,7 @@ def test_report_jobs_on_a_standalone_cluster_match_the_local_run(
         "spark.cores.max": "2",
         "spark.driver.host": "127.0.0.1",
     }
+    # As the Celery worker runs them: the master from SLUICE_SPARK_MASTER.
     on_cluster = run_driver(
         {
             **environment,
@@ -175,36 +178,60 @@ def test_report_jobs_on_a_standalone_cluster_match_the_local_run(
             "SLUICE_SPARK_CONF": json.dumps(cluster_conf),
         },
         tmp_path,
-        lookback,
+        celery_path,
     )
-    assert [(r["job"], r["attempt"]) for r in on_cluster] == [("rates", 1), ("backlog", 1)]
-    got = result_rows(db)
+    got = {"celery": result_rows(db)}
+    # With spark-submit: its --master wins over SLUICE_SPARK_MASTER (left at local[*] here).
+    submit = [
+        str(SPARK_HOME / "bin" / "spark-submit"),
+        "--master",
+        cluster.url,
+        "--driver-memory",
+        "512m",
+        "--jars",
+        JDBC_JAR,
+        str(ROOT / "reports" / "submit.py"),
+        "--lookback-seconds",
+        str(lookback),
+    ]
+    submitted = run_driver(
+        {
+            **environment,
+            "SLUICE_SPARK_MASTER": "local[*]",
+            "SLUICE_SPARK_CONF": json.dumps(cluster_conf),
+            "PYSPARK_PYTHON": sys.executable,
+        },
+        tmp_path,
+        submit,
+    )
+    got["spark-submit"] = result_rows(db)
 
     # Three subscriptions, each with 120 minutes, 2 hours and 1 day.
     windows = len(SUBSCRIPTIONS) * (INTERVALS // 6 + 2 + 1)
-    for job in ("rates", "backlog"):
-        assert len(expected[job]) == windows, job
-        assert len(got[job]) == len(expected[job]), job
-        for cluster_row, local_row in zip(got[job], expected[job], strict=True):
-            assert same_row(cluster_row, local_row), (job, cluster_row, local_row)
-    by_run = {r["job"]: r["rows"] for r in on_cluster}
-    assert by_run == {"rates": windows, "backlog": windows}
+    for ran in (local, on_cluster, submitted):
+        assert [(r["job"], r["rows"]) for r in ran] == [("rates", windows), ("backlog", windows)]
+    for how, rows in got.items():
+        for job in ("rates", "backlog"):
+            assert len(expected[job]) == windows, job
+            assert len(rows[job]) == len(expected[job]), (how, job)
+            for cluster_row, local_row in zip(rows[job], expected[job], strict=True):
+                assert same_row(cluster_row, local_row), (how, job, cluster_row, local_row)
     with db.connect() as connection:
         runs = connection.execute(select(ReportRun.status)).scalars().all()
-    assert runs == ["succeeded"] * 4
+    assert runs == ["succeeded"] * 6
 
-    # The cluster did the work: the master lists the driver's application as finished, and
-    # both workers ran an executor of it.
+    # The cluster did the work: the master lists both drivers' applications as finished, and
+    # both workers ran an executor of each.
     deadline = time.monotonic() + 20
     while True:
         state = cluster.state()
         finished = [a for a in state["completedapps"] if a["name"] == "sluice-reports"]
-        if finished or time.monotonic() > deadline:
+        if len(finished) == 2 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert len(finished) == 1, state
-    assert finished[0]["state"] == "FINISHED"
-    application = finished[0]["id"]
-    for index in (1, 2):
-        executors = list((cluster.worker_dir(index) / application).iterdir())
-        assert executors, f"worker {index} ran no executor of {application}"
+    assert len(finished) == 2, state
+    for application in finished:
+        assert application["state"] == "FINISHED"
+        for index in (1, 2):
+            executors = list((cluster.worker_dir(index) / application["id"]).iterdir())
+            assert executors, f"worker {index} ran no executor of {application['id']}"
