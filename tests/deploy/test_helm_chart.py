@@ -67,9 +67,15 @@ def _port_number(container: dict[str, Any], port: int | str) -> int:
 
 
 def test_ci_values_files_cover_the_required_cases():
-    assert {"default", "auth-off", "existing-secret", "scaled", "redis-cluster"} <= set(
-        VALUES_FILES
-    )
+    required = {
+        "default",
+        "auth-off",
+        "existing-secret",
+        "scaled",
+        "redis-cluster",
+        "spark-cluster",
+    }
+    assert required <= set(VALUES_FILES)
 
 
 def test_chart_metadata():
@@ -167,6 +173,12 @@ def test_references_resolve(name):
     existing_secrets = {values.get("existingSecret")} | {
         values.get("auth", {}).get("token", {}).get("existingSecret")
     }
+    # Secrets an operator's extra environment variables name exist outside the chart too.
+    for component in ("api", "worker", "celeryWorker", "celeryBeat", "migration"):
+        for env in values.get(component, {}).get("extraEnvs", []):
+            ref = env.get("valueFrom", {}).get("secretKeyRef")
+            if ref:
+                existing_secrets.add(ref["name"])
     existing_secrets.discard(None)
     secrets = {o["metadata"]["name"]: o for o in rel.of_kind("Secret")} | {
         s: None for s in existing_secrets
@@ -669,3 +681,35 @@ def test_redis_cluster_from_an_existing_secret():
                 "key": "celery-broker-url",
             }
     assert "key celery-broker-url of Secret sluice-connections" in rel.notes
+
+
+# --- the report worker as the driver on a Spark cluster -------------------------------------
+
+_DEPENDENT = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def test_report_worker_drives_a_spark_cluster_from_its_pod_ip():
+    from models.settings import Settings
+    from reports.session import spark_conf
+
+    rel = _release("spark-cluster")
+    data = rel.configmap_data()
+    assert data["SLUICE_SPARK_MASTER"].startswith("spark://")
+    assert data["SLUICE_LAKE_PATH"].startswith("s3a://")
+    env = rel.container("celery-worker")["env"]
+    names = [e["name"] for e in env]
+    assert env[names.index("POD_IP")]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    raw = env[names.index("SLUICE_SPARK_CONF")]["value"]
+    # Kubernetes expands $(NAME) only from variables defined before it in the list.
+    used = _DEPENDENT.findall(raw)
+    assert used and all(names.index(n) < names.index("SLUICE_SPARK_CONF") for n in used)
+    fake = {"POD_IP": "10.1.2.3", "AWS_REGION": "eu-west-1"}
+    fake |= {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"}
+    expanded = _DEPENDENT.sub(lambda m: fake[m.group(1)], raw)
+    conf = spark_conf(Settings(_env_file=None, spark_conf=expanded, jdbc_jar=""))
+    assert conf["spark.driver.host"] == "10.1.2.3"
+    assert (conf["spark.driver.port"], conf["spark.blockManager.port"]) == ("7078", "7079")
+    assert conf["spark.jars.packages"] == "org.apache.hadoop:hadoop-aws:3.5.0"
+    assert conf["spark.hadoop.fs.s3a.access.key"] == "AKIDEXAMPLE"
+    # Only the report worker drives Spark.
+    assert "SLUICE_SPARK_CONF" not in _env(rel.container("api"))
