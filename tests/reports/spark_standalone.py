@@ -72,7 +72,7 @@ class SparkStandalone:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=loopback_environment(),
+                env={**loopback_environment(), "SPARK_DAEMON_MEMORY": "256m"},
                 cwd=self.folder,
                 start_new_session=True,  # its own process group: stop() ends it whole
                 preexec_fn=die_with_parent,
