@@ -8,7 +8,7 @@ Every setting comes from the environment, as for the Celery worker (``DATABASE_U
 one ``spark-submit`` was given (``--master``) when there is one, else ``SLUICE_SPARK_MASTER``.
 It does what a scheduled run does (``run_reports_once``): lands the stats, runs the jobs (all,
 or those of ``--jobs``), records each run in ``report_runs``; then prints what ran as JSON.
-Exit status 1 when a job failed, 2 when another report run is in progress.
+Exit status 1 when a job failed, 3 when another report run is in progress (2: bad arguments).
 """
 
 from __future__ import annotations
@@ -35,7 +35,10 @@ def submitted_master() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="reports.submit", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="reports.submit",
+        description="Run the report jobs once, outside Celery (see docs/scaling.md).",
+    )
     parser.add_argument(
         "--jobs", default=",".join(REPORT_JOBS), help="comma-separated: rates, backlog"
     )
@@ -70,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             session.stop()
     if not results and jobs:
         print("reports.submit: another report run is in progress", file=sys.stderr)
-        return 2
+        return 3
     print(json.dumps(results), flush=True)
     return 0
 
