@@ -1,6 +1,7 @@
 """Run the report jobs once outside Celery: from ``spark-submit``, or ``python -m reports.submit``.
 
     spark-submit --master spark://spark-master:7077 --driver-memory 2g \\
+        --jars /usr/share/java/postgresql.jar \\
         "$(python -c 'import reports.submit as m; print(m.__file__)')" --lookback-seconds 7200
 
 Every setting comes from the environment, as for the Celery worker (``DATABASE_URL``,
