@@ -26,6 +26,7 @@ from api.auth import AccessControl, AuthenticationMiddleware, authorize
 from api.brokers.router import router as brokers_router
 from api.clusters.router import router as clusters_router
 from api.clusters.service import ensure_local_cluster
+from api.console.router import router as console_router
 from api.dataplane import DataPlane
 from api.docs import install_docs
 from api.enforcement import Enforcement
@@ -155,6 +156,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         brokers_router,
         audit_router,
         reports_router,
+        console_router,
     )
     for router in routers:
         app.include_router(router)

@@ -38,6 +38,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api.console.router import CONSOLE_PATHS
 from api.docs import ASSET_PATHS
 from api.errors import reason_response
 from models.errors import Forbidden, SluiceError
@@ -64,6 +65,9 @@ POLICY: dict[str, Access] = {
     "/redoc": Access.OPEN,
     **dict.fromkeys(ASSET_PATHS, Access.OPEN),
     "/openapi.json": Access.OPEN,
+    # The console's page and assets hold no data: it reads everything through the REST API
+    # with the signed-in user's token, so what it shows is what that role may read.
+    **dict.fromkeys(CONSOLE_PATHS, Access.OPEN),
     "/admin/v2/brokers/health": Access.OPEN,
     "/admin/v2/brokers/ready": Access.OPEN,
     "/admin/v2/brokers": Access.SUPER_USER,

@@ -21,6 +21,7 @@ from websockets.sync.client import connect as ws_connect
 
 from api.app import create_app
 from api.auth import POLICY, Access, required_access
+from api.console.router import CONSOLE_PATHS
 from api.docs import ASSET_PATHS
 from models.settings import Settings
 from models.tokens import create_key_pair, create_token
@@ -84,6 +85,8 @@ SPECS: dict[tuple[str, str], Spec] = {
     ("GET", "/docs"): spec(OPEN),
     ("GET", "/docs/oauth2-redirect"): spec(OPEN),
     ("GET", "/redoc"): spec(OPEN),
+    # The console's page and assets: a shell without data, open like the docs pages.
+    **{("GET", path): spec(OPEN) for path in CONSOLE_PATHS},
     ("GET", "/admin/v2/brokers/health"): spec(OPEN),
     ("GET", "/admin/v2/brokers/ready"): spec(OPEN),
     ("GET", "/admin/v2/clusters"): spec(SUPER),
