@@ -46,6 +46,8 @@ from api.routing import SluiceRoute, index_routes, not_found
 from api.state import AppState
 from api.tenants.router import router as tenants_router
 from api.topics.router import router as topics_router
+from api.websocket.router import close_websocket_client
+from api.websocket.router import router as websocket_router
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
 
@@ -120,6 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for task in tasks:
                 task.cancel()
             await asyncio.wait(tasks, timeout=5)
+            await close_websocket_client(app)
             reports.close()
             await redis.aclose()
             await engine.dispose()
@@ -157,6 +160,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     for router in routers:
         app.include_router(router)
+    # Pulsar's WebSocket API: outside the app-wide dependency (made for HTTP requests); each
+    # handler applies the same policy itself (api.auth.authorize_websocket).
+    app.router.routes.extend(websocket_router.routes)
     install_docs(app)
     index_routes(app, routers)
     install_error_handlers(app)

@@ -3,8 +3,17 @@
 Mirrors ``pulsar.Producer``: ``send`` (blocking, returns the ``MessageId``), ``send_async``
 (callback ``(result, message_id)``), ``flush``, ``close``.  With batching enabled several
 messages of one partition share one stream entry; the batch goes out when it is full or
-``batching_max_publish_delay_ms`` after its first message.  A send that cannot reach Redis is
+``batching_max_publish_delay_ms`` after its first message; a blocking ``send`` sends the
+batch it joined at once instead of waiting out the delay.  A send that cannot reach Redis is
 retried until ``send_timeout_millis`` and then fails with ``Timeout``.
+
+``send_async`` never waits for Redis: it hands the message (or a full batch) to the producer's
+sender thread, which writes entries one at a time, in order.  What waits there counts against
+``max_pending_messages`` (on a partitioned topic, per partition, at most
+``max_pending_messages_across_partitions`` divided by the partitions); when that is full,
+``send_async`` waits for room with ``block_if_queue_full``, else its callback gets
+``Result.ProducerQueueIsFull`` at once (``send`` raises ``ProducerQueueIsFull``), as in
+pulsar-client.  A ``send`` with nothing queued before it writes from the caller's thread.
 
 A send the topic's backlog quota refuses (``TOO_MANY_REQUESTS``) follows the quota's policy:
 ``producer_exception`` retries on the ``sluice.backoff`` curve and raises
@@ -26,18 +35,18 @@ sent before it would grow past that size, and ``produce.lua`` checks every entry
 
 from __future__ import annotations
 
-import itertools
 import os
 import socket
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -50,8 +59,10 @@ from sluice.errors import (
     AlreadyClosed,
     InvalidConfiguration,
     MessageTooBig,
+    NotSupported,
     ProducerBlockedQuotaExceededError,
     ProducerBlockedQuotaExceededException,
+    ProducerQueueIsFull,
     Timeout,
 )
 from sluice.message import MessageId
@@ -77,6 +88,7 @@ class Result(Enum):
     ProducerBlockedQuotaExceededError = 4
     ProducerBlockedQuotaExceededException = 5
     MessageTooBig = 6
+    ProducerQueueIsFull = 7
 
 
 QUOTA_REFUSED = "TOO_MANY_REQUESTS"
@@ -97,6 +109,7 @@ class _Pending:
     key: str | None
     properties: str | None
     event_time: int | None
+    sequence: int = -1
     deliver_at: int | None = None  # ms since the epoch (delayed delivery)
     ordering_key: str | None = None  # Key_Shared routes by it before the partition key
     future: Future = field(default_factory=Future)
@@ -111,6 +124,7 @@ class _Target:
     batch: list[_Pending] = field(default_factory=list)
     batch_bytes: int = 0
     batch_started: float = 0.0
+    pending: int = 0  # messages accepted and not yet stored or failed
 
 
 class Producer:
@@ -134,9 +148,15 @@ class Producer:
         backoff: Backoff | None = None,
         max_send_attempts: int = 3,
         clock: Clock | None = None,
+        initial_sequence_id: int | None = None,
+        max_pending_messages: int = 1000,
+        max_pending_messages_across_partitions: int = 50_000,
+        block_if_queue_full: bool = False,
     ) -> None:
         if max_send_attempts < 1:
             raise InvalidConfiguration("max_send_attempts must be >= 1")
+        if max_pending_messages < 0 or max_pending_messages_across_partitions < 0:
+            raise InvalidConfiguration("max_pending_messages must be >= 0 (0: no limit)")
         self._client = client
         self._topic = topic
         self._name = producer_name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -152,14 +172,30 @@ class Producer:
             )
             for i, name in enumerate(names)
         ]
+        # pulsar-client: each partition's queue holds at most max_pending_messages, and all
+        # of them together at most max_pending_messages_across_partitions; 0 is no limit.
+        room = max_pending_messages or 0
+        if partitions and max_pending_messages_across_partitions:
+            share = max(max_pending_messages_across_partitions // partitions, 1)
+            room = min(room, share) if room else share
+        self._max_pending = room
+        self._block_if_full = block_if_queue_full
         self._batching = batching
         self._batch_max_messages = max(1, batch_max_messages)
         self._batch_max_bytes = max(1, batch_max_bytes)
         self._batch_delay = batch_delay_ms / 1000
-        self._sequence = itertools.count()
-        self._last_sequence = -1
+        first = 0 if initial_sequence_id is None else initial_sequence_id + 1
+        self._next_sequence = first
+        self._last_sequence = -1 if initial_sequence_id is None else initial_sequence_id
         self._lock = threading.Lock()
         self._closed = False
+        # The sender: writes handed over by send_async, in order, one at a time.
+        self._room = threading.Condition(self._lock)  # a pending count went down
+        self._outbox: deque[tuple[_Target, list[_Pending], bool]] = deque()
+        self._outbox_ready = threading.Condition()
+        self._writing = False
+        self._write_lock = threading.Lock()  # held by whoever writes an entry
+        self._sender: threading.Thread | None = None
         self._registration = ProducerRegistration(
             client, names, f"{self._name}:{uuid.uuid4().hex[:8]}"
         )
@@ -186,7 +222,8 @@ class Producer:
         return self._name
 
     def last_sequence_id(self) -> int:
-        """Sequence id of the last message sent, -1 before the first."""
+        """Sequence id of the last message stored, -1 before the first (or the
+        ``initial_sequence_id`` the producer was created with)."""
         return self._last_sequence
 
     def publish_throttled_count(self) -> int:
@@ -198,20 +235,31 @@ class Producer:
         content: bytes,
         properties: dict[str, str] | None = None,
         partition_key: str | None = None,
+        ordering_key: str | None = None,
         sequence_id: int | None = None,
+        replication_clusters: list[str] | None = None,
+        disable_replication: bool = False,
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
-        ordering_key: str | None = None,
-        **_pulsar_options: Any,
     ) -> MessageId:
         """Publish one message and wait until it is stored; return its id.
 
-        ``deliver_at`` (ms since the epoch) or ``deliver_after`` (a ``timedelta`` from now)
-        delays its delivery on Shared and Key_Shared subscriptions (``sluice.delivery``)."""
+        ``disable_replication`` has nothing to do: Sluice never replicates.  ``deliver_at``
+        (ms since the epoch) or ``deliver_after`` (a ``timedelta`` from now) delays its
+        delivery on Shared and Key_Shared subscriptions (``sluice.delivery``); ``ordering_key``
+        routes it on Key_Shared subscriptions before ``partition_key``."""
+        _check_unsupported(replication_clusters)
         at = delivery_time(deliver_at, deliver_after)
         future = self._enqueue(
-            content, properties, partition_key, event_timestamp, at, ordering_key
+            content,
+            properties,
+            partition_key,
+            event_timestamp,
+            sequence_id,
+            inline=True,
+            deliver_at=at,
+            ordering_key=ordering_key,
         )
         try:
             return future.result(timeout=self._send_timeout + 1)
@@ -224,25 +272,46 @@ class Producer:
         callback: SendCallback | None,
         properties: dict[str, str] | None = None,
         partition_key: str | None = None,
+        ordering_key: str | None = None,
         sequence_id: int | None = None,
+        replication_clusters: list[str] | None = None,
+        disable_replication: bool = False,
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
-        ordering_key: str | None = None,
-        **_pulsar_options: Any,
     ) -> None:
-        """Publish one message; ``callback(result, message_id)`` runs once it is stored."""
+        """Publish one message without waiting; ``callback(result, message_id)`` runs once
+        it is stored (or failed), on the producer's sender thread.
+
+        Returns at once, unless the pending queue is full and ``block_if_queue_full`` is set
+        (then it waits for room); when full without it, ``callback`` gets
+        ``Result.ProducerQueueIsFull`` before this returns.  The other arguments are
+        ``send``'s."""
+        _check_unsupported(replication_clusters)
         at = delivery_time(deliver_at, deliver_after)
-        future = self._enqueue(
-            content, properties, partition_key, event_timestamp, at, ordering_key
-        )
+        try:
+            future = self._enqueue(
+                content,
+                properties,
+                partition_key,
+                event_timestamp,
+                sequence_id,
+                inline=False,
+                deliver_at=at,
+                ordering_key=ordering_key,
+            )
+        except ProducerQueueIsFull:
+            if callback is not None:
+                callback(Result.ProducerQueueIsFull, None)
+            return
         if callback is not None:
             future.add_done_callback(lambda f: _call_back(f, callback))
 
     def flush(self) -> None:
-        """Send every batched message now and wait for them."""
+        """Send every batched message now and wait until everything pending is stored."""
         for target in self._targets:
             self._send_batch(target, force=True)
+        self._drain()
 
     def close(self) -> None:
         """Flush and stop; further sends raise ``AlreadyClosed``."""
@@ -250,6 +319,10 @@ class Producer:
             return
         self.flush()
         self._closed = True
+        with self._outbox_ready:
+            self._outbox_ready.notify_all()
+        with self._room:
+            self._room.notify_all()
         for job in self._jobs:
             self._client.ticker.cancel(job)
         self._registration.unregister()
@@ -258,20 +331,30 @@ class Producer:
     # --- internals ------------------------------------------------------------------------
 
     def _enqueue(
-        self, content, properties, key, event_time, deliver_at=None, ordering_key=None
+        self,
+        content,
+        properties,
+        key,
+        event_time,
+        sequence_id,
+        inline,
+        deliver_at=None,
+        ordering_key=None,
     ) -> Future:
         if self._closed:
             raise AlreadyClosed("producer is closed")
         if not isinstance(content, bytes | bytearray | memoryview):
             raise InvalidConfiguration("content must be bytes")
+        if sequence_id is not None and (not isinstance(sequence_id, int) or sequence_id < 0):
+            raise InvalidConfiguration("sequence_id must be an integer >= 0")
         merged = {**self._properties, **(properties or {})}
         pending = _Pending(
             bytes(content),
             key,
             orjson.dumps(merged).decode() if merged else None,
             event_time,
-            deliver_at,
-            ordering_key,
+            deliver_at=deliver_at,
+            ordering_key=ordering_key,
         )
         target = self._targets[max(self._router.choose(key, content), 0)]
         max_size = self._registration.max_message_size(target.name)
@@ -283,9 +366,16 @@ class Producer:
                 )
             )
             return pending.future
+        self._take_room(target, pending, sequence_id)
         if not self._batching or deliver_at is not None:
             # A delayed message is never batched (as in pulsar-client).
-            self._write(target, [pending], batched=False)
+            if inline:
+                with self._write_lock:
+                    if not self._outbox:
+                        # Nothing queued before it: written from the caller's thread.
+                        self._write(target, [pending], batched=False)
+                        return pending.future
+            self._submit(target, [pending], batched=False)
             return pending.future
         size = (
             len(pending.payload)
@@ -304,9 +394,31 @@ class Producer:
             full = (
                 len(target.batch) >= self._batch_max_messages or target.batch_bytes >= batch_limit
             )
-        if full:
+        if full or inline:
+            # A blocking send does not wait out the batch delay: it sends the batch it joined
+            # (as Pulsar's Java client flushes on a synchronous send).
             self._send_batch(target, force=True)
         return pending.future
+
+    def _take_room(self, target: _Target, pending: _Pending, sequence_id: int | None) -> None:
+        """Count the message against the pending queue (waiting for room when so configured)
+        and give it its sequence id, in the order of acceptance."""
+        with self._room:
+            limit = self._max_pending
+            while limit and target.pending >= limit:
+                if not self._block_if_full:
+                    raise ProducerQueueIsFull(
+                        f"the producer's pending queue of {target.name.full} is full "
+                        f"({limit} messages)"
+                    )
+                if self._closed:
+                    raise AlreadyClosed("producer is closed")
+                self._room.wait(1.0)
+            target.pending += 1
+            if sequence_id is None:
+                sequence_id = self._next_sequence
+            self._next_sequence = max(self._next_sequence, sequence_id + 1)
+            pending.sequence = sequence_id
 
     def _flush_due(self) -> None:
         now = time.monotonic()
@@ -318,10 +430,56 @@ class Producer:
         with self._lock:
             batch, target.batch, target.batch_bytes = target.batch, [], 0
         if batch:
-            self._write(target, batch, batched=True)
+            self._submit(target, batch, batched=True)
+
+    def _submit(self, target: _Target, messages: list[_Pending], batched: bool) -> None:
+        """Hand an entry to the sender thread (started on first use)."""
+        with self._outbox_ready:
+            self._outbox.append((target, messages, batched))
+            if self._sender is None:
+                self._sender = threading.Thread(
+                    target=self._send_loop, name=f"sluice-producer-{self._name}", daemon=True
+                )
+                self._sender.start()
+            self._outbox_ready.notify_all()
+
+    def _send_loop(self) -> None:
+        while True:
+            with self._outbox_ready:
+                while not self._outbox:
+                    if self._closed:
+                        return
+                    self._outbox_ready.wait(1.0)
+            with self._write_lock:
+                with self._outbox_ready:
+                    if not self._outbox:
+                        continue
+                    target, messages, batched = self._outbox.popleft()
+                    self._writing = True
+                try:
+                    self._write(target, messages, batched)
+                except Exception as exc:  # never lose the thread: fail the entry instead
+                    for m in messages:
+                        if not m.future.done():
+                            m.future.set_exception(exc)
+                finally:
+                    with self._outbox_ready:
+                        self._writing = False
+                        self._outbox_ready.notify_all()
+
+    def _drain(self) -> None:
+        """Wait until the sender has written everything handed to it so far."""
+        with self._outbox_ready:
+            while self._outbox or self._writing:
+                self._outbox_ready.wait(1.0)
+
+    def _release(self, target: _Target, count: int) -> None:
+        with self._room:
+            target.pending -= count
+            self._room.notify_all()
 
     def _write(self, target: _Target, messages: list[_Pending], batched: bool) -> None:
-        sequence = next(self._sequence)
+        sequence = messages[0].sequence
         common = ["pr", self._name, "sq", str(sequence)]
         if batched and len(messages) > 1:
             payload = pack_batch([(m.payload, m.key, m.properties, m.event_time) for m in messages])
@@ -349,10 +507,12 @@ class Producer:
         try:
             [entry_id] = self._call_with_retry(target.keys, args, target.name)
         except Exception as exc:
+            self._release(target, len(messages))
             for m in messages:
                 m.future.set_exception(exc)
             return
-        self._last_sequence = sequence
+        self._last_sequence = messages[-1].sequence
+        self._release(target, len(messages))
         stream_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
         for index, m in enumerate(messages):
             batch_index = index if batched and len(messages) > 1 else -1
@@ -413,6 +573,12 @@ class Producer:
                 clock.sleep(wait)
 
 
+def _check_unsupported(replication_clusters: list[str] | None) -> None:
+    """pulsar-client arguments of ``send`` Sluice does not implement: refused, never dropped."""
+    if replication_clusters is not None:
+        raise NotSupported("replication_clusters is not supported: Sluice does not replicate")
+
+
 def _call_back(future: Future, callback: SendCallback) -> None:
     error = future.exception()
     if error is None:
@@ -423,6 +589,8 @@ def _call_back(future: Future, callback: SendCallback) -> None:
         callback(Result.ProducerBlockedQuotaExceededException, None)
     elif isinstance(error, MessageTooBig):
         callback(Result.MessageTooBig, None)
+    elif isinstance(error, ProducerQueueIsFull):
+        callback(Result.ProducerQueueIsFull, None)
     elif isinstance(error, Timeout):
         callback(Result.Timeout, None)
     else:
