@@ -238,3 +238,32 @@ def test_policy_arguments_are_checked():
     assert policy.sticky_ranges() == [(0, 10), (100, 200)]
     assert policy.key_shared_mode() is sluice.KeySharedMode.Sticky
     assert not policy.allow_out_of_order_delivery()
+
+
+def test_messages_waiting_for_their_consumer_do_not_make_the_worker_spin(
+    http, namespace, worker, client
+):
+    """A consumer that does not receive: its keys' messages are held, due at once; the
+    dispatcher parks until permits or acks come, instead of calling the script in a loop."""
+    assert http.put(PATH).status_code == 204
+    stuck = subscribe(client, "stuck", queue=1)  # never receives: one permit, then none
+    live = Receiver(subscribe(client, "live"))
+    producer = client.create_producer(TOPIC)
+    for i in range(200):
+        producer.send_async(f"{i % 20}:{i // 20}".encode(), None, partition_key=f"key-{i % 20}")
+    producer.flush()
+    time.sleep(1.5)  # the live consumer gets its keys' messages; the stuck one's wait
+    assert 0 < len(live.log) < 200
+
+    def calls() -> int:
+        runner = worker.call(lambda w: w.runners[TOPIC])
+        return runner.dispatchers["ks"].dispatch_calls
+
+    before = calls()
+    time.sleep(2)
+    assert calls() - before < 20  # parked (a spinning loop makes thousands of calls)
+    # The stuck consumer's keys were held, not lost: closing it hands them to the other.
+    stuck.close()
+    wait_until(lambda: len(live.log) == 200, timeout=15)
+    live.stop()
+    first_seen_in_order([live], 20, 10)

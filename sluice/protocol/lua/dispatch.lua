@@ -252,10 +252,17 @@ local function next_due()
   if #first == 0 then return -1 end
   return tonumber(first[2])
 end
+-- The next due time after now: what is due already waits for permits or acks, which wake
+-- the worker.
+local function next_due_later()
+  local first = call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'LIMIT', 0, 1, 'WITHSCORES')
+  if #first == 0 then return -1 end
+  return tonumber(first[2])
+end
 
 if #consumers == 0 then
   call('SET', KEYS[7], '1')
-  return {0, 0, 0, 0, 2, 0, next_due(), 0, pending_total, 0, 0}
+  return {0, 0, 0, 0, 2, 0, next_due_later(), 0, pending_total, 0, 0}
 end
 
 local entries, messages, units, bytes, redelivered, reason = 0, 0, 0, 0, 0, 0
@@ -515,6 +522,7 @@ for _, id in ipairs(due) do
   local p = (#found > 0 and not waits) and call('XPENDING', KEYS[1], group, id, id, 1) or {}
   if waits then
     -- Its key's consumer cannot take it now: it stays scheduled.
+    held_any = true
   elseif #found == 0 or #p == 0 then
     -- Trimmed, deleted or acknowledged meanwhile: nothing left to deliver.
     call('ZREM', KEYS[4], id)
@@ -680,12 +688,14 @@ if drained or (not fast and not stop and #fresh <= max_entries) then
 end
 local upcoming = nil
 if held_any then
-  -- Key_Shared entries wait for permits or acknowledgements: either wakes the worker, and
-  -- what is due now must not make it spin; it looks again for what comes due later.
+  -- Key_Shared entries wait for permits or acknowledgements: either wakes the worker.
   if entries == 0 and reason ~= 5 then reason = 2 end
   call('SET', KEYS[10], '1')
-  local first = call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'LIMIT', 0, 1, 'WITHSCORES')
-  upcoming = #first > 0 and tonumber(first[2]) or -1
+end
+if held_any or reason == 2 or reason == 5 then
+  -- What is due now waits for a wake-up (permits, acks), and must not make the worker spin:
+  -- it looks again for what comes due later.
+  upcoming = next_due_later()
 end
 if reason == 2 then call('SET', KEYS[7], '1') end
 if reason == 5 then call('SET', KEYS[10], '1') end
