@@ -242,29 +242,19 @@ class PartitionRunner:
             self._last_trim = time.monotonic()
             await self.trim(now_ms)
 
-    async def trim(self, now_ms: int) -> None:
-        """Delete entries every subscription has acknowledged (older than the grace period)."""
-        redis = self.context.redis
+    async def trim(self, now_ms: int) -> int:
+        """Delete entries every subscription has acknowledged (older than the grace period);
+        ``trim.lua`` decides over every consumer group of the stream and trims in one atomic
+        call.  Returns the entries deleted."""
         floor = now_ms - int(self.context.settings.retention_grace_seconds * 1000)
-        stream = keys.log(self.partition)
-        for name in list(self.dispatchers):
-            pipe = redis.pipeline(transaction=False)
-            pipe.xpending(stream, name)
-            pipe.get(keys.sub_key(self.partition, name, "cursor"))
-            pending, cursor = await pipe.execute()
-            if pending and pending.get("pending"):
-                first = (
-                    pending["min"].decode() if isinstance(pending["min"], bytes) else pending["min"]
-                )
-                floor = min(floor, _ms(first))
-            elif cursor:
-                # Entries in the cursor's millisecond may still be undelivered: keep them.
-                floor = min(floor, _ms(cursor.decode()))
-            else:
-                floor = min(floor, 0)
-        if floor > 0:
-            await redis.xtrim(stream, minid=f"{floor}-0", approximate=True)
-
-
-def _ms(stream_id: str) -> int:
-    return int(stream_id.split("-")[0])
+        try:
+            deleted = await self.context.scripts["trim"](
+                keys=[keys.log(self.partition), keys.lease(self.partition)],
+                args=[floor, self.fencing_token],
+            )
+        except ResponseError as exc:
+            if str(exc).startswith("FENCED"):
+                self.fenced()
+                return 0
+            raise
+        return int(deleted)

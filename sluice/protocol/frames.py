@@ -47,6 +47,7 @@ SCRIPT_NAMES = (
     "reset_cursor",
     "count_entries",
     "peek",
+    "trim",
 )
 
 
