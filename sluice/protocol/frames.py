@@ -41,6 +41,7 @@ SCRIPT_NAMES = (
     "lease_release",
     "skip",
     "backlog",
+    "backlog_set",
     "producer",
     "limits",
     "topic_create",
