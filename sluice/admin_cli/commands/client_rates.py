@@ -48,7 +48,8 @@ def _subscribe_flags(parser) -> None:
         "--subscribe-rate",
         type=int,
         default=-1,
-        help="subscribe requests one consumer name may make per period; <= 0 means no limit "
+        help="subscribe requests one consumer name may make from one client host per period; "
+        "<= 0 means no limit "
         "(default -1)",
     )
     parser.add_argument(
