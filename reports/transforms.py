@@ -17,7 +17,9 @@ interval.  Per subscription and window the rate report gives the time-weighted a
 minimum and the maximum of the limit, per partition and for the whole topic, over the time
 a limit was in force (``limited_share`` says how much of the window that was), and
 utilisation is what was delivered over what the limiters allowed in those intervals.
-docs/reports.md describes every column.
+docs/reports.md describes every column and states the bound ("How exact the limit columns
+are"): a change at ``t`` in the interval ``[t0, t1]`` puts ``(L' - L) x (t - t0)`` too much
+or too little into ``allowed`` on each partition.
 
 One pass for every window.  Each report is built in three steps: ``*_partials`` aggregates
 intervals into the finest window as mergeable columns (sums, maxima, the last value with its
