@@ -13,7 +13,8 @@ over REST or by consumers (Shared, Exclusive, Failover), trimming by the owning 
 trim, TTL expiry by the worker's housekeeping under a ``messageTTL`` policy set over REST, a
 restart by stopping the owning worker and starting a new one.  After every step the stats
 answered over REST must equal the model for every subscription at once (no waiting: backlog
-may not lag), but for the TTL step, which waits for the worker to act.
+may not lag), but for the TTL step, which waits for the worker to act.  At the end a consumer
+on each subscription receives exactly the entries the model (and so ``msgBacklog``) counted.
 """
 
 from __future__ import annotations
@@ -335,6 +336,28 @@ def test_backlog_matches_the_model_after_every_step(
             elif kind == "restart":
                 workers.restart()
             assert stats() == model.backlog(), f"after {kind} {arg}"
+        # What consumers then receive is what the stats said: every subscription's
+        # unacknowledged entries, each at least once, and nothing else.
+        close()
+        for sub, expected in model.unacked.items():
+            subscribe(sub, sluice.InitialPosition.Latest)
+            assert consumer is not None
+            got: set[int] = set()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    # Once all came, a short wait for any that should not.
+                    message = consumer.receive(timeout_millis=200 if got >= expected else 1000)
+                except sluice.Timeout:
+                    if got >= expected:
+                        break
+                    continue
+                got.add(int(message.data()))
+                consumer.acknowledge(message)
+            assert got == expected, f"{sub}: received {len(got)}, msgBacklog {len(expected)}"
+            flush()
+            close()
+            assert stats()[sub] == 0
     finally:
         close()
         producer.close()
