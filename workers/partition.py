@@ -34,6 +34,7 @@ from sluice.protocol.names import TopicName
 from workers.context import SharedDispatch, WorkerContext
 from workers.dispatcher import Dispatcher, limit_args
 from workers.flow import PartitionFlow
+from workers.limit_time import LimitClock
 from workers.policy import PartitionLimits
 from workers.samples import RateMeter
 
@@ -85,6 +86,7 @@ class PartitionRunner:
         self.topic_args = LimitArgs()  # the same, as dispatch.lua takes it
         self.dispatchers: dict[str, Dispatcher] = {}
         self.publish = RateMeter()
+        self.limit_clock = LimitClock()  # each subscription's limits over the stats interval
         self.flow = PartitionFlow(context, partition, limits.flow, fencing_token)
         self.msg_in = 0
         self.bytes_in = 0
@@ -125,6 +127,8 @@ class PartitionRunner:
             for name in names - set(self.dispatchers):
                 self._add(name)
             gone = [self.dispatchers.pop(n) for n in set(self.dispatchers) - names]
+            for dispatcher in gone:
+                self.limit_clock.forget(dispatcher.subscription)
         await asyncio.gather(*(d.stop() for d in gone))
 
     def _add(self, subscription: str) -> Dispatcher:
@@ -136,9 +140,13 @@ class PartitionRunner:
             self.fencing_token,
             self.fenced,
         )
-        resolved = self.limits.resolve(subscription, self.publish.rate()).subscription
-        assert resolved is not None
-        dispatcher.apply(resolved, self.topic_args, self.limits.flow)
+        effective = self.limits.resolve(subscription, self.publish.rate())
+        assert effective.subscription is not None
+        dispatcher.apply(effective.subscription, self.topic_args, self.limits.flow)
+        self.limit_clock.mark(
+            time.monotonic(),
+            {subscription: (effective.msg_per_second, effective.byte_per_second)},
+        )
         self.on_subscription(self.partition.base.full, subscription)
         self.dispatchers[subscription] = dispatcher
         dispatcher.start()
@@ -176,10 +184,13 @@ class PartitionRunner:
         self.topic_rate = limits.resolve(None, rate).topic
         self.topic_args = limit_args(self.topic_rate)
         self.flow.limits = limits.flow
+        marks = {}
         for name, dispatcher in self.dispatchers.items():
-            resolved = limits.resolve(name, rate).subscription
-            assert resolved is not None
-            dispatcher.apply(resolved, self.topic_args, limits.flow)
+            effective = limits.resolve(name, rate)
+            assert effective.subscription is not None
+            dispatcher.apply(effective.subscription, self.topic_args, limits.flow)
+            marks[name] = (effective.msg_per_second, effective.byte_per_second)
+        self.limit_clock.mark(time.monotonic(), marks)
 
     async def write_limits(self, force: bool = False) -> None:
         """Write the abuse limits in force to ``sl:{P}:limits`` when they changed (or when

@@ -270,6 +270,7 @@ class StatsPublisher:
     def _snapshots(self, runner: PartitionRunner, samples, interval_ms: int) -> list[StatsSnapshot]:
         partition = runner.partition
         ts = int(time.time() * 1000)
+        now = time.monotonic()
         base = partition.base
         common = dict(
             ts=ts,
@@ -297,6 +298,9 @@ class StatsPublisher:
                 "subscription": limits.subscription,
             }
             throttled = _throttled(dispatcher)
+            allowed_msgs, allowed_bytes = runner.limit_clock.take(
+                name, now, interval_ms / 1000, (limits.msg_per_second, limits.byte_per_second)
+            )
             rows.append(
                 StatsSnapshot(
                     **common,
@@ -341,6 +345,8 @@ class StatsPublisher:
                         if limits.byte_limiter
                         else None
                     ),
+                    allowed_msgs=allowed_msgs,
+                    allowed_bytes=allowed_bytes,
                 )
             )
         return rows
