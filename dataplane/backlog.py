@@ -26,7 +26,7 @@ from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 
 COUNT_BATCH = 5_000  # most entries one Redis call counts (a few ms of Redis time)
-ATTEMPTS = 3  # counts of one read that may start again (a group moved back meanwhile)
+ATTEMPTS = 5  # counts of one read that may start again (a group moved back, a trim)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +81,13 @@ async def read_backlogs(
 class _Walk:
     """Counting one group's undelivered entries: ``counted`` entries in (``ref``,
     ``anchor``], of the ``added`` added up to ``end``; then the entries added up to ``ref``
-    are ``added - counted`` (what ``backlog_set.lua`` stores)."""
+    are ``added - counted`` (what ``backlog_set.lua`` stores, unless some of the stream's
+    entries were trimmed since ``deleted`` were)."""
 
     ref: str
     added: int
     end: str
+    deleted: int
     anchor: str
     counted: int = 0
 
@@ -110,7 +112,7 @@ async def _count_unknown(
                 result[pair] = _backlog(reply)
             else:
                 ref, added, end = _text(reply[1]), int(reply[2]), _text(reply[3])
-                walks[pair] = _Walk(ref, added, end, ref)
+                walks[pair] = _Walk(ref, added, end, int(reply[4]), ref)
         await _count(redis, scripts, walks)
         todo = await _store(redis, scripts, walks, result)
     return result
@@ -146,17 +148,22 @@ async def _store(
     result: dict[tuple[TopicName, str], Backlog],
 ) -> list[tuple[TopicName, str]]:
     """Store each walk's count (``backlog_set.lua``) and take the lag into ``result``; the
-    pairs to count again from the start (their group moved back meanwhile)."""
+    pairs to count again from the start (their group moved back, or entries were trimmed,
+    meanwhile)."""
     script = scripts["backlog_set"]
-    position = {pair: (walk.ref, walk.added - walk.counted) for pair, walk in walks.items()}
+    position = {
+        pair: (walk.ref, walk.added - walk.counted, walk.deleted) for pair, walk in walks.items()
+    }
     walks.clear()
     again: list[tuple[TopicName, str]] = []
     while position:
 
         def queue(pipe: Any, pair: tuple[TopicName, str]) -> Awaitable[Any]:
-            ref, read = position[pair]
+            ref, read, deleted = position[pair]
             return script(
-                keys=[keys.log(pair[0])], args=[pair[1], ref, read, COUNT_BATCH], client=pipe
+                keys=[keys.log(pair[0])],
+                args=[pair[1], ref, read, COUNT_BATCH, deleted],
+                client=pipe,
             )
 
         pairs = list(position)
@@ -164,7 +171,7 @@ async def _store(
         for pair, reply in zip(pairs, replies, strict=True):
             status = int(reply[0]) if isinstance(reply, list) else -1
             if status == 1:
-                position[pair] = (_text(reply[1]), int(reply[2]))
+                position[pair] = (_text(reply[1]), int(reply[2]), position[pair][2])
                 continue
             del position[pair]
             if status == 0:

@@ -116,3 +116,33 @@ async def test_a_group_moved_back_meanwhile_is_counted_again(redis, monkeypatch)
     monkeypatch.setattr(backlog_module, "_count", move_back)
     got = (await read_backlogs(redis, register_scripts(redis), [name]))[name.full]["g"]
     assert (got.entries, got.pending) == (25, 0)
+
+
+async def test_entries_trimmed_during_the_count_make_it_start_over(redis, monkeypatch):
+    """The group moves on and its entries are acknowledged and trimmed after they were
+    counted: what was counted no longer shows where the group is now, so the count starts
+    over rather than store a counter 13 entries short."""
+    monkeypatch.setattr(backlog_module, "COUNT_BATCH", 4)
+    name = partition()
+    stream = keys.log(name)
+    ids = await fill(redis, stream, 60)
+    await redis.xgroup_create(stream, "g", id="0")
+    await unknown_lag(redis, stream, "g", ids[1])  # 58 undelivered
+    store = backlog_module._store
+    trimmed = False
+
+    async def trim_meanwhile(redis_, scripts_, walks, result):
+        nonlocal trimmed
+        if not trimmed:
+            trimmed = True
+            read = await redis.xreadgroup("g", "c1", {stream: ">"}, count=20)
+            await redis.xack(stream, "g", *[entry for entry, _ in read[0][1]])
+            await redis.xtrim(stream, minid=ids[15], approximate=False)  # entries 0..14 go
+        return await store(redis_, scripts_, walks, result)
+
+    monkeypatch.setattr(backlog_module, "_store", trim_meanwhile)
+    got = (await read_backlogs(redis, register_scripts(redis), [name]))[name.full]["g"]
+    assert trimmed
+    assert (got.entries, got.pending) == (60 - 22, 0)
+    (info,) = await redis.xinfo_groups(stream)
+    assert info["lag"] == 38

@@ -5,13 +5,15 @@
 -- ARGV[2] reference id R, ARGV[3] entries added up to and including R (the caller counted
 --         the entries after R: entries added then, less those)
 -- ARGV[4] most entries to count in this call
--- Entries-added up to an id does not change when the stream grows or is trimmed (trimming
--- keeps every entry after each group's last-delivered id), so the count stays true while
--- the group moves.  When the group is still at R, R's counter is stored.  When it moved on
+-- ARGV[5] entries deleted from the stream (trimmed) when the count began
+-- Entries-added up to an id does not change when the stream grows, so the count stays true
+-- while the group moves; but entries trimmed since the count began may be among those it
+-- still had to count (a group that moved on and acknowledged them), so then it starts over.  When the group is still at R, R's counter is stored.  When it moved on
 -- (a dispatch meanwhile), the entries in (R, its id] are counted here, at most ARGV[4].
 -- Returns {0, lag, pending entries} when stored (or when Redis knows the lag meanwhile); {1, id, entries
 -- added up to id} when the group is further than ARGV[4] entries on: call again from there;
--- {2} when the group moved back (count again from the start); {-1} when it does not exist.
+-- {2} when the group moved back or entries were trimmed meanwhile (count again from the
+-- start); {-1} when it does not exist.
 local call = redis.call
 local group, ref, read, most = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local last, pending = nil, 0
@@ -25,6 +27,10 @@ for _, info in ipairs(call('XINFO', 'GROUPS', KEYS[1])) do
   end
 end
 if not last then return {-1} end
+local stream = call('XINFO', 'STREAM', KEYS[1])
+local s = {}
+for i = 1, #stream, 2 do s[stream[i]] = stream[i + 1] end
+if s['entries-added'] - s['length'] ~= tonumber(ARGV[5]) then return {2} end
 local function parse(id)
   local ms, seq = string.match(id, '^(%d+)-(%d+)$')
   return tonumber(ms), tonumber(seq)
@@ -39,10 +45,5 @@ if last ~= ref then
   end
   read = read + #got
 end
-local added = 0
-local stream = call('XINFO', 'STREAM', KEYS[1])
-for i = 1, #stream, 2 do
-  if stream[i] == 'entries-added' then added = stream[i + 1] end
-end
 call('XGROUP', 'SETID', KEYS[1], group, last, 'ENTRIESREAD', read)
-return {0, added - read, pending}
+return {0, s['entries-added'] - read, pending}
