@@ -344,7 +344,8 @@ _KEYS: tuple[ConfigKey, ...] = (
         int,
         0,
         True,
-        "default subscribe requests one consumer name may make per period and partition "
+        "default subscribe requests one consumer name from one client host may make per "
+        "period and partition "
         "(<= 0 = off)",
         minimum=-1,
         maximum=INT32_MAX,

@@ -9,6 +9,7 @@ Pulsar does.
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from typing import cast
@@ -17,7 +18,7 @@ import orjson
 import redis
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from sluice.backoff import Backoff, Clock
 from sluice.consumer import Consumer, ConsumerType, DeadLetterPolicy, InitialPosition
@@ -126,6 +127,7 @@ class Client:
         self.scripts = {
             name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES
         }
+        self.host = client_host(self.redis)
         self.ticker = Ticker()
         self._closed = False
         self._lock = threading.Lock()
@@ -409,3 +411,15 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def client_host(connection: redis.Redis) -> str:
+    """This client's host as Redis sees it (the address of its connection, without the port):
+    what the subscribe rate counts consumer names per, as Pulsar counts them per client
+    address.  The machine's host name when Redis does not say (an ACL without ``CLIENT``)."""
+    try:
+        address = str(connection.client_info().get("addr", ""))
+    except RedisError:
+        address = ""
+    host = address.rpartition(":")[0].strip("[]")
+    return host or socket.gethostname()

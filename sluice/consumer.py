@@ -476,12 +476,13 @@ class Consumer:
             info,
             self._timeout_ms,
             consumer_name=self._name,
+            client_host=self._client.host,
         )
         try:
             self._call("subscribe", *call)
         except ResponseError as exc:
             # ConsumerBusy, SubscriptionBusy, NotAllowedError (maxSubscriptionsPerTopic; its
-            # SubscribeRateLimited: the subscribe rate of this consumer name).
+            # SubscribeRateLimited: the subscribe rate of this consumer name from this host).
             raise refusal(exc) or exc from None
         part.received = 0
         part.pending_permits.clear()  # a whole queue's permits are given now

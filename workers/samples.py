@@ -47,4 +47,3 @@ class SubscriptionSample:
     lag: int
     pending: int
     consumers: list[tuple[str, int, int, dict]]  # id, permits, unacked, info
-    held: int = 0  # pending entries held back (delayed, or waiting for their Key_Shared consumer)

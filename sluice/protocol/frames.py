@@ -42,12 +42,14 @@ SCRIPT_NAMES = (
     "lease_release",
     "skip",
     "backlog",
+    "backlog_set",
     "producer",
     "limits",
     "topic_create",
     "reset_cursor",
     "count_entries",
     "peek",
+    "trim",
 )
 
 
@@ -171,10 +173,11 @@ def subscribe_call(
     info_json: str,
     consumer_timeout_ms: int,
     consumer_name: str = "",
+    client_host: str = "",
 ) -> Call:
     """``subscribe.lua``: register ``consumer`` (or, with consumer "", ensure the group),
     within the partition's abuse limits and, per ``consumer_name`` (default: the consumer
-    id), its subscribe rate."""
+    id) from ``client_host`` (the client's address as Redis sees it), its subscribe rate."""
     script_keys = [
         keys.log(partition),
         keys.subs(partition),
@@ -199,8 +202,8 @@ def subscribe_call(
         keys.partition_prefix(partition),
     ]
     if consumer_name:
-        script_keys.append(keys.subscribe_counter(partition, consumer_name))
-        args.append(consumer_name)
+        script_keys.append(keys.subscribe_counter(partition, consumer_name, client_host))
+        args.extend([consumer_name, client_host])
     return script_keys, args
 
 

@@ -34,8 +34,9 @@ and one Lua call can touch them all.  Keys::
     sl:{P}:producers               zset: producer id -> last heartbeat (ms of Redis time)
     sl:{P}:pubrate                 hash: the publish rate's current window (produce.lua);
                                    expires when the window ends
-    sl:{P}:subrate:{N}             counter: subscribe requests of consumer name N in its
-                                   current subscribe-rate period; expires with the period
+    sl:{P}:subrate:{H}/{N}         counter: subscribe requests of consumer name N from client
+                                   host H in its current subscribe-rate period; expires with
+                                   the period
 
 Cluster-wide keys (no partition): ``sl:meta:topics`` (hash: base topic -> JSON with its
 partitions), ``sl:meta:namespaces`` (set of ``tenant/ns``), ``sl:meta:config`` (hash: broker
@@ -148,9 +149,10 @@ def publish_window(partition: TopicName) -> str:
     return partition_prefix(partition) + "pubrate"
 
 
-def subscribe_counter(partition: TopicName, consumer_name: str) -> str:
-    """Subscribe requests of one consumer name in its current period (``subscribe.lua``)."""
-    return partition_prefix(partition) + "subrate:" + consumer_name
+def subscribe_counter(partition: TopicName, consumer_name: str, client_host: str = "") -> str:
+    """Subscribe requests of one consumer name from one client host in its current period
+    (``subscribe.lua``); a host has no "/", so no two (host, name) pairs share a key."""
+    return f"{partition_prefix(partition)}subrate:{client_host}/{consumer_name}"
 
 
 def sub_prefix(partition: TopicName, subscription: str) -> str:
