@@ -94,6 +94,7 @@ class PartitionRunner:
         self.publish_throttled = 0  # sends the publish rate held back (counter)
         self._last_trim = 0.0
         self._lock = asyncio.Lock()
+        self._stopped = False
         self._limits_written: dict[str, int] | None = None
         self._limits_at = 0.0
         self._limits_lock = asyncio.Lock()
@@ -108,8 +109,9 @@ class PartitionRunner:
         await self.sync_subscriptions()
 
     async def stop(self) -> None:
-        """Stop every dispatcher."""
+        """Stop every dispatcher (none starts after this)."""
         async with self._lock:
+            self._stopped = True
             dispatchers, self.dispatchers = list(self.dispatchers.values()), {}
         await asyncio.gather(*(d.stop() for d in dispatchers))
 
@@ -120,10 +122,15 @@ class PartitionRunner:
     # --- subscriptions --------------------------------------------------------------------
 
     async def sync_subscriptions(self) -> None:
-        """Start dispatchers for new subscriptions, stop those of deleted ones."""
-        members = await self.context.redis.smembers(keys.subs(self.partition))
-        names = {s.decode() for s in members}
+        """Start dispatchers for new subscriptions, stop those of deleted ones.
+
+        One read and its changes at a time, each read made under the lock: an older read
+        that answers late never stops the dispatcher of a subscription a newer one found."""
         async with self._lock:
+            if self._stopped:
+                return
+            members = await self.context.redis.smembers(keys.subs(self.partition))
+            names = {s.decode() for s in members}
             for name in names - set(self.dispatchers):
                 self._add(name)
             gone = [self.dispatchers.pop(n) for n in set(self.dispatchers) - names]

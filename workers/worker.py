@@ -94,6 +94,8 @@ class Worker:
         self._rebalance_lock = asyncio.Lock()
         self._new_topics: set[str] = set()
         self._adopting: asyncio.Task | None = None
+        self._subscriptions_stale = False
+        self._rereading: asyncio.Task | None = None
 
     @property
     def broker_limiter(self) -> RateLimiter:
@@ -164,10 +166,11 @@ class Worker:
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop dispatching, give up ownership, stop the loops (each step time-bounded)."""
         self.ready = False
-        for task in self._tasks:
+        tasks = [*self._tasks, *([self._rereading] if self._rereading is not None else [])]
+        for task in tasks:
             task.cancel()
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=timeout)
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
         runners = list(self.runners.values())
         if runners:
             await asyncio.wait([asyncio.ensure_future(r.stop()) for r in runners], timeout=timeout)
@@ -234,7 +237,14 @@ class Worker:
     # --- partitions -----------------------------------------------------------------------
 
     async def rebalance(self) -> None:
-        """Run exactly the partitions this worker owns."""
+        """Run exactly the partitions this worker owns.
+
+        A runner reads its partition's subscriptions when it starts, but wake-ups reach only
+        the runners in ``self.runners``: a subscription created after that read and before
+        the runner was added (its wake-up found no runner and was dropped) would get no
+        dispatcher until another wake-up of its own, which a new consumer waiting for its
+        first messages never sends.  So every runner started here reads them once more
+        after it was added."""
         async with self._rebalance_lock:
             wanted = {p.full: p for p in self.catalog.partitions() if self.ownership.owns(p)}
             # A runner whose lease changed hands since it started presents a stale token.
@@ -247,6 +257,7 @@ class Worker:
                 runner = self.runners.pop(name)
                 await runner.stop()
                 self.stats.forget(name)
+            started: list[PartitionRunner] = []
             for name in set(wanted) - set(self.runners):
                 partition = wanted[name]
                 runner = PartitionRunner(
@@ -261,6 +272,8 @@ class Worker:
                 await runner.start()
                 await self.stats.adopt(runner)
                 self.runners[name] = runner
+                started.append(runner)
+            await asyncio.gather(*(runner.sync_subscriptions() for runner in started))
 
     async def claim_partitions(self) -> None:
         """The catalog changed: let ownership claim what is ours now, then run it."""
@@ -303,11 +316,26 @@ class Worker:
     # --- wake-ups -------------------------------------------------------------------------
 
     def wake_everything(self) -> None:
-        """Every dispatcher looks again (after a missed-message window)."""
+        """Every dispatcher looks again, and every partition reads its subscriptions again
+        (after a missed-message window: a subscription created in it woke no one)."""
         for runner in self.runners.values():
             for dispatcher in runner.dispatchers.values():
                 dispatcher.refresh_needed = True
             runner.wake_all()
+        self._subscriptions_stale = True
+        if self._rereading is None or self._rereading.done():
+            self._rereading = asyncio.create_task(self._reread_subscriptions())
+
+    async def _reread_subscriptions(self) -> None:
+        while self._subscriptions_stale:
+            self._subscriptions_stale = False
+            try:
+                for runner in list(self.runners.values()):
+                    await runner.sync_subscriptions()
+            except RedisError as exc:
+                # The channel is lost too then: its next subscription asks again.
+                log.warning("subscriptions not read again yet: %s", exc)
+                return
 
     async def on_wake(self, message: str) -> None:
         """Route one wake-up message."""

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 
+import pytest
 import redis
 
+import sluice
+from sluice.consumer import InitialPosition
 from sluice.protocol import keys
 from tests.workers.conftest import ADMIN
 
@@ -32,3 +37,62 @@ def test_unreadable_wake_up_messages_do_not_stop_dispatch(http, namespace, clien
         assert message.data() == f"m{i}".encode()
         assert time.monotonic() - started < 1.0
         consumer.acknowledge(message)
+
+
+def test_a_subscription_made_while_its_partition_starts_gets_its_messages(
+    http, namespace, worker, client
+):
+    """A consumer that subscribes at the earliest position after its partition's runner read
+    the subscriptions, but before the worker routes wake-ups to it (its wake-up is dropped),
+    still gets what was produced, as promptly as any other."""
+    topic = "persistent://acme/orders/starting"
+    subscribed = threading.Event()
+    consumers: list[sluice.Consumer] = []
+    adopt = worker.worker.stats.adopt
+
+    async def adopt_then_subscribe(runner):
+        await adopt(runner)
+        if runner.partition.full == topic and not consumers:
+            consumers.append(
+                await asyncio.to_thread(
+                    client.subscribe, topic, "early", initial_position=InitialPosition.Earliest
+                )
+            )
+            await asyncio.sleep(0.3)  # its wake-up arrives before the runner is routed to
+            subscribed.set()
+
+    worker.worker.stats.adopt = adopt_then_subscribe
+    producer = client.create_producer(topic)  # created on first use: the worker starts it
+    for i in range(3):
+        producer.send(f"m{i}".encode())
+    assert subscribed.wait(20)
+    started = time.monotonic()
+    got = [consumers[0].receive(timeout_millis=5_000).data() for _ in range(3)]
+    assert got == [b"m0", b"m1", b"m2"]
+    assert time.monotonic() - started < 3.0
+
+
+def test_a_subscription_whose_wake_up_was_lost_is_found_when_the_channel_is_back(
+    http, namespace, worker, client
+):
+    """Wake-ups published while the channel was down are lost: when the worker subscribes
+    again it reads every partition's subscriptions, so a new one gets a dispatcher."""
+    assert http.put(f"{ADMIN}/persistent/acme/orders/woken").status_code == 204
+    producer = client.create_producer(TOPIC)
+    for i in range(3):
+        producer.send(f"m{i}".encode())
+    runner = worker.call(lambda w: w.runners[TOPIC])
+    wake_subscription = runner.wake_subscription
+
+    async def lost(subscription: str, consumers_changed: bool = True) -> None:
+        if subscription != "late":
+            await wake_subscription(subscription, consumers_changed)
+
+    runner.wake_subscription = lost  # the wake-ups of the new subscription are lost
+    consumer = client.subscribe(TOPIC, "late", initial_position=InitialPosition.Earliest)
+    with pytest.raises(sluice.Timeout):
+        consumer.receive(timeout_millis=1_000)
+    del runner.wake_subscription
+    worker.call(lambda w: w.wake_everything())  # what a (re)subscription to the channel does
+    got = [consumer.receive(timeout_millis=5_000).data() for _ in range(3)]
+    assert got == [b"m0", b"m1", b"m2"]
