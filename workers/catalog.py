@@ -277,6 +277,11 @@ class Catalog:
         if tombstones:
             await redis.hdel(keys.TOMBSTONES, *tombstones)
 
+    @property
+    def recorder(self) -> asyncio.Task | None:
+        """The task recording client-created subscriptions, if one was started."""
+        return self._recorder
+
     def note_subscription(self, topic: str, subscription: str) -> None:
         """A subscription a consumer created (``topic`` is the base topic's full name): record
         it in the database soon, if it is not there yet."""

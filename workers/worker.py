@@ -166,7 +166,11 @@ class Worker:
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop dispatching, give up ownership, stop the loops (each step time-bounded)."""
         self.ready = False
-        tasks = [*self._tasks, *([self._rereading] if self._rereading is not None else [])]
+        # With the loops go the tasks started on demand (reading subscriptions again,
+        # adopting new topics, recording subscriptions): a database connection one of them
+        # holds goes back before the caller disposes of the engine.
+        on_demand = (self._rereading, self._adopting, self.catalog.recorder)
+        tasks = [*self._tasks, *(t for t in on_demand if t is not None)]
         for task in tasks:
             task.cancel()
         if tasks:
