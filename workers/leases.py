@@ -32,6 +32,7 @@ import time
 import mmh3
 from redis.exceptions import RedisError
 
+from dataplane.scripts import ensure_loaded
 from sluice.protocol import keys
 from sluice.protocol.frames import script_source
 from sluice.protocol.names import TopicName
@@ -180,6 +181,7 @@ class LeaseOwnership:
     async def cycle(self, rebalance: bool = True) -> None:
         """Heartbeat, then renew, release and acquire leases to match the assignment."""
         async with self._lock:
+            await ensure_loaded(self.context.control)
             await self._heartbeat()
             me = self.context.worker_id
             live = self.live if me in self.live else [*self.live, me]

@@ -22,6 +22,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from dataplane.events import ChangeEvent, latest_position
+from dataplane.legacy_keys import migrate_legacy_keys
 from dataplane.scripts import register_scripts
 from models.resolution import Limiter
 from models.settings import Settings
@@ -120,6 +121,7 @@ class Worker:
     async def start(self) -> None:
         """Load, sync, catch up, take partitions, and start the background loops."""
         stream = self.settings.events_stream
+        await migrate_legacy_keys(self.control)
         position = await latest_position(self.control, stream)
         await self.policy.reload()
         self.apply_limits()

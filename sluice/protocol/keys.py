@@ -32,16 +32,20 @@ and one Lua call can touch them all.  Keys::
     sl:{P}:subrate:{N}             counter: subscribe requests of consumer name N in its
                                    current subscribe-rate period; expires with the period
 
-Cluster-wide keys (no partition): ``sl:meta:topics`` (hash: base topic -> JSON with its
-partitions), ``sl:meta:namespaces`` (set of ``tenant/ns``), ``sl:meta:config`` (hash: broker
-settings clients need), ``sl:meta:maxtopics`` (hash: ``tenant/ns`` -> the namespace's own
-``maxTopicsPerNamespace``; the broker's is in ``sl:meta:config``), ``sl:meta:unsubscribed``
-(hash: ``topic#subscription`` -> time, for subscriptions deleted by their consumers), the
-worker registry ``sl:workers`` (zset: worker id -> heartbeat expiry, ms of Redis time) with
-``sl:worker:{id}`` (hash: how to reach it) and ``sl:worker:{id}:leases`` (set of the
-partitions whose lease it holds), ``sl:meta:applied`` (hash: worker id -> position in the
-change-event stream up to which it enforces every change) with its pub/sub channel
-``sl:applied``, and the pub/sub channel ``sl:wake`` that wakes workers.
+Cluster-wide keys (no partition) share the hash tag ``{meta}``, so that the scripts and
+transactions that touch several of them stay in one Redis Cluster slot: ``sl:{meta}:topics``
+(hash: base topic -> JSON with its partitions), ``sl:{meta}:namespaces`` (set of
+``tenant/ns``), ``sl:{meta}:config`` (hash: broker settings clients need),
+``sl:{meta}:maxtopics`` (hash: ``tenant/ns`` -> the namespace's own ``maxTopicsPerNamespace``;
+the broker's is in ``sl:{meta}:config``), ``sl:{meta}:unsubscribed`` (hash:
+``topic#subscription`` -> time, for subscriptions deleted by their consumers), the worker
+registry ``sl:{meta}:workers`` (zset: worker id -> heartbeat expiry, ms of Redis time),
+``sl:{meta}:applied`` (hash: worker id -> position in the change-event stream up to which it
+enforces every change) with its pub/sub channel ``sl:applied``, and the pub/sub channel
+``sl:wake`` that wakes workers.  Per worker, ``sl:worker:{id}`` (hash: how to reach it) and
+``sl:worker:{id}:leases`` (set of the partitions whose lease it holds) share the worker's own
+tag.  ``LEGACY`` maps the names they had before the tag to these;
+``dataplane.legacy_keys`` renames them on a single server.
 """
 
 from __future__ import annotations
@@ -49,15 +53,27 @@ from __future__ import annotations
 from sluice.protocol.names import TopicName
 
 PREFIX = "sl"
-TOPICS = "sl:meta:topics"
-NAMESPACES = "sl:meta:namespaces"
-TOMBSTONES = "sl:meta:unsubscribed"
-CLIENT_CONFIG = "sl:meta:config"
-TOPIC_LIMITS = "sl:meta:maxtopics"
+META = "sl:{meta}:"
+TOPICS = META + "topics"
+NAMESPACES = META + "namespaces"
+TOMBSTONES = META + "unsubscribed"
+CLIENT_CONFIG = META + "config"
+TOPIC_LIMITS = META + "maxtopics"
 WAKE_CHANNEL = "sl:wake"
-WORKERS = "sl:workers"
-APPLIED = "sl:meta:applied"
+WORKERS = META + "workers"
+APPLIED = META + "applied"
 APPLIED_CHANNEL = "sl:applied"
+
+# The cluster-wide keys' names before they shared the ``{meta}`` tag: old name -> new name.
+LEGACY = {
+    "sl:meta:topics": TOPICS,
+    "sl:meta:namespaces": NAMESPACES,
+    "sl:meta:unsubscribed": TOMBSTONES,
+    "sl:meta:config": CLIENT_CONFIG,
+    "sl:meta:maxtopics": TOPIC_LIMITS,
+    "sl:workers": WORKERS,
+    "sl:meta:applied": APPLIED,
+}
 
 
 def worker_info(worker_id: str) -> str:
