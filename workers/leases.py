@@ -1,6 +1,6 @@
 """Partition ownership for a fleet of workers: heartbeats, rendezvous assignment, leases.
 
-Every worker heartbeats into the registry (``sl:workers``, scored by Redis time, so hosts'
+Every worker heartbeats into the registry (``sl:{meta}:workers``, scored by Redis time, so hosts'
 clocks do not matter) every ``lease_ttl / 3``.  The live workers are those whose heartbeat
 has not expired; each partition belongs to the live worker with the highest rendezvous hash
 of (worker, partition), so every worker computes the same assignment, it is balanced, and a

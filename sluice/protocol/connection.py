@@ -41,7 +41,7 @@ def cluster_mode(url: str, timeout: float = 5.0) -> bool:
         info = probe.info("cluster")
     except redis.ResponseError:  # INFO not allowed for this ACL user: ask CLUSTER INFO
         try:
-            probe.execute_command("CLUSTER INFO")
+            probe.execute_command("CLUSTER INFO")  # type: ignore[no-untyped-call]
             enabled = True
         except redis.ResponseError:
             enabled = False
@@ -105,7 +105,7 @@ class RedisCluster(redis.RedisCluster):
     """A cluster client whose pipelines take script calls and PUBLISH."""
 
     def pipeline(self, *args: Any, **kwargs: Any) -> Any:
-        pipe = super().pipeline(*args, **kwargs)
+        pipe = super().pipeline(*args, **kwargs)  # type: ignore[no-untyped-call]
         pipe.__class__ = ClusterPipeline
         return pipe
 
@@ -115,7 +115,7 @@ class AsyncRedisCluster(redis.asyncio.RedisCluster):
 
     def pipeline(self, *args: Any, **kwargs: Any) -> Any:
         pipe = super().pipeline(*args, **kwargs)
-        pipe.__class__ = AsyncClusterPipeline
+        pipe.__class__ = AsyncClusterPipeline  # type: ignore[type-abstract]
         return pipe
 
 
@@ -169,7 +169,7 @@ def raw_client(client: redis.Redis) -> redis.Redis:
     return raw
 
 
-def raw_rows(replies: list) -> list:
+def raw_rows(replies: list[Any]) -> list[Any]:
     """XRANGE replies (one list of entries each) in the unparsed form, whichever client read
     them: a parsed entry ``(id, {field: value})`` becomes ``[id, [field, value, ...]]``."""
     return [
