@@ -27,6 +27,7 @@ from api.auth import AccessControl, AuthenticationMiddleware, authorize
 from api.brokers.router import router as brokers_router
 from api.clusters.router import router as clusters_router
 from api.clusters.service import ensure_local_cluster
+from api.console.router import router as console_router
 from api.dataplane import DataPlane
 from api.docs import install_docs
 from api.enforcement import Enforcement
@@ -46,6 +47,8 @@ from api.routing import SluiceRoute, index_routes, not_found
 from api.state import AppState
 from api.tenants.router import router as tenants_router
 from api.topics.router import router as topics_router
+from api.websocket.router import close_websocket_client
+from api.websocket.router import router as websocket_router
 from dataplane.legacy_keys import migrate_legacy_keys
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
@@ -126,6 +129,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for task in tasks:
                 task.cancel()
             await asyncio.wait(tasks, timeout=5)
+            await close_websocket_client(app)
             reports.close()
             await redis.aclose()
             await engine.dispose()
@@ -159,9 +163,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         brokers_router,
         audit_router,
         reports_router,
+        console_router,
     )
     for router in routers:
         app.include_router(router)
+    # Pulsar's WebSocket API: outside the app-wide dependency (made for HTTP requests); each
+    # handler applies the same policy itself (api.auth.authorize_websocket).
+    app.router.routes.extend(websocket_router.routes)
     install_docs(app)
     index_routes(app, routers)
     install_error_handlers(app)

@@ -15,6 +15,13 @@ so an anonymous caller learns nothing about its body (a malformed one gets 401, 
 ``authorize`` is one dependency installed on the whole app that applies ``POLICY`` to the
 authenticated role, so a new router is covered the moment it is included: a route that
 matches no entry needs super-user access.
+
+WebSocket connections (``api.websocket``, Pulsar's ``/ws/v2/...``) take the same token, in
+the ``Authorization`` header or, as Pulsar's proxy allows, the ``token`` query parameter (a
+browser cannot set headers on a WebSocket); the middleware refuses the handshake with 401,
+and ``authorize_websocket`` applies ``POLICY`` (403), before anything is created.  Producing,
+consuming and reading a tenant's topics needs what managing them needs: a super-user or an
+admin role of the tenant (Sluice has no per-namespace produce/consume grants).
 """
 
 from __future__ import annotations
@@ -22,13 +29,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from urllib.parse import parse_qs
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
 from starlette.exceptions import HTTPException
+from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api.console.router import CONSOLE_PATHS
 from api.docs import ASSET_PATHS
 from api.errors import reason_response
 from models.errors import Forbidden, SluiceError
@@ -55,6 +65,9 @@ POLICY: dict[str, Access] = {
     "/redoc": Access.OPEN,
     **dict.fromkeys(ASSET_PATHS, Access.OPEN),
     "/openapi.json": Access.OPEN,
+    # The console's page and assets hold no data: it reads everything through the REST API
+    # with the signed-in user's token, so what it shows is what that role may read.
+    **dict.fromkeys(CONSOLE_PATHS, Access.OPEN),
     "/admin/v2/brokers/health": Access.OPEN,
     "/admin/v2/brokers/ready": Access.OPEN,
     "/admin/v2/brokers": Access.SUPER_USER,
@@ -69,6 +82,10 @@ POLICY: dict[str, Access] = {
     "/admin/v2/reports/backlog/{tenant}": Access.TENANT_ADMIN,
     "/admin/v2/reports/charts/{tenant}": Access.TENANT_ADMIN,
     "/admin/v2/reports/runs": Access.SUPER_USER,
+    # Pulsar's WebSocket API: produce, consume and read a tenant's topics.
+    "/ws/v2/producer/persistent/{tenant}": Access.TENANT_ADMIN,
+    "/ws/v2/consumer/persistent/{tenant}": Access.TENANT_ADMIN,
+    "/ws/v2/reader/persistent/{tenant}": Access.TENANT_ADMIN,
 }
 
 
@@ -176,7 +193,8 @@ class AuthenticationMiddleware:
         self.control = control
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        kind = scope["type"]
+        if kind not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         header = None
@@ -184,18 +202,33 @@ class AuthenticationMiddleware:
             if name == b"authorization":
                 header = value.decode("latin-1")
                 break
+        if header is None and kind == "websocket":
+            token = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
+            if token:
+                header = f"Bearer {token[-1]}"
         try:
             role = self.control.authenticate(header)
         except HTTPException as exc:
             response = reason_response(401, exc.detail)
             response.headers["WWW-Authenticate"] = UNAUTHORIZED_CHALLENGE
-            await response(scope, receive, send)
+            if kind == "websocket":
+                await refuse_websocket(scope, receive, send, response)
+            else:
+                await response(scope, receive, send)
             return
         scope.setdefault("state", {})["role"] = role
         await self.app(scope, receive, send)
 
 
-async def _is_tenant_admin(request: Request, tenant: str, role: str) -> bool:
+async def refuse_websocket(scope: Scope, receive: Receive, send: Send, response: Response) -> None:
+    """Refuse a WebSocket handshake with an HTTP answer (a close when the server cannot)."""
+    if "websocket.http.response" in scope.get("extensions", {}):
+        await response(scope, receive, send)  # Starlette answers a handshake as HTTP
+    else:
+        await send({"type": "websocket.close", "code": 1008, "reason": ""})
+
+
+async def _is_tenant_admin(request: HTTPConnection, tenant: str, role: str) -> bool:
     if not is_valid_name(tenant):
         return False
     sessions = request.app.state.sluice.sessions
@@ -217,6 +250,16 @@ async def authorize(
     The role is left in the request scope, where ``api.deps.get_caller`` (and so the audit
     log) finds it.
     """
+    await _apply_policy(request)
+
+
+async def authorize_websocket(websocket: HTTPConnection) -> None:
+    """``POLICY`` for a WebSocket handshake (its routes are outside the app's dependencies:
+    the handler calls this first); ``Forbidden`` when the role may not."""
+    await _apply_policy(websocket)
+
+
+async def _apply_policy(request: HTTPConnection) -> None:
     route = request.scope.get("route")
     access = required_access(getattr(route, "path_format", None) or request.url.path)
     control: AccessControl = request.app.state.access_control

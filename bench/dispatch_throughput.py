@@ -77,7 +77,7 @@ def fill_topic(client: sluice.Client, count: int) -> None:
 def fill_batched(client: sluice.Client, count: int) -> None:
     """Produce ``count`` messages through a batching producer (``BATCH`` per entry)."""
     producer = client.create_producer(
-        BATCHED_TOPIC, batching_enabled=True, batching_max_messages=BATCH
+        BATCHED_TOPIC, batching_enabled=True, batching_max_messages=BATCH, block_if_queue_full=True
     )
     for _ in range(count):
         producer.send_async(PAYLOAD, None)

@@ -85,7 +85,7 @@ def measure_failover(kills: int) -> list[dict]:
             consumer = client.subscribe(
                 FAILOVER_TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared
             )
-            producer = client.create_producer(FAILOVER_TOPIC)
+            producer = client.create_producer(FAILOVER_TOPIC, block_if_queue_full=True)
             first_delivery(producer, consumer, "warm")
             for k in range(kills):
                 for _ in range(3):
@@ -148,7 +148,9 @@ def measure_scaling(count: int) -> list[dict]:
                     break
                 time.sleep(0.2)
             with sluice.Client(stack.redis_url) as client:
-                producer = client.create_producer(SCALE_TOPIC, batching_enabled=True)
+                producer = client.create_producer(
+                    SCALE_TOPIC, batching_enabled=True, block_if_queue_full=True
+                )
                 for i in range(count):
                     producer.send_async(b"x" * 256, None)
                     if i % 5000 == 4999:

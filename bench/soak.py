@@ -194,7 +194,7 @@ def main() -> None:
         hostile = Hostile(stack.admin_url, stop) if args.hostile else None
         if hostile is not None:
             hostile.start()
-        producer = client.create_producer(TOPIC)
+        producer = client.create_producer(TOPIC, block_if_queue_full=True)
         restarts = 0
         next_flip, next_restart, rate_index = 10.0, 60.0, 0
         while (elapsed := time.monotonic() - started) < seconds:

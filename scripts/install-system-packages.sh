@@ -58,6 +58,8 @@ else
 fi
 command -v curl >/dev/null 2>&1 || need curl "the README's examples and the admin scripts"
 command -v jq >/dev/null 2>&1 || need jq "the admin scripts in scripts/"
+command -v chromium >/dev/null 2>&1 ||
+    need chromium "the headless browser the web console's end-to-end tests drive"
 
 if [ ${#packages[@]} -eq 0 ] && [ $postgres_missing = 0 ]; then
     exit 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 import orjson
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
@@ -25,8 +25,11 @@ from sluice.errors import (
     ConnectError,
     InvalidConfiguration,
     NamespaceNotFound,
+    NotSupported,
     TopicNotFound,
 )
+from sluice.message import Message
+from sluice.options import refuse_unsupported
 from sluice.producer import Producer
 from sluice.protocol import keys
 from sluice.protocol.abuse import topic_create_call
@@ -38,6 +41,11 @@ from sluice.protocol.urls import redact_url
 from sluice.refusals import refusal
 from sluice.routing import PartitionsRoutingMode
 from sluice.ticker import Ticker
+
+
+def _bytes_schema(schema: object) -> object:
+    """None for no schema or pulsar's ``BytesSchema`` (raw bytes, what Sluice carries)."""
+    return None if schema is None or type(schema).__name__ == "BytesSchema" else schema
 
 
 def parse_topic(topic: str) -> TopicName:
@@ -54,12 +62,45 @@ class Client:
     def __init__(
         self,
         service_url: str,
+        authentication: object = None,
         operation_timeout_seconds: float = 30,
-        *,
+        io_threads: int = 1,
+        message_listener_threads: int = 1,
+        concurrent_lookup_requests: int = 50_000,
+        log_conf_file_path: str | None = None,
+        use_tls: bool = False,
+        tls_trust_certs_file_path: str | None = None,
+        tls_allow_insecure_connection: bool = False,
+        tls_validate_hostname: bool = False,
+        logger: object = None,
         connection_timeout_ms: int = 10_000,
+        listener_name: str | None = None,
+        tls_private_key_file_path: str | None = None,
+        tls_certificate_file_path: str | None = None,
+        *,
         heartbeat_interval_seconds: float = 1.0,
-        **_pulsar_options: Any,
     ) -> None:
+        """Connect to the data plane at ``service_url`` (a Redis URL: credentials and TLS,
+        ``rediss://``, go in it).  ``log_conf_file_path`` has no effect, as in pulsar-client;
+        the other pulsar-client arguments Sluice lacks raise ``NotSupported`` unless left at
+        their defaults (``sluice.options``)."""
+        refuse_unsupported(
+            "Client",
+            {
+                "authentication": (authentication, None),
+                "io_threads": (io_threads, 1),
+                "message_listener_threads": (message_listener_threads, 1),
+                "concurrent_lookup_requests": (concurrent_lookup_requests, 50_000),
+                "use_tls": (use_tls, False),
+                "tls_trust_certs_file_path": (tls_trust_certs_file_path, None),
+                "tls_allow_insecure_connection": (tls_allow_insecure_connection, False),
+                "tls_validate_hostname": (tls_validate_hostname, False),
+                "logger": (logger, None),
+                "listener_name": (listener_name, None),
+                "tls_private_key_file_path": (tls_private_key_file_path, None),
+                "tls_certificate_file_path": (tls_certificate_file_path, None),
+            },
+        )
         self.service_url = service_url
         self.operation_timeout = operation_timeout_seconds
         self.heartbeat_interval = heartbeat_interval_seconds
@@ -96,14 +137,26 @@ class Client:
         self,
         topic: str,
         producer_name: str | None = None,
+        schema: object = None,
+        initial_sequence_id: int | None = None,
         send_timeout_millis: int = 30_000,
+        compression_type: object = "NONE",
+        max_pending_messages: int = 1000,
+        max_pending_messages_across_partitions: int = 50_000,
+        block_if_queue_full: bool = False,
         batching_enabled: bool = False,
         batching_max_messages: int = 1000,
         batching_max_allowed_size_in_bytes: int = 128 * 1024,
         batching_max_publish_delay_ms: int = 10,
+        chunking_enabled: bool = False,
         message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution,
-        message_router: Callable[[object, int], int] | None = None,
+        lazy_start_partitioned_producers: bool = False,
         properties: dict[str, str] | None = None,
+        batching_type: object = "Default",
+        encryption_key: str | None = None,
+        crypto_key_reader: object = None,
+        access_mode: object = "Shared",
+        message_router: Callable[[object, int], int] | None = None,
         *,
         backoff_initial_ms: int = 1000,
         backoff_multiplier: float = 1.6,
@@ -111,14 +164,28 @@ class Client:
         backoff_max_ms: int = 120_000,
         max_send_attempts: int = 3,
         clock: Clock | None = None,
-        **_pulsar_options: Any,
     ) -> Producer:
         """A producer on ``topic`` (created on first use when auto-creation is allowed).
 
-        ``backoff_*`` shape the retries of sends a backlog quota refuses (``producer_exception``
-        gives up after ``max_send_attempts`` attempts); ``clock`` replaces time and sleep.
+        The defaults are pulsar-client's (batching off, a pending queue of 1000 messages
+        that ``send_async`` does not block on).  ``backoff_*`` shape the retries of sends a
+        backlog quota refuses (``producer_exception`` gives up after ``max_send_attempts``
+        attempts); ``clock`` replaces time and sleep.
         """
         self._check_open()
+        refuse_unsupported(
+            "create_producer",
+            {
+                "schema": (_bytes_schema(schema), None),
+                "compression_type": (compression_type, "NONE"),
+                "chunking_enabled": (chunking_enabled, False),
+                "lazy_start_partitioned_producers": (lazy_start_partitioned_producers, False),
+                "batching_type": (batching_type, "Default"),
+                "encryption_key": (encryption_key, None),
+                "crypto_key_reader": (crypto_key_reader, None),
+                "access_mode": (access_mode, "Shared"),
+            },
+        )
         name = parse_topic(topic)
         try:
             backoff = Backoff(
@@ -146,6 +213,10 @@ class Client:
             backoff=backoff,
             max_send_attempts=max_send_attempts,
             clock=clock,
+            initial_sequence_id=initial_sequence_id,
+            max_pending_messages=max_pending_messages,
+            max_pending_messages_across_partitions=max_pending_messages_across_partitions,
+            block_if_queue_full=block_if_queue_full,
         )
         with self._lock:
             self._producers.append(producer)
@@ -156,17 +227,74 @@ class Client:
         topic: str | list[str],
         subscription_name: str,
         consumer_type: ConsumerType = ConsumerType.Exclusive,
+        schema: object = None,
+        message_listener: Callable[[Consumer, Message], None] | None = None,
         receiver_queue_size: int = 1000,
+        max_total_receiver_queue_size_across_partitions: int = 50_000,
         consumer_name: str | None = None,
         unacked_messages_timeout_ms: int | None = None,
+        broker_consumer_stats_cache_time_ms: int = 30_000,
         negative_ack_redelivery_delay_ms: int = 60_000,
-        dead_letter_policy: DeadLetterPolicy | None = None,
+        is_read_compacted: bool = False,
+        properties: dict[str, str] | None = None,
+        pattern_auto_discovery_period: int = 60,
         initial_position: InitialPosition = InitialPosition.Latest,
-        max_total_receiver_queue_size_across_partitions: int = 50_000,
-        **_pulsar_options: Any,
+        crypto_key_reader: object = None,
+        replicate_subscription_state_enabled: bool = False,
+        max_pending_chunked_message: int = 10,
+        auto_ack_oldest_chunked_message_on_queue_full: bool = False,
+        start_message_id_inclusive: bool = False,
+        batch_receive_policy: object = None,
+        key_shared_policy: object = None,
+        batch_index_ack_enabled: bool = False,
+        regex_subscription_mode: object = "PersistentOnly",
+        dead_letter_policy: DeadLetterPolicy | None = None,
+        crypto_failure_action: object = "FAIL",
     ) -> Consumer:
-        """A consumer of ``subscription_name`` on one topic or a list of topics."""
+        """A consumer of ``subscription_name`` on one topic or a list of topics.
+
+        ``message_listener(consumer, message)`` is called on a thread of the consumer's own
+        for every message (``receive`` is then refused).  Arguments for what Sluice lacks
+        (schemas, compaction, chunking, encryption, replication, batch receive, topic
+        patterns, consumer properties) raise ``NotSupported`` unless left at their defaults.
+        """
         self._check_open()
+        if not isinstance(topic, str | list):
+            raise NotSupported("subscribe: a topic pattern is not supported (a name or a list)")
+        refuse_unsupported(
+            "subscribe",
+            {
+                "schema": (_bytes_schema(schema), None),
+                "broker_consumer_stats_cache_time_ms": (
+                    broker_consumer_stats_cache_time_ms,
+                    30_000,
+                ),
+                "is_read_compacted": (is_read_compacted, False),
+                "properties": (properties or None, None),
+                "pattern_auto_discovery_period": (pattern_auto_discovery_period, 60),
+                "crypto_key_reader": (crypto_key_reader, None),
+                "replicate_subscription_state_enabled": (
+                    replicate_subscription_state_enabled,
+                    False,
+                ),
+                "max_pending_chunked_message": (max_pending_chunked_message, 10),
+                "auto_ack_oldest_chunked_message_on_queue_full": (
+                    auto_ack_oldest_chunked_message_on_queue_full,
+                    False,
+                ),
+                "start_message_id_inclusive": (start_message_id_inclusive, False),
+                "batch_receive_policy": (batch_receive_policy, None),
+                "key_shared_policy": (key_shared_policy, None),
+                "batch_index_ack_enabled": (batch_index_ack_enabled, False),
+                "regex_subscription_mode": (regex_subscription_mode, "PersistentOnly"),
+                "crypto_failure_action": (crypto_failure_action, "FAIL"),
+            },
+        )
+        if dead_letter_policy is not None and dead_letter_policy.initial_subscription_name:
+            raise NotSupported(
+                "subscribe: DeadLetterPolicy.initial_subscription_name is not supported "
+                "(create the dead-letter topic's subscription before it is needed)"
+            )
         topics = [topic] if isinstance(topic, str) else list(topic)
         if not topics:
             raise InvalidConfiguration("at least one topic is required")
@@ -208,6 +336,8 @@ class Client:
         )
         with self._lock:
             self._consumers.append(consumer)
+        if message_listener is not None:
+            consumer._listen(message_listener)
         return consumer
 
     def get_topic_partitions(self, topic: str) -> list[str]:

@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, cast
@@ -124,6 +125,7 @@ class Consumer:
         self._dlq_producer: Producer | None = None
         self._initial_position = initial_position
         self._buffer: deque[Message] = deque()
+        self._listener: threading.Thread | None = None
         self._lock = threading.RLock()
         self._closed = False
         self._timeout_ms = int(
@@ -169,6 +171,11 @@ class Consumer:
 
     def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message; ``Timeout`` when none arrives within ``timeout_millis``."""
+        if self._listener is not None and threading.current_thread() is not self._listener:
+            raise InvalidConfiguration("receive() is not allowed on a consumer with a listener")
+        return self._receive(timeout_millis)
+
+    def _receive(self, timeout_millis: int | None) -> Message:
         buffer = self._buffer
         if buffer and not self._closed:
             return self._hand_out(buffer.popleft())
@@ -266,6 +273,26 @@ class Consumer:
         self._shutdown(release=True)
 
     # --- receiving ------------------------------------------------------------------------
+
+    def _listen(self, listener: Callable[[Consumer, Message], None]) -> None:
+        """Call ``listener(self, message)`` for every message, on a thread of its own, until
+        closed (pulsar-client's ``message_listener``); an exception it raises is logged."""
+
+        def run() -> None:
+            while not self._closed:
+                try:
+                    message = self._receive(200)
+                except (Timeout, AlreadyClosed):
+                    continue
+                try:
+                    listener(self, message)
+                except Exception:
+                    log.exception("message listener of %s failed", self._subscription)
+
+        self._listener = threading.Thread(
+            target=run, name=f"sluice-listener-{self._name}", daemon=True
+        )
+        self._listener.start()
 
     def _fetch(self, block_seconds: float) -> None:
         queues = [p.queue for p in self._parts]

@@ -15,7 +15,9 @@
     ├── TopicNotFound           the topic does not exist and auto-creation is off
     ├── NamespaceNotFound       the topic's namespace does not exist
     ├── InvalidConfiguration    a bad argument
-    ├── NotSupported            an operation this subscription type does not allow
+    ├── NotSupported            an operation this subscription type does not allow, or a
+    │                           pulsar-client argument Sluice does not implement (named)
+    ├── ProducerQueueIsFull     send_async found the pending queue full (block_if_queue_full off)
     ├── ConnectError            Redis cannot be reached
     └── ProducerBlockedQuotaExceededException   the backlog quota refused the send
         └── ProducerBlockedQuotaExceededError   held by the quota past the send timeout
@@ -84,7 +86,14 @@ class InvalidConfiguration(SluiceException):
 
 
 class NotSupported(SluiceException):
-    """The operation is not available for this subscription type."""
+    """The operation is not available for this subscription type, or an argument of
+    pulsar-client's API that Sluice does not implement was given (the message names it):
+    nothing is silently ignored."""
+
+
+class ProducerQueueIsFull(SluiceException):
+    """The producer's pending queue (``max_pending_messages``) is full and
+    ``block_if_queue_full`` is off."""
 
 
 class ConnectError(SluiceException):

@@ -3,8 +3,17 @@
 Mirrors ``pulsar.Producer``: ``send`` (blocking, returns the ``MessageId``), ``send_async``
 (callback ``(result, message_id)``), ``flush``, ``close``.  With batching enabled several
 messages of one partition share one stream entry; the batch goes out when it is full or
-``batching_max_publish_delay_ms`` after its first message.  A send that cannot reach Redis is
+``batching_max_publish_delay_ms`` after its first message; a blocking ``send`` sends the
+batch it joined at once instead of waiting out the delay.  A send that cannot reach Redis is
 retried until ``send_timeout_millis`` and then fails with ``Timeout``.
+
+``send_async`` never waits for Redis: it hands the message (or a full batch) to the producer's
+sender thread, which writes entries one at a time, in order.  What waits there counts against
+``max_pending_messages`` (on a partitioned topic, per partition, at most
+``max_pending_messages_across_partitions`` divided by the partitions); when that is full,
+``send_async`` waits for room with ``block_if_queue_full``, else its callback gets
+``Result.ProducerQueueIsFull`` at once (``send`` raises ``ProducerQueueIsFull``), as in
+pulsar-client.  A ``send`` with nothing queued before it writes from the caller's thread.
 
 A send the topic's backlog quota refuses (``TOO_MANY_REQUESTS``) follows the quota's policy:
 ``producer_exception`` retries on the ``sluice.backoff`` curve and raises
@@ -26,17 +35,17 @@ sent before it would grow past that size, and ``produce.lua`` checks every entry
 
 from __future__ import annotations
 
-import itertools
 import os
 import socket
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -48,8 +57,10 @@ from sluice.errors import (
     AlreadyClosed,
     InvalidConfiguration,
     MessageTooBig,
+    NotSupported,
     ProducerBlockedQuotaExceededError,
     ProducerBlockedQuotaExceededException,
+    ProducerQueueIsFull,
     Timeout,
 )
 from sluice.message import MessageId
@@ -75,6 +86,7 @@ class Result(Enum):
     ProducerBlockedQuotaExceededError = 4
     ProducerBlockedQuotaExceededException = 5
     MessageTooBig = 6
+    ProducerQueueIsFull = 7
 
 
 QUOTA_REFUSED = "TOO_MANY_REQUESTS"
@@ -95,6 +107,7 @@ class _Pending:
     key: str | None
     properties: str | None
     event_time: int | None
+    sequence: int = -1
     future: Future = field(default_factory=Future)
 
 
@@ -107,6 +120,7 @@ class _Target:
     batch: list[_Pending] = field(default_factory=list)
     batch_bytes: int = 0
     batch_started: float = 0.0
+    pending: int = 0  # messages accepted and not yet stored or failed
 
 
 class Producer:
@@ -130,9 +144,15 @@ class Producer:
         backoff: Backoff | None = None,
         max_send_attempts: int = 3,
         clock: Clock | None = None,
+        initial_sequence_id: int | None = None,
+        max_pending_messages: int = 1000,
+        max_pending_messages_across_partitions: int = 50_000,
+        block_if_queue_full: bool = False,
     ) -> None:
         if max_send_attempts < 1:
             raise InvalidConfiguration("max_send_attempts must be >= 1")
+        if max_pending_messages < 0 or max_pending_messages_across_partitions < 0:
+            raise InvalidConfiguration("max_pending_messages must be >= 0 (0: no limit)")
         self._client = client
         self._topic = topic
         self._name = producer_name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -148,14 +168,30 @@ class Producer:
             )
             for i, name in enumerate(names)
         ]
+        # pulsar-client: each partition's queue holds at most max_pending_messages, and all
+        # of them together at most max_pending_messages_across_partitions; 0 is no limit.
+        room = max_pending_messages or 0
+        if partitions and max_pending_messages_across_partitions:
+            share = max(max_pending_messages_across_partitions // partitions, 1)
+            room = min(room, share) if room else share
+        self._max_pending = room
+        self._block_if_full = block_if_queue_full
         self._batching = batching
         self._batch_max_messages = max(1, batch_max_messages)
         self._batch_max_bytes = max(1, batch_max_bytes)
         self._batch_delay = batch_delay_ms / 1000
-        self._sequence = itertools.count()
-        self._last_sequence = -1
+        first = 0 if initial_sequence_id is None else initial_sequence_id + 1
+        self._next_sequence = first
+        self._last_sequence = -1 if initial_sequence_id is None else initial_sequence_id
         self._lock = threading.Lock()
         self._closed = False
+        # The sender: writes handed over by send_async, in order, one at a time.
+        self._room = threading.Condition(self._lock)  # a pending count went down
+        self._outbox: deque[tuple[_Target, list[_Pending], bool]] = deque()
+        self._outbox_ready = threading.Condition()
+        self._writing = False
+        self._write_lock = threading.Lock()  # held by whoever writes an entry
+        self._sender: threading.Thread | None = None
         self._registration = ProducerRegistration(
             client, names, f"{self._name}:{uuid.uuid4().hex[:8]}"
         )
@@ -182,7 +218,8 @@ class Producer:
         return self._name
 
     def last_sequence_id(self) -> int:
-        """Sequence id of the last message sent, -1 before the first."""
+        """Sequence id of the last message stored, -1 before the first (or the
+        ``initial_sequence_id`` the producer was created with)."""
         return self._last_sequence
 
     def publish_throttled_count(self) -> int:
@@ -194,12 +231,23 @@ class Producer:
         content: bytes,
         properties: dict[str, str] | None = None,
         partition_key: str | None = None,
+        ordering_key: str | None = None,
         sequence_id: int | None = None,
+        replication_clusters: list[str] | None = None,
+        disable_replication: bool = False,
         event_timestamp: int | None = None,
-        **_pulsar_options: Any,
+        deliver_at: int | None = None,
+        deliver_after: object = None,
     ) -> MessageId:
-        """Publish one message and wait until it is stored; return its id."""
-        future = self._enqueue(content, properties, partition_key, event_timestamp)
+        """Publish one message and wait until it is stored; return its id.
+
+        ``disable_replication`` has nothing to do: Sluice never replicates.  ``deliver_at``
+        and ``deliver_after`` are accepted and the message is delivered at once (delayed
+        delivery is not in this version)."""
+        _check_unsupported(ordering_key, replication_clusters)
+        future = self._enqueue(
+            content, properties, partition_key, event_timestamp, sequence_id, inline=True
+        )
         try:
             return future.result(timeout=self._send_timeout + 1)
         except TimeoutError:
@@ -211,19 +259,37 @@ class Producer:
         callback: SendCallback | None,
         properties: dict[str, str] | None = None,
         partition_key: str | None = None,
+        ordering_key: str | None = None,
         sequence_id: int | None = None,
+        replication_clusters: list[str] | None = None,
+        disable_replication: bool = False,
         event_timestamp: int | None = None,
-        **_pulsar_options: Any,
+        deliver_at: int | None = None,
+        deliver_after: object = None,
     ) -> None:
-        """Publish one message; ``callback(result, message_id)`` runs once it is stored."""
-        future = self._enqueue(content, properties, partition_key, event_timestamp)
+        """Publish one message without waiting; ``callback(result, message_id)`` runs once
+        it is stored (or failed), on the producer's sender thread.
+
+        Returns at once, unless the pending queue is full and ``block_if_queue_full`` is set
+        (then it waits for room); when full without it, ``callback`` gets
+        ``Result.ProducerQueueIsFull`` before this returns."""
+        _check_unsupported(ordering_key, replication_clusters)
+        try:
+            future = self._enqueue(
+                content, properties, partition_key, event_timestamp, sequence_id, inline=False
+            )
+        except ProducerQueueIsFull:
+            if callback is not None:
+                callback(Result.ProducerQueueIsFull, None)
+            return
         if callback is not None:
             future.add_done_callback(lambda f: _call_back(f, callback))
 
     def flush(self) -> None:
-        """Send every batched message now and wait for them."""
+        """Send every batched message now and wait until everything pending is stored."""
         for target in self._targets:
             self._send_batch(target, force=True)
+        self._drain()
 
     def close(self) -> None:
         """Flush and stop; further sends raise ``AlreadyClosed``."""
@@ -231,6 +297,10 @@ class Producer:
             return
         self.flush()
         self._closed = True
+        with self._outbox_ready:
+            self._outbox_ready.notify_all()
+        with self._room:
+            self._room.notify_all()
         for job in self._jobs:
             self._client.ticker.cancel(job)
         self._registration.unregister()
@@ -238,11 +308,13 @@ class Producer:
 
     # --- internals ------------------------------------------------------------------------
 
-    def _enqueue(self, content, properties, key, event_time) -> Future:
+    def _enqueue(self, content, properties, key, event_time, sequence_id, inline) -> Future:
         if self._closed:
             raise AlreadyClosed("producer is closed")
         if not isinstance(content, bytes | bytearray | memoryview):
             raise InvalidConfiguration("content must be bytes")
+        if sequence_id is not None and (not isinstance(sequence_id, int) or sequence_id < 0):
+            raise InvalidConfiguration("sequence_id must be an integer >= 0")
         merged = {**self._properties, **(properties or {})}
         pending = _Pending(
             bytes(content),
@@ -260,8 +332,15 @@ class Producer:
                 )
             )
             return pending.future
+        self._take_room(target, pending, sequence_id)
         if not self._batching:
-            self._write(target, [pending], batched=False)
+            if inline:
+                with self._write_lock:
+                    if not self._outbox:
+                        # Nothing queued before it: written from the caller's thread.
+                        self._write(target, [pending], batched=False)
+                        return pending.future
+            self._submit(target, [pending], batched=False)
             return pending.future
         size = (
             len(pending.payload)
@@ -280,9 +359,31 @@ class Producer:
             full = (
                 len(target.batch) >= self._batch_max_messages or target.batch_bytes >= batch_limit
             )
-        if full:
+        if full or inline:
+            # A blocking send does not wait out the batch delay: it sends the batch it joined
+            # (as Pulsar's Java client flushes on a synchronous send).
             self._send_batch(target, force=True)
         return pending.future
+
+    def _take_room(self, target: _Target, pending: _Pending, sequence_id: int | None) -> None:
+        """Count the message against the pending queue (waiting for room when so configured)
+        and give it its sequence id, in the order of acceptance."""
+        with self._room:
+            limit = self._max_pending
+            while limit and target.pending >= limit:
+                if not self._block_if_full:
+                    raise ProducerQueueIsFull(
+                        f"the producer's pending queue of {target.name.full} is full "
+                        f"({limit} messages)"
+                    )
+                if self._closed:
+                    raise AlreadyClosed("producer is closed")
+                self._room.wait(1.0)
+            target.pending += 1
+            if sequence_id is None:
+                sequence_id = self._next_sequence
+            self._next_sequence = max(self._next_sequence, sequence_id + 1)
+            pending.sequence = sequence_id
 
     def _flush_due(self) -> None:
         now = time.monotonic()
@@ -294,10 +395,56 @@ class Producer:
         with self._lock:
             batch, target.batch, target.batch_bytes = target.batch, [], 0
         if batch:
-            self._write(target, batch, batched=True)
+            self._submit(target, batch, batched=True)
+
+    def _submit(self, target: _Target, messages: list[_Pending], batched: bool) -> None:
+        """Hand an entry to the sender thread (started on first use)."""
+        with self._outbox_ready:
+            self._outbox.append((target, messages, batched))
+            if self._sender is None:
+                self._sender = threading.Thread(
+                    target=self._send_loop, name=f"sluice-producer-{self._name}", daemon=True
+                )
+                self._sender.start()
+            self._outbox_ready.notify_all()
+
+    def _send_loop(self) -> None:
+        while True:
+            with self._outbox_ready:
+                while not self._outbox:
+                    if self._closed:
+                        return
+                    self._outbox_ready.wait(1.0)
+            with self._write_lock:
+                with self._outbox_ready:
+                    if not self._outbox:
+                        continue
+                    target, messages, batched = self._outbox.popleft()
+                    self._writing = True
+                try:
+                    self._write(target, messages, batched)
+                except Exception as exc:  # never lose the thread: fail the entry instead
+                    for m in messages:
+                        if not m.future.done():
+                            m.future.set_exception(exc)
+                finally:
+                    with self._outbox_ready:
+                        self._writing = False
+                        self._outbox_ready.notify_all()
+
+    def _drain(self) -> None:
+        """Wait until the sender has written everything handed to it so far."""
+        with self._outbox_ready:
+            while self._outbox or self._writing:
+                self._outbox_ready.wait(1.0)
+
+    def _release(self, target: _Target, count: int) -> None:
+        with self._room:
+            target.pending -= count
+            self._room.notify_all()
 
     def _write(self, target: _Target, messages: list[_Pending], batched: bool) -> None:
-        sequence = next(self._sequence)
+        sequence = messages[0].sequence
         common = ["pr", self._name, "sq", str(sequence)]
         if batched and len(messages) > 1:
             payload = pack_batch([(m.payload, m.key, m.properties, m.event_time) for m in messages])
@@ -315,10 +462,12 @@ class Producer:
         try:
             [entry_id] = self._call_with_retry(target.keys, args, target.name)
         except Exception as exc:
+            self._release(target, len(messages))
             for m in messages:
                 m.future.set_exception(exc)
             return
-        self._last_sequence = sequence
+        self._last_sequence = messages[-1].sequence
+        self._release(target, len(messages))
         stream_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
         for index, m in enumerate(messages):
             batch_index = index if batched and len(messages) > 1 else -1
@@ -379,6 +528,14 @@ class Producer:
                 clock.sleep(wait)
 
 
+def _check_unsupported(ordering_key: str | None, replication_clusters: list[str] | None) -> None:
+    """pulsar-client arguments of ``send`` Sluice does not implement: refused, never dropped."""
+    if ordering_key is not None:
+        raise NotSupported("ordering_key is not supported (Key_Shared ordering keys)")
+    if replication_clusters is not None:
+        raise NotSupported("replication_clusters is not supported: Sluice does not replicate")
+
+
 def _call_back(future: Future, callback: SendCallback) -> None:
     error = future.exception()
     if error is None:
@@ -389,6 +546,8 @@ def _call_back(future: Future, callback: SendCallback) -> None:
         callback(Result.ProducerBlockedQuotaExceededException, None)
     elif isinstance(error, MessageTooBig):
         callback(Result.MessageTooBig, None)
+    elif isinstance(error, ProducerQueueIsFull):
+        callback(Result.ProducerQueueIsFull, None)
     elif isinstance(error, Timeout):
         callback(Result.Timeout, None)
     else:

@@ -17,10 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class Standalone:
-    """Start ``sluice standalone`` (admin, worker, embedded Redis) and wait until it is ready."""
+    """Start ``sluice standalone`` (admin, worker, embedded Redis) and wait until it is ready;
+    ``env`` adds environment variables (security settings, say)."""
 
-    def __init__(self, folder: Path, *extra_args: str) -> None:
+    def __init__(self, folder: Path, *extra_args: str, env: dict[str, str] | None = None) -> None:
         self.folder = folder
+        self.env = dict(env or {})
         self.port, self.redis_port = free_port(), free_port()
         self.data = folder / "data"
         self.extra_args = extra_args
@@ -44,6 +46,7 @@ class Standalone:
         """Start and wait until ``/admin/v2/brokers/ready`` answers 200."""
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
         env["SLUICE_WORKER_HTTP_PORT"] = str(free_port())
+        env.update(self.env)
         # A file, not a pipe: nobody reads the output until the end, and a full pipe would block.
         with open(self.folder / "standalone.log", "w+b") as output:
             self.process = subprocess.Popen(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import signal
 import time
 
 import httpx
+import orjson
 import pytest
+from websockets.sync.client import connect as ws_connect
 
 import sluice
 from tests.standalone_process import Standalone
@@ -66,6 +69,20 @@ def test_readme_curl_session(standalone):
         message = consumer.receive(timeout_millis=10_000)
         assert message.data() == b"hello"
         consumer.acknowledge(message)
+    # Pulsar's WebSocket API is on in standalone, on the admin port.
+    ws = base.replace("http://", "ws://") + "/ws/v2"
+    path = "persistent/acme/orders/created"
+    with (
+        ws_connect(f"{ws}/consumer/{path}/ws-audit?subscriptionType=Shared") as ws_consumer,
+        ws_connect(f"{ws}/producer/{path}") as ws_producer,
+    ):
+        ws_producer.send('{"payload": "aGk=", "context": "c"}')
+        sent = orjson.loads(ws_producer.recv(timeout=10))
+        assert (sent["result"], sent["context"]) == ("ok", "c")
+        got = orjson.loads(ws_consumer.recv(timeout=10))
+        assert base64.b64decode(got["payload"]) == b"hi"
+        assert got["messageId"] == sent["messageId"]
+        ws_consumer.send(orjson.dumps({"messageId": got["messageId"]}).decode())
     assert (data / "sluice.db").exists()
     assert (data / "redis").is_dir()
     # The embedded report scheduler (Celery worker + beat) runs a queued report run.

@@ -14,11 +14,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fastapi.routing import iter_route_contexts
+from fastapi.routing import APIWebSocketRoute, iter_route_contexts
 from sqlalchemy import Engine, text
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect as ws_connect
 
 from api.app import create_app
-from api.auth import Access
+from api.auth import POLICY, Access, required_access
+from api.console.router import CONSOLE_PATHS
 from api.docs import ASSET_PATHS
 from models.settings import Settings
 from models.tokens import create_key_pair, create_token
@@ -82,6 +85,8 @@ SPECS: dict[tuple[str, str], Spec] = {
     ("GET", "/docs"): spec(OPEN),
     ("GET", "/docs/oauth2-redirect"): spec(OPEN),
     ("GET", "/redoc"): spec(OPEN),
+    # The console's page and assets: a shell without data, open like the docs pages.
+    **{("GET", path): spec(OPEN) for path in CONSOLE_PATHS},
     ("GET", "/admin/v2/brokers/health"): spec(OPEN),
     ("GET", "/admin/v2/brokers/ready"): spec(OPEN),
     ("GET", "/admin/v2/clusters"): spec(SUPER),
@@ -436,3 +441,55 @@ def test_tenant_admin_is_refused_where_the_tenant_changed(admin: Admin) -> None:
     assert refused.status_code == 403
     assert refused.json() == {"reason": "Role acme-admin is not an admin of tenant acme"}
     assert admin.call("tenant-admin", "GET", "/admin/v2/namespaces/nope").status_code == 403
+
+
+# --- Pulsar's WebSocket API: the same tokens, from the header or the token query parameter ---
+
+WS_PATHS = {
+    "producer": "/ws/v2/producer/persistent/acme/ns/t",
+    # Shared: each caller's consumer may join while the previous one is still closing.
+    "consumer": "/ws/v2/consumer/persistent/acme/ns/t/wsub?subscriptionType=Shared",
+    "reader": "/ws/v2/reader/persistent/acme/ns/t",
+}
+
+
+def test_every_websocket_route_is_classified() -> None:
+    app = create_app(Settings())
+    templates = {route.path_format for route in app.routes if isinstance(route, APIWebSocketRoute)}
+    assert templates == {
+        "/ws/v2/producer/persistent/{tenant}/{namespace}/{topic}",
+        "/ws/v2/consumer/persistent/{tenant}/{namespace}/{topic}/{subscription}",
+        "/ws/v2/reader/persistent/{tenant}/{namespace}/{topic}",
+    }
+    for template in templates:
+        assert any(template.startswith(prefix + "/") for prefix in POLICY), template
+        assert required_access(template) is TENANT
+
+
+def _ws_status(admin: Admin, server: ServerThread, path: str, caller: str, how: str) -> int:
+    """101 when the handshake succeeds, else the HTTP status that refused it."""
+    token = admin.tokens[caller]
+    url = server.url.replace("http://", "ws://") + path
+    headers = {}
+    if token and how == "header":
+        headers["Authorization"] = f"Bearer {token}"
+    elif token:
+        url += ("&" if "?" in url else "?") + f"token={token}"
+    try:
+        with ws_connect(url, additional_headers=headers, open_timeout=10):
+            return 101
+    except InvalidStatus as refused:
+        return refused.response.status_code
+
+
+@pytest.mark.parametrize("how", ["header", "query"])
+@pytest.mark.parametrize("kind", list(WS_PATHS))
+def test_websocket_handshakes_follow_the_policy(
+    admin: Admin, secure_server: ServerThread, kind: str, how: str
+) -> None:
+    admin.ensure_fixtures()
+    expected = dict(zip(CALLERS, OUTCOMES[TENANT], strict=True))
+    for caller in CALLERS:
+        status = _ws_status(admin, secure_server, WS_PATHS[kind], caller, how)
+        want = 101 if expected[caller] == "ok" else expected[caller]
+        assert status == want, (kind, how, caller, status)

@@ -1,25 +1,38 @@
 """docker-compose.yml: valid against the Compose specification, and wired the way Sluice needs
 (health checks, start order, scalable workers, named volumes, every setting from the
-environment)."""
+environment), with and without the ``cluster`` profile (six Redis Cluster nodes, the job that
+joins them, and ``redis-cluster.env`` that selects it)."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import compose_spec
 import pytest
+import redis
 import yaml
 from sqlalchemy.engine import make_url
 
 from models.settings import Settings
+from reports.celery_app import make_celery
 from server.cli import build_parser
+from server.embedded_redis import free_port
 from tests.deploy.helpers import ROOT
 
 COMPOSE = ROOT / "docker-compose.yml"
+CLUSTER_ENV = ROOT / "redis-cluster.env"
 SLUICE_SERVICES = ("migrate", "api", "worker", "celery-worker", "celery-beat")
 LONG_RUNNING = ("api", "worker", "celery-worker", "celery-beat")
+CLUSTER_NODES = tuple(f"redis-node-{n}" for n in range(1, 7))
+CLUSTER_SERVICES = (*CLUSTER_NODES, "redis-cluster-create")
+# Celery's own variables (read by Celery itself, before its configuration).
+CELERY_VARIABLES = {"CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"}
 # Settings read by processes but declared outside models/settings.py until the security work
 # lands there (api/auth.py reads them).
 AUTH_SETTINGS = {
@@ -69,10 +82,40 @@ def services() -> dict[str, dict[str, Any]]:
     return resolved()["services"]
 
 
+def env_file(path) -> dict[str, str]:
+    """The variables of a Compose ``--env-file`` (``NAME=value`` lines, ``#`` comments)."""
+    variables = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            variables[name.strip()] = value.strip()
+    return variables
+
+
+def with_profile(config: dict[str, Any], profiles: set[str]) -> dict[str, dict[str, Any]]:
+    """The services ``docker compose`` starts with ``profiles`` on."""
+    return {
+        name: service
+        for name, service in config["services"].items()
+        if not service.get("profiles") or set(service["profiles"]) & profiles
+    }
+
+
 def test_is_valid_against_the_compose_specification():
     spec = compose_spec.PyCompose.from_json(json.dumps(resolved()))
     spec.validate()
-    assert set(spec.service_names()) == {"postgres", "redis", *SLUICE_SERVICES}
+    assert set(spec.service_names()) == {"postgres", "redis", *SLUICE_SERVICES, *CLUSTER_SERVICES}
+    with_cluster = compose_spec.PyCompose.from_json(json.dumps(resolved(env_file(CLUSTER_ENV))))
+    with_cluster.validate()
+
+
+def test_the_default_services_are_those_without_a_profile():
+    config = resolved()
+    assert set(with_profile(config, set())) == {"postgres", "redis", *SLUICE_SERVICES}
+    assert set(with_profile(config, {"cluster"})) == set(config["services"])
+    for name in CLUSTER_SERVICES:
+        assert config["services"][name]["profiles"] == ["cluster"], name
 
 
 def test_specification_check_rejects_a_wrong_condition():
@@ -105,15 +148,19 @@ def test_every_long_running_service_has_a_health_check():
 def test_start_order_waits_for_health_and_the_migration():
     svc = services()
     for name, service in svc.items():
-        for dependency, condition in service.get("depends_on", {}).items():
+        for dependency, wait in service.get("depends_on", {}).items():
             assert dependency in svc, f"{name} depends on unknown {dependency}"
-            condition = condition["condition"]
+            condition = wait["condition"]
             if condition == "service_healthy":
                 assert not svc[dependency]["healthcheck"].get("disable")
             elif condition == "service_completed_successfully":
-                assert dependency == "migrate"
+                assert dependency in {"migrate", "redis-cluster-create"}
+                assert svc[dependency]["restart"] == "no"
             else:
                 pytest.fail(f"{name} waits for {dependency} only to start ({condition})")
+            # A service of the default set may only wait for a profiled one optionally.
+            if not service.get("profiles") and svc[dependency].get("profiles"):
+                assert wait.get("required") is False, (name, dependency)
     assert svc["migrate"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
     assert svc["migrate"]["restart"] == "no"
     for name in LONG_RUNNING:
@@ -135,7 +182,8 @@ def test_workers_can_be_scaled():
 def test_named_volumes_are_declared_and_used():
     config = resolved()
     declared = set(config["volumes"])
-    assert declared == {"postgres-data", "redis-data", "lake"}
+    nodes = {f"{node}-data" for node in CLUSTER_NODES}
+    assert declared == {"postgres-data", "redis-data", "lake", *nodes}
     used = set()
     for service in config["services"].values():
         for volume in service.get("volumes", []):
@@ -151,7 +199,7 @@ def test_named_volumes_are_declared_and_used():
 def test_every_setting_comes_from_the_environment_with_a_default():
     fields = Settings.model_fields
     known = {f"SLUICE_{name.upper()}" for name in fields} | {"DATABASE_URL", "REDIS_URL"}
-    known |= AUTH_SETTINGS
+    known |= AUTH_SETTINGS | CELERY_VARIABLES
     for name in SLUICE_SERVICES:
         environment = raw()["services"][name]["environment"]
         assert {"DATABASE_URL", "REDIS_URL", "SLUICE_CLUSTER_NAME"} <= set(environment)
@@ -242,3 +290,143 @@ def test_celery_health_checks():
     )
     assert not pattern.search("/usr/bin/tini -- celery -A reports.celery_app:app beat")
     assert not pattern.search("/opt/sluice/bin/python /opt/sluice/bin/celery -A x worker")
+
+
+# --- the cluster profile -------------------------------------------------------------------
+
+
+def _option(command: list[str], name: str) -> str:
+    return command[command.index(name) + 1]
+
+
+def test_cluster_profile_has_six_cluster_nodes():
+    svc = services()
+    volumes = set()
+    for name in CLUSTER_NODES:
+        node = svc[name]
+        command = node["command"]
+        assert command[0] == "redis-server"
+        assert _option(command, "--cluster-enabled") == "yes"
+        assert _option(command, "--appendonly") == "yes"
+        # Redirections name the node by its service name, which the network resolves.
+        assert _option(command, "--cluster-announce-hostname") == name
+        assert _option(command, "--cluster-preferred-endpoint-type") == "hostname"
+        assert node["image"] == svc["redis"]["image"]
+        assert node["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+        assert "ports" not in node  # reachable inside the Compose network only
+        (volume,) = node["volumes"]
+        assert volume.endswith(":/data")
+        volumes.add(volume)
+    assert len(volumes) == len(CLUSTER_NODES)
+
+
+@pytest.fixture
+def node_server(tmp_path):
+    """The installed redis-server, started with a cluster node's command from the file."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed")
+    command = services()["redis-node-1"]["command"]
+    port = free_port()
+    # Free ports only, the cluster bus's included (by default the port plus 10,000).
+    local = ["--port", str(port), "--cluster-port", str(free_port()), "--bind", "127.0.0.1"]
+    process = subprocess.Popen(
+        [binary, *command[1:], *local, "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port, decode_responses=True)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                assert process.poll() is None, "redis-server refused the node's command"
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+        yield client
+    finally:
+        client.close()
+        process.kill()
+        process.wait()
+
+
+def test_a_node_command_starts_a_cluster_node(node_server):
+    # Every option of the node's command is one redis-server 7 knows, and makes a cluster node.
+    assert node_server.info("cluster")["cluster_enabled"] == 1
+    assert node_server.config_get("cluster-announce-hostname") == {
+        "cluster-announce-hostname": "redis-node-1"
+    }
+    assert node_server.config_get("cluster-preferred-endpoint-type") == {
+        "cluster-preferred-endpoint-type": "hostname"
+    }
+    assert node_server.config_get("appendonly") == {"appendonly": "yes"}
+
+
+def test_cluster_create_job_joins_every_node_once():
+    svc = services()
+    job = svc["redis-cluster-create"]
+    assert job["restart"] == "no"
+    assert job["image"] == svc["redis"]["image"]
+    assert job["depends_on"] == {name: {"condition": "service_healthy"} for name in CLUSTER_NODES}
+    shell, flag, script = job["command"]
+    assert (shell, flag) == ("sh", "-c")
+    # The script as the container's shell gets it ($$ is $ once Compose has read the file).
+    check = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    loop = re.search(r"^for node in (.+); do$", script, re.MULTILINE)
+    assert loop and tuple(loop.group(1).split()) == CLUSTER_NODES
+    create = next(line.split() for line in script.splitlines() if "--cluster create" in line)
+    assert create[:4] == ["exec", "redis-cli", "--cluster", "create"]
+    assert _option(create, "--cluster-replicas") == "1"
+    assert "--cluster-yes" in create
+    # A cluster made before is left alone, so a second `up` does not fail on it.
+    assert "cluster_slots_assigned:16384" in script
+
+
+def test_sluice_services_wait_for_the_cluster_only_when_it_is_on():
+    svc = services()
+    for name in LONG_RUNNING:
+        assert svc[name]["depends_on"]["redis-cluster-create"] == {
+            "condition": "service_completed_successfully",
+            "required": False,
+        }
+    assert "redis-cluster-create" not in svc["migrate"]["depends_on"]  # PostgreSQL only
+
+
+def test_cluster_env_file_selects_the_profile_and_points_sluice_at_a_node(monkeypatch):
+    variables = env_file(CLUSTER_ENV)
+    assert variables["COMPOSE_PROFILES"] == "cluster"
+    config = resolved(variables)
+    running = with_profile(config, set(variables["COMPOSE_PROFILES"].split(",")))
+    assert set(CLUSTER_SERVICES) <= set(running)
+    for name in SLUICE_SERVICES:
+        environment = config["services"][name]["environment"]
+        data_plane = urlsplit(environment["REDIS_URL"])
+        assert data_plane.hostname in CLUSTER_NODES and data_plane.port == 6379
+        # Celery stays on the single Redis, which runs with the profile too.
+        for variable in CELERY_VARIABLES:
+            assert urlsplit(environment[variable]).hostname == "redis", variable
+    assert "redis" in running
+
+    # What the processes make of that environment: Sluice's data plane on the node, Celery's
+    # broker and results on `redis`.
+    for variable, value in config["services"]["celery-worker"]["environment"].items():
+        monkeypatch.setenv(variable, value)
+    settings = Settings(_env_file=None)
+    assert settings.effective_redis_url == variables["REDIS_URL"]
+    celery = make_celery(settings)
+    assert celery.conf.broker_url == variables["CELERY_BROKER_URL"]
+    assert celery.conf.result_backend == variables["CELERY_RESULT_BACKEND"]
+
+
+def test_without_the_profile_celery_follows_redis_url(monkeypatch):
+    environment = resolved({"REDIS_URL": "redis://cache:6380/3"})["services"]["celery-beat"]
+    for variable, value in environment["environment"].items():
+        monkeypatch.setenv(variable, value)
+    assert environment["environment"]["CELERY_BROKER_URL"] == ""
+    celery = make_celery(Settings(_env_file=None))
+    assert celery.conf.broker_url == "redis://cache:6380/3"
+    assert celery.conf.result_backend == "redis://cache:6380/3"

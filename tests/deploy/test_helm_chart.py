@@ -67,7 +67,15 @@ def _port_number(container: dict[str, Any], port: int | str) -> int:
 
 
 def test_ci_values_files_cover_the_required_cases():
-    assert {"default", "auth-off", "existing-secret", "scaled"} <= set(VALUES_FILES)
+    required = {
+        "default",
+        "auth-off",
+        "existing-secret",
+        "scaled",
+        "redis-cluster",
+        "spark-cluster",
+    }
+    assert required <= set(VALUES_FILES)
 
 
 def test_chart_metadata():
@@ -165,6 +173,12 @@ def test_references_resolve(name):
     existing_secrets = {values.get("existingSecret")} | {
         values.get("auth", {}).get("token", {}).get("existingSecret")
     }
+    # Secrets an operator's extra environment variables name exist outside the chart too.
+    for component in ("api", "worker", "celeryWorker", "celeryBeat", "migration"):
+        for env in values.get(component, {}).get("extraEnvs", []):
+            ref = env.get("valueFrom", {}).get("secretKeyRef")
+            if ref:
+                existing_secrets.add(ref["name"])
     existing_secrets.discard(None)
     secrets = {o["metadata"]["name"]: o for o in rel.of_kind("Secret")} | {
         s: None for s in existing_secrets
@@ -553,8 +567,149 @@ def test_upgrade_renders_the_same_objects():
         ({"redis": {"url": "localhost:6379"}}, "/redis/url"),
         ({"api": {"probe": {"liveness": {"path": "health"}}}}, "/api/probe/liveness/path"),
         ({"components": {"proxy": True}}, "/components"),
+        ({"redis": {"cluster": "yes"}}, "/redis/cluster"),
+        ({"redis": {"celeryBrokerUrl": "broker:6379"}}, "/redis/celeryBrokerUrl"),
+        ({"redis": {"clusterMode": True}}, "/redis"),
+        ({"secretKeys": {"celeryBrokerUrl": ""}}, "/secretKeys/celeryBrokerUrl"),
     ],
 )
 def test_values_schema_rejects_wrong_values(override, where):
     with pytest.raises(helm.HelmValuesError, match=re.escape(where)):
         render(merged(values_file("default"), override))
+
+
+# --- an external Redis Cluster ----------------------------------------------------------------
+
+CELERY_VARIABLES = ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")
+CELERY_COMPONENTS = ("api", "celery-worker", "celery-beat")
+
+
+def _resolved_env(rel: Release, component: str) -> dict[str, str]:
+    """A container's environment with the chart's ConfigMap and Secret filled in."""
+    secret = rel.get("Secret", FULLNAME)["stringData"]
+    environment = dict(rel.configmap_data())
+    for name, env in _env(rel.container(component)).items():
+        ref = env.get("valueFrom", {}).get("secretKeyRef")
+        if ref:
+            assert ref["name"] == FULLNAME
+            environment[name] = secret[ref["key"]]
+        elif "value" in env:
+            environment[name] = env["value"]
+    return environment
+
+
+def test_redis_cluster_keeps_celery_on_its_own_broker(monkeypatch):
+    from models.settings import Settings
+    from reports.celery_app import make_celery
+
+    values = values_file("redis-cluster")
+    rel = _release("redis-cluster")
+    secret = rel.get("Secret", FULLNAME)["stringData"]
+    assert secret["REDIS_URL"] == values["redis"]["url"]
+    assert secret["CELERY_BROKER_URL"] == values["redis"]["celeryBrokerUrl"]
+    for component in CELERY_COMPONENTS:
+        env = _env(rel.container(component))
+        for variable in CELERY_VARIABLES:
+            ref = env[variable]["valueFrom"]["secretKeyRef"]
+            assert ref == {"name": FULLNAME, "key": "CELERY_BROKER_URL"}, (component, variable)
+    # The broker workers do not use Celery; Sluice itself has no cluster setting.
+    assert not set(CELERY_VARIABLES) & set(_env(rel.container("worker")))
+    assert not [k for k in rel.configmap_data() if "CLUSTER" in k and k != "SLUICE_CLUSTER_NAME"]
+    assert "Redis Cluster (redis.cluster=true)" in rel.notes
+
+    # What the report worker makes of its environment: Sluice's data plane on the cluster,
+    # Celery's broker and results on the single Redis.
+    for name, value in _resolved_env(rel, "celery-worker").items():
+        monkeypatch.setenv(name, value)
+    settings = Settings(_env_file=None)
+    assert settings.effective_redis_url == values["redis"]["url"]
+    celery = make_celery(settings)
+    assert celery.conf.broker_url == values["redis"]["celeryBrokerUrl"]
+    assert celery.conf.result_backend == values["redis"]["celeryBrokerUrl"]
+
+
+def test_without_redis_cluster_celery_uses_the_redis_url():
+    rel = _release("default")
+    assert "CELERY_BROKER_URL" not in rel.get("Secret", FULLNAME)["stringData"]
+    for component in SLUICE_COMPONENTS:
+        assert not set(CELERY_VARIABLES) & set(_env(rel.container(component)))
+    assert "Redis Cluster" not in rel.notes
+
+
+def test_redis_cluster_needs_a_single_redis_for_celery():
+    values = merged(values_file("redis-cluster"), {"redis": {"celeryBrokerUrl": ""}})
+    with pytest.raises(helm.HelmRenderError, match=r"set redis\.celeryBrokerUrl"):
+        render(values)
+    same = merged(values, {"redis": {"celeryBrokerUrl": values["redis"]["url"]}})
+    with pytest.raises(helm.HelmRenderError, match=r"not the cluster of redis\.url"):
+        render(same)
+    # Without the report worker and scheduler nothing uses Celery's broker.
+    off = merged(values, {"components": {"celeryWorker": False, "celeryBeat": False}})
+    assert not release(off).has("Deployment", f"{FULLNAME}-celery-worker")
+
+
+@pytest.mark.parametrize(
+    ("url", "accepted"),
+    [
+        ("redis://:pw@redis-cluster.db.svc:6379/0", True),
+        ("redis://redis-cluster.db.svc:6379", True),
+        ("rediss://default:pw@redis-cluster.db.svc:6380/?ssl_ca_certs=/etc/ca.pem", True),
+        ("redis://redis-cluster.db.svc:6379/2", False),
+        ("rediss://redis-cluster.db.svc:6380/15?ssl_ca_certs=/etc/ca.pem", False),
+    ],
+)
+def test_redis_cluster_url_has_database_0_only(url, accepted):
+    values = merged(values_file("redis-cluster"), {"redis": {"url": url}})
+    if accepted:
+        assert release(values).get("Secret", FULLNAME)["stringData"]["REDIS_URL"] == url
+    else:
+        with pytest.raises(helm.HelmRenderError, match="database 0 only"):
+            render(values)
+
+
+def test_redis_cluster_from_an_existing_secret():
+    values = merged(
+        values_file("existing-secret"),
+        {"redis": {"cluster": True}, "secretKeys": {"celeryBrokerUrl": "celery-broker-url"}},
+    )
+    rel = release(values)
+    for component in CELERY_COMPONENTS:
+        env = _env(rel.container(component))
+        for variable in CELERY_VARIABLES:
+            assert env[variable]["valueFrom"]["secretKeyRef"] == {
+                "name": "sluice-connections",
+                "key": "celery-broker-url",
+            }
+    assert "key celery-broker-url of Secret sluice-connections" in rel.notes
+
+
+# --- the report worker as the driver on a Spark cluster -------------------------------------
+
+_DEPENDENT = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def test_report_worker_drives_a_spark_cluster_from_its_pod_ip():
+    from models.settings import Settings
+    from reports.session import spark_conf
+
+    rel = _release("spark-cluster")
+    data = rel.configmap_data()
+    assert data["SLUICE_SPARK_MASTER"].startswith("spark://")
+    assert data["SLUICE_LAKE_PATH"].startswith("s3a://")
+    env = rel.container("celery-worker")["env"]
+    names = [e["name"] for e in env]
+    assert env[names.index("POD_IP")]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    raw = env[names.index("SLUICE_SPARK_CONF")]["value"]
+    # Kubernetes expands $(NAME) only from variables defined before it in the list.
+    used = _DEPENDENT.findall(raw)
+    assert used and all(names.index(n) < names.index("SLUICE_SPARK_CONF") for n in used)
+    fake = {"POD_IP": "10.1.2.3", "AWS_REGION": "eu-west-1"}
+    fake |= {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"}
+    expanded = _DEPENDENT.sub(lambda m: fake[m.group(1)], raw)
+    conf = spark_conf(Settings(_env_file=None, spark_conf=expanded, jdbc_jar=""))
+    assert conf["spark.driver.host"] == "10.1.2.3"
+    assert (conf["spark.driver.port"], conf["spark.blockManager.port"]) == ("7078", "7079")
+    assert conf["spark.jars.packages"] == "org.apache.hadoop:hadoop-aws:3.5.0"
+    assert conf["spark.hadoop.fs.s3a.access.key"] == "AKIDEXAMPLE"
+    # Only the report worker drives Spark.
+    assert "SLUICE_SPARK_CONF" not in _env(rel.container("api"))

@@ -99,7 +99,7 @@ def test_database_outage(http, namespace, settings, db, proxies):
             wait_until(lambda: topic_permits(worker) == LIMIT, timeout=10)
             with sluice.Client(settings.redis_url) as client:
                 collector = Collector(client, TOPIC)
-                producer = client.create_producer(TOPIC)
+                producer = client.create_producer(TOPIC, block_if_queue_full=True)
                 for i in range(1000):
                     producer.send_async(f"m{i}".encode(), None)
                 producer.flush()

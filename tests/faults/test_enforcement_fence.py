@@ -71,7 +71,7 @@ def test_a_worker_that_cannot_confirm_is_fenced_off(http, namespace, settings):
             assert held is None or not held.decode().startswith("stuck-worker:")
             with sluice.Client(settings.redis_url) as client:
                 consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
-                producer = client.create_producer(TOPIC)
+                producer = client.create_producer(TOPIC, block_if_queue_full=True)
                 for _ in range(100):
                     producer.send_async(b"x", None)
                 producer.flush()

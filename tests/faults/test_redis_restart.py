@@ -77,7 +77,7 @@ def test_dispatch_survives_a_redis_restart_and_keeps_its_limit(
         wait_until(lambda: fleet.tokens(TOPIC, 0)[TOPIC], timeout=15)
         with sluice.Client(aof_redis.url) as client:
             collector = Collector(client, TOPIC, receiver_queue_size=QUEUE)
-            producer = client.create_producer(TOPIC)
+            producer = client.create_producer(TOPIC, block_if_queue_full=True)
             for i in range(BEFORE):
                 producer.send_async(f"m{i}".encode(), None)
             producer.flush()

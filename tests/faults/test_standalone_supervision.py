@@ -109,7 +109,7 @@ def test_killed_redis_is_restarted_with_its_backlog(standalone):
     assert http.put(f"{ADMIN}/persistent/acme/orders/kept/subscription/sub").status_code == 204
 
     with sluice.Client(standalone.redis_url) as client:
-        producer = client.create_producer(TOPIC)
+        producer = client.create_producer(TOPIC, block_if_queue_full=True)
         for i in range(MESSAGES):
             producer.send_async(f"m{i}".encode(), None)
         producer.flush()

@@ -81,7 +81,7 @@ def test_a_worker_killed_under_load_loses_nothing(fleet, http, settings):
     with sluice.Client(settings.redis_url) as client:
         collector = Collector(client, TOPIC, receiver_queue_size=QUEUE)
         producer = client.create_producer(
-            TOPIC, batching_enabled=True, batching_max_messages=BATCH_MAX
+            TOPIC, batching_enabled=True, batching_max_messages=BATCH_MAX, block_if_queue_full=True
         )
         watch = TakeoverWatch(fleet, survivor)
         started = time.monotonic()

@@ -31,7 +31,7 @@ class SteadyProducer:
     """Sends ``m0``, ``m1``, ... at about ``rate`` messages a second until stopped."""
 
     def __init__(self, client: sluice.Client, rate: int = 400) -> None:
-        self.producer = client.create_producer(TOPIC)
+        self.producer = client.create_producer(TOPIC, block_if_queue_full=True)
         self.rate = rate
         self.sent = 0
         self._stop = threading.Event()

@@ -1,4 +1,5 @@
-"""Helpers of the reporting tests: snapshot builders (the SparkSession is in tests/conftest)."""
+"""Helpers of the reporting tests: snapshot builders and a lake writer (the SparkSession is in
+tests/conftest)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from models.stats import SNAPSHOT_COLUMNS, StatsSnapshot
 from reports.jobs import SNAPSHOT_SCHEMA
+from reports.lake import lake_filesystem, write_batch
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 T0_MS = int(T0.timestamp() * 1000)
@@ -37,3 +39,14 @@ def frame(spark: SparkSession, snapshots: list[StatsSnapshot]) -> DataFrame:
     columns = [f.name for f in schema.fields if f.name in SNAPSHOT_COLUMNS]
     rows = [tuple(getattr(s, c) for c in columns) for s in snapshots]
     return spark.createDataFrame(rows, schema=schema.__class__([schema[c] for c in columns]))
+
+
+def write_lake(path, snapshots: list[StatsSnapshot], batch: int | None = None) -> str:
+    """Write snapshots straight into a lake folder, as landing would: in batches of ``batch``
+    stream entries (all in one by default), each batch one Parquet file per hour."""
+    filesystem, root = lake_filesystem(str(path))
+    entries = [(f"{i + 1}-0".encode(), {b"json": s.to_json()}) for i, s in enumerate(snapshots)]
+    size = batch or len(entries) or 1
+    for start in range(0, len(entries), size):
+        write_batch(filesystem, root, entries[start : start + size])
+    return str(path)

@@ -13,20 +13,11 @@ from models.db import make_sync_engine
 from models.reports import BacklogReportRow, RateReportRow, ReportRun
 from models.settings import Settings
 from reports.jobs import TimeBudgetExceeded, run_job
-from reports.lake import lake_filesystem, write_batch
 from reports.store import RunStore
 from tests.conftest import truncate
-from tests.reports.conftest import T0, snap
+from tests.reports.conftest import T0, snap, write_lake
 
 JDBC_JAR = Settings().jdbc_jar
-
-
-def write_lake(path, snapshots) -> str:
-    """Write snapshots straight into a lake folder, as landing would."""
-    filesystem, root = lake_filesystem(str(path))
-    entries = [(f"{i + 1}-0".encode(), {b"json": s.to_json()}) for i, s in enumerate(snapshots)]
-    write_batch(filesystem, root, entries)
-    return str(path)
 
 
 @pytest.fixture

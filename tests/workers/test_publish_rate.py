@@ -107,7 +107,11 @@ def test_the_byte_rate_counts_payload_bytes(topic, worker, client, redis_server)
 def test_a_batch_counts_its_messages(topic, worker, client, redis_server):
     assert topic.post(f"{PATH}/publishRate", json=publish(50)).status_code == 204
     producer = client.create_producer(
-        TOPIC, batching_enabled=True, batching_max_messages=10, batching_max_publish_delay_ms=5
+        TOPIC,
+        batching_enabled=True,
+        batching_max_messages=10,
+        batching_max_publish_delay_ms=5,
+        block_if_queue_full=True,  # the loop is slowed with the producer, as in Pulsar
     )
     results: list[sluice.Result] = []
     deadline = time.monotonic() + 2.5

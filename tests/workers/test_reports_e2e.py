@@ -35,7 +35,7 @@ def test_utilisation_against_the_limit_set_over_rest(
         == 204
     )
     consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
-    producer = client.create_producer(TOPIC, batching_enabled=False)
+    producer = client.create_producer(TOPIC, batching_enabled=False, block_if_queue_full=True)
     for _ in range(1500):
         producer.send_async(b"x" * 100, None)
     producer.flush()

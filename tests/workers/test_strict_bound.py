@@ -64,7 +64,7 @@ def one_run(http, client, set_limit, limit: int, count: int, partitions: int = 0
     topic = f"persistent://{ns}/t"
     origin = time.monotonic()
     consumer = client.subscribe(topic, "s", consumer_type=sluice.ConsumerType.Shared)
-    producer = client.create_producer(topic)
+    producer = client.create_producer(topic, block_if_queue_full=True)  # count may pass 1000
     for _ in range(count):
         producer.send_async(b"m" * 16, None)
     producer.flush()
@@ -167,7 +167,7 @@ def test_a_lowered_limit_holds_from_the_answer_on(http, namespace, worker, clien
     consumer = client.subscribe(
         topic, "s", consumer_type=sluice.ConsumerType.Shared, receiver_queue_size=50
     )
-    producer = client.create_producer(topic)
+    producer = client.create_producer(topic, block_if_queue_full=True)  # 3000 > its queue
     for _ in range(3000):
         producer.send_async(b"m", None)
     producer.flush()

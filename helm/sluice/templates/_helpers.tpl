@@ -110,6 +110,19 @@ app.kubernetes.io/component: {{ .component }}
 {{- fail "Sluice needs an external Redis: set redis.url (redis://host:6379/0) or existingSecret" -}}
 {{- end -}}
 {{- end -}}
+{{- if .Values.redis.cluster -}}
+{{- if and .Values.redis.url (not (regexMatch "^rediss?://[^/?#]+(/0?)?([?#].*)?$" .Values.redis.url)) -}}
+{{- fail "redis.cluster: a Redis Cluster has database 0 only: end redis.url with /0 or no database" -}}
+{{- end -}}
+{{- if and (not .Values.existingSecret) (or .Values.components.celeryWorker .Values.components.celeryBeat) -}}
+{{- if not .Values.redis.celeryBrokerUrl -}}
+{{- fail "redis.cluster: Celery cannot use a Redis Cluster as its broker: set redis.celeryBrokerUrl to a single Redis (redis://host:6379/0), or turn celeryWorker and celeryBeat off" -}}
+{{- end -}}
+{{- if eq .Values.redis.celeryBrokerUrl .Values.redis.url -}}
+{{- fail "redis.cluster: redis.celeryBrokerUrl must be a single Redis, not the cluster of redis.url" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if and .Values.auth.authorization.enabled (not .Values.auth.authentication.enabled) -}}
 {{- fail "auth.authorization.enabled needs auth.authentication.enabled" -}}
 {{- end -}}
@@ -138,7 +151,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/* Environment of every Sluice container: settings, connection URLs, extra variables.
-     (dict "root" $ "extraEnvs" .Values.api.extraEnvs) */}}
+     With "celery" true (the processes that use Celery) and redis.cluster, Celery's own
+     CELERY_BROKER_URL and CELERY_RESULT_BACKEND, which it reads before its configuration.
+     (dict "root" $ "extraEnvs" .Values.api.extraEnvs "celery" true) */}}
 {{- define "sluice.env" -}}
 - name: DATABASE_URL
   valueFrom:
@@ -150,6 +165,15 @@ app.kubernetes.io/component: {{ .component }}
     secretKeyRef:
       name: {{ include "sluice.secretName" .root }}
       key: {{ .root.Values.secretKeys.redisUrl }}
+{{- if and .celery .root.Values.redis.cluster }}
+{{- range list "CELERY_BROKER_URL" "CELERY_RESULT_BACKEND" }}
+- name: {{ . }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "sluice.secretName" $.root }}
+      key: {{ $.root.Values.secretKeys.celeryBrokerUrl }}
+{{- end }}
+{{- end }}
 - name: POD_NAME
   valueFrom:
     fieldRef:

@@ -1,0 +1,292 @@
+"""The WebSocket routes: Pulsar's ``/ws/v2/producer``, ``/ws/v2/consumer`` and ``/ws/v2/reader``.
+
+Query parameters are Pulsar's.  A handshake that cannot proceed is refused with an HTTP answer,
+as Pulsar's proxy refuses the upgrade: 400 ``Invalid query params: ...``, 409 when the producer
+or consumer is busy, 503 for a producer held by its backlog quota, 500 otherwise (401 and 403
+come from ``api.auth``, which classifies these routes like every other).  The connections run
+on one ``sluice.Client`` per admin process, made on first use from the service's Redis URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, WebSocket
+from starlette.datastructures import QueryParams
+
+from api.auth import authorize_websocket
+from api.errors import reason_response
+from api.websocket import sessions
+from api.websocket.frames import FrameError, decode_id
+from models.errors import Forbidden
+from sluice import Client, ConsumerBusy, ProducerBusy, SubscriptionBusy
+from sluice.consumer import ConsumerType, DeadLetterPolicy, InitialPosition
+from sluice.errors import (
+    InvalidConfiguration,
+    NotAllowedError,
+    ProducerBlockedQuotaExceededException,
+    SluiceException,
+)
+from sluice.message import MessageId
+from sluice.routing import PartitionsRoutingMode
+
+router = APIRouter(tags=["websocket"])
+
+TOPIC = "/persistent/{tenant}/{namespace}/{topic}"
+SUBSCRIPTION_TYPES = {t.value: t for t in ConsumerType}  # Pulsar's names: Key_Shared
+ROUTING_MODES = {
+    "RoundRobinPartition": PartitionsRoutingMode.RoundRobinDistribution,
+    "SinglePartition": PartitionsRoutingMode.UseSinglePartition,
+}
+
+
+class BadParams(ValueError):
+    """A query parameter Pulsar would refuse (400)."""
+
+
+async def websocket_client(app: FastAPI) -> Client:
+    """The process's ``sluice.Client`` for WebSocket connections, made on first use."""
+    state = app.state
+    lock = state.__dict__.setdefault("websocket_lock", asyncio.Lock())
+    async with lock:
+        client = getattr(state, "websocket_client", None)
+        if client is None:
+            url = state.sluice.settings.effective_redis_url
+            client = await asyncio.to_thread(Client, url)
+            state.websocket_client = client
+        return client
+
+
+async def close_websocket_client(app: FastAPI) -> None:
+    """Close the WebSocket connections' client (on shutdown)."""
+    client = getattr(app.state, "websocket_client", None)
+    if client is not None:
+        app.state.websocket_client = None
+        await asyncio.to_thread(client.close)
+
+
+def _int(params: QueryParams, name: str, default: int | None = None) -> int | None:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadParams(f"{name} must be an integer, not {raw!r}") from None
+
+
+def _bool(params: QueryParams, name: str) -> bool | None:
+    raw = params.get(name)
+    if raw is None:
+        return None
+    return raw.lower() == "true"  # Java's Boolean.parseBoolean
+
+
+def _topic(tenant: str, namespace: str, topic: str) -> str:
+    return f"persistent://{tenant}/{namespace}/{topic}"
+
+
+def _queue_size(params: QueryParams) -> int:
+    size = _int(params, "receiverQueueSize", sessions.MAX_QUEUE)
+    assert size is not None
+    if size < 0:
+        raise BadParams("receiverQueueSize must be >= 0")
+    return max(min(size, sessions.MAX_QUEUE), 1)
+
+
+async def _refuse(websocket: WebSocket, status: int, reason: str) -> None:
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(reason_response(status, reason))
+    else:
+        await websocket.close(code=1008, reason=reason[:120])
+
+
+async def _allowed(websocket: WebSocket) -> bool:
+    """``api.auth``'s policy for this handshake; refused with 403 when the role may not."""
+    try:
+        await authorize_websocket(websocket)
+    except Forbidden as exc:
+        await _refuse(websocket, 403, exc.reason)
+        return False
+    return True
+
+
+async def _open(
+    websocket: WebSocket, make: Callable[[Client], Any], failed: str, busy: tuple[type, ...]
+) -> Any:
+    """Run ``make(client)`` in a thread; on failure refuse the handshake and return None."""
+    try:
+        client = await websocket_client(websocket.app)
+        return await asyncio.to_thread(make, client)
+    except (BadParams, FrameError, InvalidConfiguration) as exc:
+        await _refuse(websocket, 400, f"Invalid query params: {exc}")
+    except busy as exc:
+        await _refuse(websocket, 409, f"{failed}: {exc}")
+    except ProducerBlockedQuotaExceededException as exc:
+        await _refuse(websocket, 503, f"{failed}: {exc}")
+    except (SluiceException, OSError) as exc:
+        await _refuse(websocket, 500, f"{failed}: {exc}")
+    return None
+
+
+@router.websocket("/ws/v2/producer" + TOPIC)
+async def producer_socket(websocket: WebSocket, tenant: str, namespace: str, topic: str) -> None:
+    """A producer: send frames in, ``{"result": ...}`` frames out."""
+    if not await _allowed(websocket):
+        return
+    params = websocket.query_params
+    try:
+        options = _producer_options(params)
+    except BadParams as exc:
+        await _refuse(websocket, 400, f"Invalid query params: {exc}")
+        return
+    name = _topic(tenant, namespace, topic)
+    producer = await _open(
+        websocket,
+        lambda client: client.create_producer(name, **options),
+        "Failed to create producer",
+        (ProducerBusy,),
+    )
+    if producer is None:
+        return
+    await websocket.accept()
+    await sessions.run_producer(websocket, producer)
+
+
+def _producer_options(params: QueryParams) -> dict[str, Any]:
+    # Pulsar's WebSocket producers: no batching and SinglePartition routing unless asked.
+    options: dict[str, Any] = {"message_routing_mode": PartitionsRoutingMode.UseSinglePartition}
+    if params.get("producerName"):
+        options["producer_name"] = params["producerName"]
+    for param, option in (
+        ("initialSequenceId", "initial_sequence_id"),
+        ("sendTimeoutMillis", "send_timeout_millis"),
+        ("batchingMaxMessages", "batching_max_messages"),
+        ("maxPendingMessages", "max_pending_messages"),
+        ("batchingMaxPublishDelay", "batching_max_publish_delay_ms"),
+    ):
+        value = _int(params, param)
+        if value is not None:
+            options[option] = value
+    batching = _bool(params, "batchingEnabled")
+    if batching is not None:
+        options["batching_enabled"] = batching
+    mode = params.get("messageRoutingMode")
+    if mode is not None:
+        if mode not in ROUTING_MODES and mode != "CustomPartition":
+            raise BadParams(f"Invalid messageRoutingMode {mode}")
+        if mode in ROUTING_MODES:
+            options["message_routing_mode"] = ROUTING_MODES[mode]
+    compression = params.get("compressionType")
+    if compression not in (None, "NONE"):
+        raise BadParams(f"compressionType {compression} is not supported")
+    hashing = params.get("hashingScheme")
+    if hashing not in (None, "Murmur3_32Hash"):
+        raise BadParams(f"hashingScheme {hashing} is not supported (Murmur3_32Hash only)")
+    return options
+
+
+@router.websocket("/ws/v2/consumer" + TOPIC + "/{subscription}")
+async def consumer_socket(
+    websocket: WebSocket, tenant: str, namespace: str, topic: str, subscription: str
+) -> None:
+    """A consumer: message frames out; acks, negative acks and permits in."""
+    if not await _allowed(websocket):
+        return
+    params = websocket.query_params
+    try:
+        options = _consumer_options(params, _topic(tenant, namespace, topic), subscription)
+        queue_size = _queue_size(params)
+    except BadParams as exc:
+        await _refuse(websocket, 400, f"Invalid query params: {exc}")
+        return
+    pull_mode = _bool(params, "pullMode") is True
+    name = _topic(tenant, namespace, topic)
+    consumer = await _open(
+        websocket,
+        lambda client: client.subscribe(
+            name, subscription, receiver_queue_size=queue_size, **options
+        ),
+        "Failed to subscribe",
+        (ConsumerBusy, SubscriptionBusy, NotAllowedError),
+    )
+    if consumer is None:
+        return
+    await websocket.accept()
+    await sessions.run_consumer(websocket, consumer, queue_size, pull_mode)
+
+
+def _consumer_options(params: QueryParams, topic: str, subscription: str) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    kind = params.get("subscriptionType")
+    if kind is not None:
+        if kind not in SUBSCRIPTION_TYPES:
+            raise BadParams(f"Invalid subscriptionType {kind}")
+        options["consumer_type"] = SUBSCRIPTION_TYPES[kind]
+    mode = params.get("subscriptionMode")
+    if mode not in (None, "Durable"):
+        raise BadParams(f"subscriptionMode {mode} is not supported (Durable only)")
+    ack_timeout = _int(params, "ackTimeoutMillis")
+    if ack_timeout:
+        options["unacked_messages_timeout_ms"] = ack_timeout
+    nack_delay = _int(params, "negativeAckRedeliveryDelay")
+    if nack_delay is not None:
+        options["negative_ack_redelivery_delay_ms"] = nack_delay
+    if params.get("consumerName"):
+        options["consumer_name"] = params["consumerName"]
+    if _int(params, "priorityLevel", 0):
+        raise BadParams("priorityLevel is not supported")
+    redeliver = _int(params, "maxRedeliverCount")
+    dead_letter_topic = params.get("deadLetterTopic")
+    if redeliver is not None or dead_letter_topic:
+        if redeliver is None:
+            raise BadParams("deadLetterTopic needs maxRedeliverCount")
+        options["dead_letter_policy"] = DeadLetterPolicy(
+            max_redeliver_count=redeliver,
+            dead_letter_topic=dead_letter_topic or f"{topic}-{subscription}-DLQ",
+        )
+    position = params.get("subscriptionInitialPosition")  # Sluice: where a new one starts
+    if position is not None:
+        if position not in ("Latest", "Earliest"):
+            raise BadParams(f"Invalid subscriptionInitialPosition {position}")
+        options["initial_position"] = InitialPosition[position]
+    return options
+
+
+@router.websocket("/ws/v2/reader" + TOPIC)
+async def reader_socket(websocket: WebSocket, tenant: str, namespace: str, topic: str) -> None:
+    """A reader from ``messageId`` (earliest, latest or an id a consumer or reader got)."""
+    if not await _allowed(websocket):
+        return
+    params = websocket.query_params
+    start: MessageId | None = None
+    try:
+        queue_size = _queue_size(params)
+        raw = params.get("messageId") or "latest"
+        if raw not in ("earliest", "latest"):
+            start = decode_id(raw)
+    except (BadParams, FrameError) as exc:
+        await _refuse(websocket, 400, f"Invalid query params: {exc}")
+        return
+    position = InitialPosition.Latest if raw == "latest" else InitialPosition.Earliest
+    name = _topic(tenant, namespace, topic)
+    reader_name = params.get("readerName") or None
+    consumer = await _open(
+        websocket,
+        lambda client: client.subscribe(
+            name,
+            sessions.new_reader_subscription(),
+            consumer_type=ConsumerType.Exclusive,
+            receiver_queue_size=queue_size,
+            consumer_name=reader_name,
+            initial_position=position,
+        ),
+        "Failed to create reader",
+        (),
+    )
+    if consumer is None:
+        return
+    await websocket.accept()
+    await sessions.run_reader(websocket, consumer, queue_size, start)

@@ -1,0 +1,33 @@
+"""pulsar-client arguments that Sluice does not implement: refused by name, never dropped.
+
+``Client``, ``create_producer`` and ``subscribe`` take every argument of pulsar-client's
+signatures, so Pulsar code moves over unchanged.  Those Sluice implements do what pulsar-client
+does; each of the others is accepted only with pulsar-client's default value (which asks for
+nothing), and any other value raises ``NotSupported`` naming the argument.
+"""
+
+from __future__ import annotations
+
+from sluice.errors import NotSupported
+
+
+def _is_default(value: object, default: object) -> bool:
+    if value is default or value == default:
+        return True
+    # pulsar-client's enums (CompressionType.NONE, ProducerAccessMode.Shared, ...) are
+    # recognised by name, so pulsar's own constants pass when they ask for the default.
+    name = getattr(value, "name", None)
+    return isinstance(default, str) and isinstance(name, str) and name == default
+
+
+def refuse_unsupported(call: str, given: dict[str, tuple[object, object]]) -> None:
+    """Raise ``NotSupported`` for the first argument whose value is not its default.
+
+    ``given`` maps an argument's name to (value, pulsar-client's default); an enum default is
+    written as its member's name."""
+    for name, (value, default) in given.items():
+        if not _is_default(value, default):
+            raise NotSupported(
+                f"{call}: argument {name}={value!r} is not supported by Sluice "
+                f"(only its default, {default!r}, is accepted)"
+            )
