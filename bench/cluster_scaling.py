@@ -154,7 +154,7 @@ def produce(url: str, topic: str, count: int, ready, go) -> None:
     import sluice
 
     with sluice.Client(url) as client:
-        producer = client.create_producer(topic, batching_enabled=True)
+        producer = client.create_producer(topic, batching_enabled=True, block_if_queue_full=True)
         ready.release()
         go.wait()
         for number in range(count):
@@ -231,7 +231,9 @@ def throttled(deployment: Deployment, limit: int, seconds: float) -> list[dict]:
         assert http.post("/admin/v2/namespaces/bench/ns/dispatchRate", json=body).status_code == 204
     backlog = int(limit * (seconds + 3))
     with sluice.Client(deployment.redis_url) as client:
-        producer = client.create_producer(THROTTLED, batching_enabled=False)
+        producer = client.create_producer(
+            THROTTLED, batching_enabled=False, block_if_queue_full=True
+        )
         for _ in range(backlog * PARTITIONS):
             producer.send_async(b"x" * 200, None)
         producer.flush()
