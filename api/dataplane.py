@@ -128,7 +128,8 @@ def _document(counters: Any, subs: list[str], replies: Any) -> dict[str, Any]:
         "averageMsgSize": bytes_in / msg_in if msg_in else 0.0,
         "backlogSize": 0,
         "msgExpiredCounter": sum(s["totalMsgExpired"] for s in subscriptions.values()),
-        "publishRateLimitedTimes": int(counters.get(b"publish_throttled", 0)),
+        "publishRateLimitedTimes": 0,  # no worker runs it: no stats interval in progress
+        "totalPublishRateLimitedCounter": int(counters.get(b"publish_throttled", 0)),
         "publishers": [],
         "subscriptions": subscriptions,
         "replication": {},
@@ -215,6 +216,7 @@ SUMMED_TOPIC = (
     "backlogSize",
     "msgExpiredCounter",
     "publishRateLimitedTimes",
+    "totalPublishRateLimitedCounter",
 )
 THROTTLED_COUNTERS = tuple(
     f"dispatchThrottled{dim}EventsBy{level}Limit"

@@ -6,7 +6,9 @@ Redis: one process doing XREADGROUP COUNT 1000 + XACK on N pre-produced entries,
 the hiredis parser that Sluice's own clients use (the target's denominator) and once with
 redis-py's pure-Python reply parser (the loop of the design brief, "redis-py without
 hiredis").  Target: at least 0.6 of the hiredis loop.  Also measured, not a target: the same
-path with the producer batching (100 messages per entry; throughput in messages).  Each
+path with the producer batching (100 messages per entry; throughput in messages), and a
+Key_Shared subscription on keyed messages (1,000 keys; one consumer, so the ratio to Shared is
+the cost of routing by key, which looks at every entry).  Each
 figure is the median of three rounds (one with ``--quick``); the rounds alternate the paths
 so that a slow spell of the machine does not fall on one of them only.
 
@@ -31,6 +33,8 @@ from sluice.protocol.names import TopicName
 
 TOPIC = "persistent://bench/ns/throughput"
 BATCHED_TOPIC = "persistent://bench/ns/batched"
+KEYED_TOPIC = "persistent://bench/ns/keyed"
+KEYS = 1000
 PAYLOAD = b"x" * 256
 BATCH = 100
 
@@ -62,15 +66,19 @@ def fill_raw(client: redis.Redis, stream: str, count: int) -> None:
         pipe.execute()
 
 
-def fill_topic(client: sluice.Client, count: int) -> None:
-    """Produce ``count`` messages through the produce script, many entries per call."""
-    name = TopicName.from_full(TOPIC)
+def fill_topic(client: sluice.Client, count: int, topic: str = TOPIC, keyed: bool = False) -> None:
+    """Produce ``count`` messages through the produce script, many entries per call (with a
+    partition key of ``KEYS`` when ``keyed``)."""
+    name = TopicName.from_full(topic)
     script_keys = [keys.log(name), keys.partition_stats(name), keys.idle(name)]
     for start in range(0, count, 500):
         n = min(500, count - start)
         args = [keys.WAKE_CHANNEL, wake_data(name.full), n]
-        for _ in range(n):
-            args += [1, "d", PAYLOAD]
+        for i in range(n):
+            if keyed:
+                args += [2, "d", PAYLOAD, "k", f"key-{(start + i) % KEYS}"]
+            else:
+                args += [1, "d", PAYLOAD]
         client.scripts["produce"](keys=script_keys, args=args)
 
 
@@ -87,8 +95,9 @@ def fill_batched(client: sluice.Client, count: int) -> None:
 
 def consume(url: str, topic: str, count: int, ready, go, result) -> None:
     """Consumer process: subscribe, wait for the signal, receive and ack ``count`` messages."""
+    kind = sluice.ConsumerType.KeyShared if topic == KEYED_TOPIC else sluice.ConsumerType.Shared
     with sluice.Client(url) as client:
-        consumer = client.subscribe(topic, "bench", consumer_type=sluice.ConsumerType.Shared)
+        consumer = client.subscribe(topic, "bench", consumer_type=kind)
         ready.set()
         go.wait()
         started = None
@@ -101,16 +110,19 @@ def consume(url: str, topic: str, count: int, ready, go, result) -> None:
         result.put((count - 1) / (time.perf_counter() - started))
 
 
-def through_sluice(url: str, count: int, batched: bool = False) -> float:
+def through_sluice(url: str, count: int, batched: bool = False, keyed: bool = False) -> float:
     """Messages/s received and acknowledged by a consumer process through the worker."""
     context = mp.get_context("spawn")
     ready, go, result = context.Event(), context.Event(), context.Queue()
-    topic = BATCHED_TOPIC if batched else TOPIC
+    topic = BATCHED_TOPIC if batched else KEYED_TOPIC if keyed else TOPIC
     process = context.Process(target=consume, args=(url, topic, count, ready, go, result))
     process.start()
     ready.wait(60)
     with sluice.Client(url) as client:
-        (fill_batched if batched else fill_topic)(client, count)
+        if batched:
+            fill_batched(client, count)
+        else:
+            fill_topic(client, count, topic, keyed)
     go.set()
     rate = result.get(timeout=600)
     process.join(60)
@@ -126,24 +138,28 @@ def main() -> None:
         with stack.admin() as http:
             http.put("/admin/v2/persistent/bench/ns/throughput")
             http.put("/admin/v2/persistent/bench/ns/batched")
-        baselines, pures, sluices, batched = [], [], [], []
+            http.put("/admin/v2/persistent/bench/ns/keyed")
+        baselines, pures, sluices, batched, keyed = [], [], [], [], []
         for _ in range(rounds):
             baselines.append(raw_loop(stack.redis_url, count))
             pures.append(raw_loop(stack.redis_url, count, pure_python=True))
             sluices.append(through_sluice(stack.redis_url, count))
             batched.append(through_sluice(stack.redis_url, count, batched=True))
+            keyed.append(through_sluice(stack.redis_url, count, keyed=True))
         baseline = statistics.median(baselines)
         pure = statistics.median(pures)
         sluice_rate = statistics.median(sluices)
         batched_rate = statistics.median(batched)
+        keyed_rate = statistics.median(keyed)
     paths = (
         ("raw XREADGROUP COUNT 1000 + XACK, hiredis parser (baseline)", baseline),
         ("raw XREADGROUP COUNT 1000 + XACK, pure-Python parser (design brief's loop)", pure),
         ("producer -> worker -> consumer receive + ack", sluice_rate),
         (f"the same, producer batching {BATCH} messages per entry", batched_rate),
+        (f"the same, Key_Shared subscription, {KEYS:,} keys", keyed_rate),
     )
     report(
-        "Unthrottled dispatch throughput (256-byte messages, one Shared subscription)",
+        "Unthrottled dispatch throughput (256-byte messages, one subscription, one consumer)",
         [
             {
                 "path": path,

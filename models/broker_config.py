@@ -154,6 +154,31 @@ _KEYS: tuple[ConfigKey, ...] = (
         maximum=INT32_MAX,
     ),
     ConfigKey(
+        "delayedDeliveryEnabled",
+        bool,
+        True,
+        True,
+        "honour deliver_at / deliver_after on Shared and Key_Shared subscriptions (false: "
+        "deliver at once); Pulsar's is static, Sluice's dynamic",
+    ),
+    ConfigKey(
+        "delayedDeliveryTickTimeMillis",
+        int,
+        1000,
+        True,
+        "a delayed message may go up to this many ms before its time, unless "
+        "isDelayedDeliveryDeliverAtTimeStrict; Pulsar's is static, Sluice's dynamic",
+        minimum=0,
+        maximum=INT64_MAX,
+    ),
+    ConfigKey(
+        "isDelayedDeliveryDeliverAtTimeStrict",
+        bool,
+        False,
+        True,
+        "true: a delayed message never goes before its time; Pulsar's is static, Sluice's dynamic",
+    ),
+    ConfigKey(
         "dispatcherDispatchMessagesInSubscriptionThread",
         bool,
         True,
@@ -319,7 +344,8 @@ _KEYS: tuple[ConfigKey, ...] = (
         int,
         0,
         True,
-        "default subscribe requests one consumer name may make per period and partition "
+        "default subscribe requests one consumer name from one client host may make per "
+        "period and partition "
         "(<= 0 = off)",
         minimum=-1,
         maximum=INT32_MAX,

@@ -4,8 +4,8 @@ JSON shapes are Pulsar's.  A publish rate (``PublishRate``), per partition per s
 
     {"publishThrottlingRateInMsg": 1000, "publishThrottlingRateInByte": -1}
 
-A subscribe rate (``SubscribeRate``): how many subscribe requests one consumer name may make to
-one partition per period::
+A subscribe rate (``SubscribeRate``): how many subscribe requests one consumer name from one
+client host may make to one partition per period::
 
     {"subscribeThrottlingRatePerConsumer": 10, "ratePeriodInSecond": 30}
 

@@ -4,7 +4,8 @@ One snapshot per (topic partition, subscription) per interval.  Partition-level 
 was published) are repeated on every subscription row of that partition; a partition without
 subscriptions emits one row with ``subscription`` = "".  Counters cover the interval that ends
 at ``ts``; gauges (backlog, unacked, consumers) are read at ``ts``.  The effective limits are
-those in force at ``ts`` with the limiter that binds and the level its value came from.
+those in force at ``ts`` with the limiter that binds and the level its value came from, and
+what they allowed over the interval, exact to the moment a limit changed.
 
 Workers append snapshots to the Redis stream ``SNAPSHOT_STREAM`` as one JSON field ``json``.
 """
@@ -50,6 +51,11 @@ class StatsSnapshot:
     limit_byte_limiter: str | None = None
     limit_msg_source: str | None = None  # broker | namespace | topic | subscription
     limit_byte_source: str | None = None
+    # What the limit allowed over the interval: the limit integrated over time, so a change
+    # inside the interval counts from when it was applied (None: no limit at any time; absent
+    # in snapshots of older workers, where the report takes the limit at ts x interval_ms).
+    allowed_msgs: float | None = None
+    allowed_bytes: float | None = None
 
     def to_json(self) -> bytes:
         """The stream field value."""

@@ -32,7 +32,7 @@ LOCK_KEY = "sluice:stats:landing-lock"
 SNAPSHOTS_DIR = "snapshots"
 
 _INT_COLUMNS = {"ts", "interval_ms", "partition"}
-_FLOAT_COLUMNS = {"limit_msg_per_s", "limit_byte_per_s"}
+_FLOAT_COLUMNS = {"limit_msg_per_s", "limit_byte_per_s", "allowed_msgs", "allowed_bytes"}
 
 
 def _arrow_type(name: str, annotation: str) -> pa.DataType:

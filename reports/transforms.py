@@ -7,17 +7,20 @@ Grain.  Workers emit one snapshot per (topic partition, subscription) per interv
 ``subscription_intervals`` first sums the partitions of a topic into one row per
 (topic, subscription, interval): rates add up across partitions, and so do their limits
 (Pulsar's dispatch rates apply per partition), while the interval keeps the smallest and
-largest partition limit and what the limiters allowed (limit x interval length, per
+largest partition limit and what the limiters allowed (as the workers measured it, per
 partition, summed).  Reports then aggregate those interval rows into minute, hour or day
 windows (UTC); an interval counts in the window where it started.
 
-Limits over a window.  A snapshot carries the limit in force at its end; the report counts it
-for the whole interval, so limits are weighted by time to the resolution of one stats
-interval.  Per subscription and window the rate report gives the time-weighted average, the
-minimum and the maximum of the limit, per partition and for the whole topic, over the time
-a limit was in force (``limited_share`` says how much of the window that was), and
-utilisation is what was delivered over what the limiters allowed in those intervals.
-docs/reports.md describes every column.
+Limits over a window.  A snapshot carries the limit in force at its end and what the limits
+allowed over its interval (the worker integrates them over time, so a change counts from the
+moment it was applied); the report counts the interval as limited when it ended limited,
+with what was allowed in it.  Per subscription and window the rate report gives the
+time-weighted average, the minimum and the maximum of the limit, per partition and for the
+whole topic, over the time a limit was in force (``limited_share`` says how much of the
+window that was), and utilisation is what was delivered over what the limiters allowed in
+those intervals.  docs/reports.md describes every column and states what stays approximate
+("How exact the limit columns are"): min and max see the limits at the ends of intervals,
+and a limit set or removed inside an interval counts it as limited or not by its end.
 
 One pass for every window.  Each report is built in three steps: ``*_partials`` aggregates
 intervals into the finest window as mergeable columns (sums, maxima, the last value with its
@@ -52,6 +55,15 @@ SKETCH_K = 400
 GROUP = ("window", "window_start", *KEY)
 # The limits of a snapshot: the unit, and the snapshot column with the limit in force.
 LIMIT_COLUMNS = (("msg", "limit_msg_per_s"), ("byte", "limit_byte_per_s"))
+# The snapshot column with what that limit allowed over the interval (by unit).
+ALLOWED_COLUMNS = {"msg": "allowed_msgs", "byte": "allowed_bytes"}
+
+
+def _allowed(unit: str, column: str, seconds: Column) -> Column:
+    """What one partition's limiter allowed in an interval it ended limited: the integral the
+    worker measured (exact to the moment a limit changed), or, in snapshots of workers that
+    did not measure it, the limit at the end x the interval's length."""
+    return F.coalesce(F.col(ALLOWED_COLUMNS[unit]), F.col(column) * seconds)
 
 
 def _code(column: str) -> Column:
@@ -70,14 +82,16 @@ def _name(code: Column) -> Column:
 def _limit_columns(unit: str, column: str) -> dict[str, Column]:
     """Per-interval limit columns of one unit (``msg`` or ``byte``) over a topic's partition
     rows: the topic's limit (the partitions' sum), the smallest and largest partition limit,
-    and what the limiters allowed (limit x seconds, per partition, summed).  All null when
+    and what the limiters allowed (``_allowed``, per partition, summed).  All null when
     any partition has no limit: the topic is not limited in that interval."""
     every = F.count(column) == F.count(F.lit(1))
     return {
         f"limit_{unit}": F.when(every, F.sum(column)),
         f"limit_{unit}_min": F.when(every, F.min(column)),
         f"limit_{unit}_max": F.when(every, F.max(column)),
-        f"allowed_{unit}s": F.when(every, F.sum(F.col(column) * F.col("interval_ms") / 1000.0)),
+        f"allowed_{unit}s": F.when(
+            every, F.sum(_allowed(unit, column, F.col("interval_ms") / 1000.0))
+        ),
     }
 
 
@@ -116,7 +130,9 @@ def subscription_intervals(snapshots: DataFrame) -> DataFrame:
                 f"limit_{unit}": F.col(column),
                 f"limit_{unit}_min": F.col(column),
                 f"limit_{unit}_max": F.col(column),
-                f"allowed_{unit}s": F.col(column) * seconds,
+                f"allowed_{unit}s": F.when(
+                    F.col(column).isNotNull(), _allowed(unit, column, seconds)
+                ),
             }.items()
         ],
         _code("limit_msg_limiter").alias("limiter_msg"),

@@ -37,6 +37,7 @@ from sluice.errors import (
     TooManyRequests,
     TopicNotFound,
 )
+from sluice.keyshared import ConsumerKeySharedPolicy, KeySharedMode
 from sluice.message import Message, MessageId
 from sluice.producer import Producer, Result
 from sluice.routing import PartitionsRoutingMode
@@ -49,10 +50,12 @@ __all__ = [
     "ConnectError",
     "Consumer",
     "ConsumerBusy",
+    "ConsumerKeySharedPolicy",
     "ConsumerType",
     "DeadLetterPolicy",
     "InitialPosition",
     "InvalidConfiguration",
+    "KeySharedMode",
     "Message",
     "MessageId",
     "MessageTooBig",

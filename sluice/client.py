@@ -9,6 +9,7 @@ Pulsar does.
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from typing import cast
@@ -16,7 +17,7 @@ from typing import cast
 import orjson
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from sluice.backoff import Backoff, Clock
 from sluice.consumer import Consumer, ConsumerType, DeadLetterPolicy, InitialPosition
@@ -28,6 +29,7 @@ from sluice.errors import (
     NotSupported,
     TopicNotFound,
 )
+from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.message import Message
 from sluice.options import refuse_unsupported
 from sluice.producer import Producer
@@ -125,6 +127,7 @@ class Client:
         self.scripts = {
             name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES
         }
+        self.host = client_host(self.redis)
         self.ticker = Ticker()
         self._closed = False
         self._lock = threading.Lock()
@@ -245,7 +248,7 @@ class Client:
         auto_ack_oldest_chunked_message_on_queue_full: bool = False,
         start_message_id_inclusive: bool = False,
         batch_receive_policy: object = None,
-        key_shared_policy: object = None,
+        key_shared_policy: ConsumerKeySharedPolicy | None = None,
         batch_index_ack_enabled: bool = False,
         regex_subscription_mode: object = "PersistentOnly",
         dead_letter_policy: DeadLetterPolicy | None = None,
@@ -284,7 +287,6 @@ class Client:
                 ),
                 "start_message_id_inclusive": (start_message_id_inclusive, False),
                 "batch_receive_policy": (batch_receive_policy, None),
-                "key_shared_policy": (key_shared_policy, None),
                 "batch_index_ack_enabled": (batch_index_ack_enabled, False),
                 "regex_subscription_mode": (regex_subscription_mode, "PersistentOnly"),
                 "crypto_failure_action": (crypto_failure_action, "FAIL"),
@@ -333,6 +335,7 @@ class Client:
             nack_delay_ms=negative_ack_redelivery_delay_ms,
             dead_letter_policy=dead_letter_policy,
             initial_position=initial_position,
+            key_shared_policy=key_shared_policy,
         )
         with self._lock:
             self._consumers.append(consumer)
@@ -416,3 +419,15 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def client_host(connection: redis.Redis) -> str:
+    """This client's host as Redis sees it (the address of its connection, without the port):
+    what the subscribe rate counts consumer names per, as Pulsar counts them per client
+    address.  The machine's host name when Redis does not say (an ACL without ``CLIENT``)."""
+    try:
+        address = str(connection.client_info().get("addr", ""))
+    except RedisError:
+        address = ""
+    host = address.rpartition(":")[0].strip("[]")
+    return host or socket.gethostname()

@@ -36,6 +36,7 @@ from sluice.errors import (
     SubscriptionBusy,
     Timeout,
 )
+from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.message import EMPTY_PROPERTIES, Message, MessageId
 from sluice.protocol import keys
 from sluice.protocol.connection import raw_rows
@@ -109,9 +110,13 @@ class Consumer:
         nack_delay_ms: int,
         dead_letter_policy: DeadLetterPolicy | None,
         initial_position: InitialPosition,
+        key_shared_policy: ConsumerKeySharedPolicy | None = None,
     ) -> None:
-        if consumer_type is ConsumerType.KeyShared:
-            raise NotSupported("Key_Shared subscriptions are not supported yet")
+        if key_shared_policy is not None and consumer_type is not ConsumerType.KeyShared:
+            raise InvalidConfiguration("key_shared_policy is for Key_Shared subscriptions")
+        if consumer_type is ConsumerType.KeyShared and key_shared_policy is None:
+            key_shared_policy = ConsumerKeySharedPolicy()
+        self._key_shared = key_shared_policy
         self._client = client
         self._topics = topics
         self._subscription = subscription
@@ -214,6 +219,8 @@ class Consumer:
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge this message and every earlier one (Exclusive and Failover only)."""
         self._check_open()
+        if self._type is ConsumerType.KeyShared:
+            raise NotSupported("Cumulative acknowledge not supported for Key_Shared subscription")
         if self._type is ConsumerType.Shared:
             raise NotSupported("Cumulative acknowledge not supported for shared subscription")
         message_id = self._message_id(message)
@@ -484,6 +491,7 @@ class Consumer:
                 "receiverQueueSize": self._permits,
                 "since": _now_ms(),
                 "type": self._type.value,
+                **(self._key_shared.info() if self._key_shared is not None else {}),
             }
         ).decode()
         call = subscribe_call(
@@ -496,12 +504,13 @@ class Consumer:
             info,
             self._timeout_ms,
             consumer_name=self._name,
+            client_host=self._client.host,
         )
         try:
             self._call("subscribe", *call)
         except ResponseError as exc:
             # ConsumerBusy, SubscriptionBusy, NotAllowedError (maxSubscriptionsPerTopic; its
-            # SubscribeRateLimited: the subscribe rate of this consumer name).
+            # SubscribeRateLimited: the subscribe rate of this consumer name from this host).
             raise refusal(exc) or exc from None
         part.received = 0
         part.pending_permits.clear()  # a whole queue's permits are given now

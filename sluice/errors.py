@@ -9,7 +9,7 @@
     │                           consumer limit (maxConsumersPerTopic/-PerSubscription) is reached
     ├── ProducerBusy            the topic has maxProducersPerTopic producers already
     ├── NotAllowedError         over maxTopicsPerNamespace or maxSubscriptionsPerTopic
-    │   └── SubscribeRateLimited    the consumer name used up its subscribe rate for now
+    │   └── SubscribeRateLimited    the consumer name (from this host) used up its subscribe rate
     ├── MessageTooBig           the message (or batch) is over the topic's maxMessageSize
     ├── SubscriptionBusy        the subscription has another type, or active consumers
     ├── TopicNotFound           the topic does not exist and auto-creation is off
@@ -55,9 +55,10 @@ class NotAllowedError(SluiceException):
 
 
 class SubscribeRateLimited(NotAllowedError):
-    """The consumer name made as many subscribe requests to a partition as the topic's
-    subscribe rate allows per period (Pulsar's ``NotAllowed`` "Subscribe limited by subscribe
-    rate limit per consumer.").  ``retry_after_seconds`` says when the period ends."""
+    """The consumer name made as many subscribe requests from this client's host to a
+    partition as the topic's subscribe rate allows per period (Pulsar's ``NotAllowed``
+    "Subscribe limited by subscribe rate limit per consumer.").  ``retry_after_seconds`` says
+    when the period ends."""
 
     def __init__(self, message: str, retry_after_seconds: float = 0.0) -> None:
         super().__init__(message)

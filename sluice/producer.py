@@ -44,6 +44,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sluice.backoff import Backoff, Clock
+from sluice.delivery import delivery_time
 from sluice.errors import (
     AlreadyClosed,
     InvalidConfiguration,
@@ -108,6 +110,8 @@ class _Pending:
     properties: str | None
     event_time: int | None
     sequence: int = -1
+    deliver_at: int | None = None  # ms since the epoch (delayed delivery)
+    ordering_key: str | None = None  # Key_Shared routes by it before the partition key
     future: Future = field(default_factory=Future)
 
 
@@ -237,16 +241,25 @@ class Producer:
         disable_replication: bool = False,
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
-        deliver_after: object = None,
+        deliver_after: timedelta | None = None,
     ) -> MessageId:
         """Publish one message and wait until it is stored; return its id.
 
         ``disable_replication`` has nothing to do: Sluice never replicates.  ``deliver_at``
-        and ``deliver_after`` are accepted and the message is delivered at once (delayed
-        delivery is not in this version)."""
-        _check_unsupported(ordering_key, replication_clusters)
+        (ms since the epoch) or ``deliver_after`` (a ``timedelta`` from now) delays its
+        delivery on Shared and Key_Shared subscriptions (``sluice.delivery``); ``ordering_key``
+        routes it on Key_Shared subscriptions before ``partition_key``."""
+        _check_unsupported(replication_clusters)
+        at = delivery_time(deliver_at, deliver_after)
         future = self._enqueue(
-            content, properties, partition_key, event_timestamp, sequence_id, inline=True
+            content,
+            properties,
+            partition_key,
+            event_timestamp,
+            sequence_id,
+            inline=True,
+            deliver_at=at,
+            ordering_key=ordering_key,
         )
         try:
             return future.result(timeout=self._send_timeout + 1)
@@ -265,18 +278,27 @@ class Producer:
         disable_replication: bool = False,
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
-        deliver_after: object = None,
+        deliver_after: timedelta | None = None,
     ) -> None:
         """Publish one message without waiting; ``callback(result, message_id)`` runs once
         it is stored (or failed), on the producer's sender thread.
 
         Returns at once, unless the pending queue is full and ``block_if_queue_full`` is set
         (then it waits for room); when full without it, ``callback`` gets
-        ``Result.ProducerQueueIsFull`` before this returns."""
-        _check_unsupported(ordering_key, replication_clusters)
+        ``Result.ProducerQueueIsFull`` before this returns.  The other arguments are
+        ``send``'s."""
+        _check_unsupported(replication_clusters)
+        at = delivery_time(deliver_at, deliver_after)
         try:
             future = self._enqueue(
-                content, properties, partition_key, event_timestamp, sequence_id, inline=False
+                content,
+                properties,
+                partition_key,
+                event_timestamp,
+                sequence_id,
+                inline=False,
+                deliver_at=at,
+                ordering_key=ordering_key,
             )
         except ProducerQueueIsFull:
             if callback is not None:
@@ -308,7 +330,17 @@ class Producer:
 
     # --- internals ------------------------------------------------------------------------
 
-    def _enqueue(self, content, properties, key, event_time, sequence_id, inline) -> Future:
+    def _enqueue(
+        self,
+        content,
+        properties,
+        key,
+        event_time,
+        sequence_id,
+        inline,
+        deliver_at=None,
+        ordering_key=None,
+    ) -> Future:
         if self._closed:
             raise AlreadyClosed("producer is closed")
         if not isinstance(content, bytes | bytearray | memoryview):
@@ -321,6 +353,8 @@ class Producer:
             key,
             orjson.dumps(merged).decode() if merged else None,
             event_time,
+            deliver_at=deliver_at,
+            ordering_key=ordering_key,
         )
         target = self._targets[max(self._router.choose(key, content), 0)]
         max_size = self._registration.max_message_size(target.name)
@@ -333,7 +367,8 @@ class Producer:
             )
             return pending.future
         self._take_room(target, pending, sequence_id)
-        if not self._batching:
+        if not self._batching or deliver_at is not None:
+            # A delayed message is never batched (as in pulsar-client).
             if inline:
                 with self._write_lock:
                     if not self._outbox:
@@ -449,6 +484,12 @@ class Producer:
         if batched and len(messages) > 1:
             payload = pack_batch([(m.payload, m.key, m.properties, m.event_time) for m in messages])
             fields = ["d", payload, "n", str(len(messages)), *common]
+            # The entry's keys are its first message's: Key_Shared routes the entry by them.
+            first = messages[0]
+            if first.key:
+                fields += ["k", first.key]
+            if first.ordering_key:
+                fields += ["o", first.ordering_key]
         else:
             [only] = messages
             fields = ["d", only.payload, *common]
@@ -458,6 +499,10 @@ class Producer:
                 fields += ["p", only.properties]
             if only.event_time:
                 fields += ["e", str(only.event_time)]
+            if only.deliver_at is not None:
+                fields += ["a", str(only.deliver_at)]
+            if only.ordering_key:
+                fields += ["o", only.ordering_key]
         args = [keys.WAKE_CHANNEL, target.wake, 1, len(fields) // 2, *fields]
         try:
             [entry_id] = self._call_with_retry(target.keys, args, target.name)
@@ -528,10 +573,8 @@ class Producer:
                 clock.sleep(wait)
 
 
-def _check_unsupported(ordering_key: str | None, replication_clusters: list[str] | None) -> None:
+def _check_unsupported(replication_clusters: list[str] | None) -> None:
     """pulsar-client arguments of ``send`` Sluice does not implement: refused, never dropped."""
-    if ordering_key is not None:
-        raise NotSupported("ordering_key is not supported (Key_Shared ordering keys)")
     if replication_clusters is not None:
         raise NotSupported("replication_clusters is not supported: Sluice does not replicate")
 

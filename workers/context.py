@@ -53,6 +53,9 @@ class DispatchSettings:
     round_robin_chunk: int
     skip_when_caught_up: bool
     reads_per_call: int
+    delayed_delivery: bool = True
+    delayed_tick_ms: int = 1000
+    delayed_strict: bool = False
 
     @classmethod
     def of(cls, policy: PolicyView, settings: Settings) -> DispatchSettings:
@@ -64,6 +67,9 @@ class DispatchSettings:
             round_robin_chunk=policy.setting("dispatcherMaxRoundRobinBatchSize"),
             skip_when_caught_up=not policy.setting("dispatchThrottlingOnNonBacklogConsumerEnabled"),
             reads_per_call=settings.worker_reads_per_call,
+            delayed_delivery=policy.setting("delayedDeliveryEnabled"),
+            delayed_tick_ms=policy.setting("delayedDeliveryTickTimeMillis"),
+            delayed_strict=policy.setting("isDelayedDeliveryDeliverAtTimeStrict"),
         )
 
 

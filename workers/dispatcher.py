@@ -42,12 +42,13 @@ from sluice.protocol.frames import (
     dispatch_keys,
 )
 from sluice.protocol.names import TopicName
-from workers.context import SharedDispatch, WorkerContext
+from workers.context import DispatchSettings, SharedDispatch, WorkerContext
 
 log = logging.getLogger(__name__)
 
 PARK_FALLBACK_SECONDS = 5.0  # re-check a parked subscription even without a wake-up
 SINGLE_CONSUMER_TYPES = ("Exclusive", "Failover")
+KEY_SHARED = "Key_Shared"
 # Bits of ``DispatchResult.exhausted``: the Redis-side limiters left without quota.
 EXHAUSTED_BITS = (
     (1, "msg", Limiter.TOPIC),
@@ -229,6 +230,8 @@ class Dispatcher:
             topic=self.topic_args,
             sub=self._sub_args,
             reads=config.reads_per_call,
+            delay_margin_ms=self._delay_margin(config),
+            key_shared=self.sub_type == KEY_SHARED,
         )
         self.wake.clear()
         gate = shared.gate
@@ -269,6 +272,14 @@ class Dispatcher:
                 result.messages / result.entries
             )
         await self._after(result)
+
+    def _delay_margin(self, config: DispatchSettings) -> int:
+        """Delayed delivery as ``dispatch.lua`` takes it: -1 = deliver at once (turned off,
+        or an Exclusive or Failover subscription, as in Pulsar), else how early a delayed
+        entry may go (the tick, or 0 when strict)."""
+        if not config.delayed_delivery or self.sub_type in SINGLE_CONSUMER_TYPES:
+            return -1
+        return 0 if config.delayed_strict else config.delayed_tick_ms
 
     def _unacked_limits(self, max_entries: int) -> tuple[int, int]:
         """The (subscription, consumer) limits to check in this call; 0 = do not check."""

@@ -34,6 +34,7 @@ from sluice.protocol.names import TopicName
 from workers.context import SharedDispatch, WorkerContext
 from workers.dispatcher import Dispatcher, limit_args
 from workers.flow import PartitionFlow
+from workers.limit_time import LimitClock
 from workers.policy import PartitionLimits
 from workers.samples import RateMeter
 
@@ -85,6 +86,7 @@ class PartitionRunner:
         self.topic_args = LimitArgs()  # the same, as dispatch.lua takes it
         self.dispatchers: dict[str, Dispatcher] = {}
         self.publish = RateMeter()
+        self.limit_clock = LimitClock()  # each subscription's limits over the stats interval
         self.flow = PartitionFlow(context, partition, limits.flow, fencing_token)
         self.msg_in = 0
         self.bytes_in = 0
@@ -125,6 +127,8 @@ class PartitionRunner:
             for name in names - set(self.dispatchers):
                 self._add(name)
             gone = [self.dispatchers.pop(n) for n in set(self.dispatchers) - names]
+            for dispatcher in gone:
+                self.limit_clock.forget(dispatcher.subscription)
         await asyncio.gather(*(d.stop() for d in gone))
 
     def _add(self, subscription: str) -> Dispatcher:
@@ -136,9 +140,13 @@ class PartitionRunner:
             self.fencing_token,
             self.fenced,
         )
-        resolved = self.limits.resolve(subscription, self.publish.rate()).subscription
-        assert resolved is not None
-        dispatcher.apply(resolved, self.topic_args, self.limits.flow)
+        effective = self.limits.resolve(subscription, self.publish.rate())
+        assert effective.subscription is not None
+        dispatcher.apply(effective.subscription, self.topic_args, self.limits.flow)
+        self.limit_clock.mark(
+            time.monotonic(),
+            {subscription: (effective.msg_per_second, effective.byte_per_second)},
+        )
         self.on_subscription(self.partition.base.full, subscription)
         self.dispatchers[subscription] = dispatcher
         dispatcher.start()
@@ -176,10 +184,13 @@ class PartitionRunner:
         self.topic_rate = limits.resolve(None, rate).topic
         self.topic_args = limit_args(self.topic_rate)
         self.flow.limits = limits.flow
+        marks = {}
         for name, dispatcher in self.dispatchers.items():
-            resolved = limits.resolve(name, rate).subscription
-            assert resolved is not None
-            dispatcher.apply(resolved, self.topic_args, limits.flow)
+            effective = limits.resolve(name, rate)
+            assert effective.subscription is not None
+            dispatcher.apply(effective.subscription, self.topic_args, limits.flow)
+            marks[name] = (effective.msg_per_second, effective.byte_per_second)
+        self.limit_clock.mark(time.monotonic(), marks)
 
     async def write_limits(self, force: bool = False) -> None:
         """Write the abuse limits in force to ``sl:{P}:limits`` when they changed (or when
@@ -242,29 +253,19 @@ class PartitionRunner:
             self._last_trim = time.monotonic()
             await self.trim(now_ms)
 
-    async def trim(self, now_ms: int) -> None:
-        """Delete entries every subscription has acknowledged (older than the grace period)."""
-        redis = self.context.redis
+    async def trim(self, now_ms: int) -> int:
+        """Delete entries every subscription has acknowledged (older than the grace period);
+        ``trim.lua`` decides over every consumer group of the stream and trims in one atomic
+        call.  Returns the entries deleted."""
         floor = now_ms - int(self.context.settings.retention_grace_seconds * 1000)
-        stream = keys.log(self.partition)
-        for name in list(self.dispatchers):
-            pipe = redis.pipeline(transaction=False)
-            pipe.xpending(stream, name)
-            pipe.get(keys.sub_key(self.partition, name, "cursor"))
-            pending, cursor = await pipe.execute()
-            if pending and pending.get("pending"):
-                first = (
-                    pending["min"].decode() if isinstance(pending["min"], bytes) else pending["min"]
-                )
-                floor = min(floor, _ms(first))
-            elif cursor:
-                # Entries in the cursor's millisecond may still be undelivered: keep them.
-                floor = min(floor, _ms(cursor.decode()))
-            else:
-                floor = min(floor, 0)
-        if floor > 0:
-            await redis.xtrim(stream, minid=f"{floor}-0", approximate=True)
-
-
-def _ms(stream_id: str) -> int:
-    return int(stream_id.split("-")[0])
+        try:
+            deleted = await self.context.scripts["trim"](
+                keys=[keys.log(self.partition), keys.lease(self.partition)],
+                args=[floor, self.fencing_token],
+            )
+        except ResponseError as exc:
+            if str(exc).startswith("FENCED"):
+                self.fenced()
+                return 0
+            raise
+        return int(deleted)

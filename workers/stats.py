@@ -4,7 +4,9 @@ Every second the worker reads each owned partition's counters (published, dispat
 acknowledged) and gauges (backlog, unacked, consumers, permits) in one pipeline, computes rates
 over a few seconds, and stores a ``TopicStats``-shaped JSON document at ``sl:{P}:doc`` that the
 admin service serves at ``.../stats``.  Every ``stats_interval_seconds`` it appends one
-``StatsSnapshot`` per partition and subscription to the reporting stream.
+``StatsSnapshot`` per partition and subscription to the reporting stream; that is also the
+stats interval over which ``publishRateLimitedTimes`` counts, as Pulsar's does over its
+``statsUpdateFrequencyInSecs`` (``totalPublishRateLimitedCounter`` only grows).
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ class StatsPublisher:
         self.expire_meters: dict[tuple[str, str], RateMeter] = {}
         self.baselines: dict[tuple[str, str], Baseline] = {}
         self.docs: dict[str, dict] = {}
+        # Per partition: sends the publish rate held back, as counted when the current stats
+        # interval began (``publishRateLimitedTimes`` counts from there, as in Pulsar).
+        self.publish_limited_base: dict[str, int] = {}
         self._last_snapshot = time.monotonic()
 
     async def adopt(self, runner: PartitionRunner) -> None:
@@ -74,6 +79,7 @@ class StatsPublisher:
         part_base.delta("msg_in", runner.msg_in)
         part_base.delta("bytes_in", runner.bytes_in)
         self.baselines[(partition, "")] = part_base
+        self.publish_limited_base[partition] = runner.publish_throttled
         for name, sample in samples.items():
             baseline = Baseline()
             for key, field_name in (
@@ -92,6 +98,7 @@ class StatsPublisher:
             for key in [k for k in meters if k[0] == partition]:
                 del meters[key]
         self.docs.pop(partition, None)
+        self.publish_limited_base.pop(partition, None)
 
     async def tick(self, runners: Iterable[PartitionRunner]) -> None:
         """Read every owned partition (``runners``), publish its document; snapshot when
@@ -115,6 +122,7 @@ class StatsPublisher:
             )
             if snapshot_due:
                 snapshots.extend(self._snapshots(runner, samples, interval_ms))
+                self.publish_limited_base[runner.partition.full] = runner.publish_throttled
         if snapshot_due:
             self._last_snapshot = now
             if snapshots:
@@ -249,7 +257,9 @@ class StatsPublisher:
                 runner.flow.breach.describe(runner.partition.full) if runner.flow.breach else None
             ),
             "publishRejectedByBacklogQuota": runner.quota_rejected,
-            "publishRateLimitedTimes": runner.publish_throttled,
+            "publishRateLimitedTimes": runner.publish_throttled
+            - self.publish_limited_base.get(runner.partition.full, 0),
+            "totalPublishRateLimitedCounter": runner.publish_throttled,
             "publishers": [],
             "subscriptions": subs,
             "replication": {},
@@ -260,6 +270,7 @@ class StatsPublisher:
     def _snapshots(self, runner: PartitionRunner, samples, interval_ms: int) -> list[StatsSnapshot]:
         partition = runner.partition
         ts = int(time.time() * 1000)
+        now = time.monotonic()
         base = partition.base
         common = dict(
             ts=ts,
@@ -287,6 +298,9 @@ class StatsPublisher:
                 "subscription": limits.subscription,
             }
             throttled = _throttled(dispatcher)
+            allowed_msgs, allowed_bytes = runner.limit_clock.take(
+                name, now, interval_ms / 1000, (limits.msg_per_second, limits.byte_per_second)
+            )
             rows.append(
                 StatsSnapshot(
                     **common,
@@ -331,6 +345,8 @@ class StatsPublisher:
                         if limits.byte_limiter
                         else None
                     ),
+                    allowed_msgs=allowed_msgs,
+                    allowed_bytes=allowed_bytes,
                 )
             )
         return rows

@@ -13,9 +13,9 @@ force.  The scripts read the hash atomically with what they check:
 * ``produce.lua``: each entry against ``maxMessageSize`` (``MessageTooBig``), and each call
   against the publish rate (``PublishRateLimited``: not written, try again after the wait it
   names);
-* ``subscribe.lua`` again: each subscribe request of a consumer name against the subscribe
-  rate (``SubscribeRateLimited``, Pulsar's ``NotAllowed`` "Subscribe limited by subscribe rate
-  limit per consumer.").
+* ``subscribe.lua`` again: each subscribe request of a consumer name from a client host
+  against the subscribe rate (``SubscribeRateLimited``, Pulsar's ``NotAllowed`` "Subscribe
+  limited by subscribe rate limit per consumer.").
 
 ``topic_create.lua`` checks ``maxTopicsPerNamespace`` when a client creates a topic on first
 use: the namespace's own value in ``sl:{meta}:maxtopics``, else the broker's in

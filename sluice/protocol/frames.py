@@ -10,7 +10,8 @@ same consumers may take more) and ``t<TAB>topic`` (topic created or changed).
 
 Entry fields: ``d`` payload, ``n`` messages in a batch entry (absent = 1), ``k`` partition
 key, ``p`` properties (JSON), ``e`` event time (ms), ``t`` publish time (ms, server clock),
-``pr`` producer name, ``sq`` sequence id.  A batch entry's payload is a msgpack list of
+``pr`` producer name, ``sq`` sequence id, ``a`` deliver-at time (ms, the producer's clock;
+delayed delivery), ``o`` ordering key (Key_Shared).  A batch entry's payload is a msgpack list of
 ``[payload, key, properties JSON, event time]`` per message.
 """
 
@@ -41,12 +42,14 @@ SCRIPT_NAMES = (
     "lease_release",
     "skip",
     "backlog",
+    "backlog_set",
     "producer",
     "limits",
     "topic_create",
     "reset_cursor",
     "count_entries",
     "peek",
+    "trim",
 )
 
 
@@ -170,10 +173,11 @@ def subscribe_call(
     info_json: str,
     consumer_timeout_ms: int,
     consumer_name: str = "",
+    client_host: str = "",
 ) -> Call:
     """``subscribe.lua``: register ``consumer`` (or, with consumer "", ensure the group),
     within the partition's abuse limits and, per ``consumer_name`` (default: the consumer
-    id), its subscribe rate."""
+    id) from ``client_host`` (the client's address as Redis sees it), its subscribe rate."""
     script_keys = [
         keys.log(partition),
         keys.subs(partition),
@@ -198,8 +202,8 @@ def subscribe_call(
         keys.partition_prefix(partition),
     ]
     if consumer_name:
-        script_keys.append(keys.subscribe_counter(partition, consumer_name))
-        args.append(consumer_name)
+        script_keys.append(keys.subscribe_counter(partition, consumer_name, client_host))
+        args.extend([consumer_name, client_host])
     return script_keys, args
 
 
@@ -315,6 +319,8 @@ def dispatch_keys(partition: TopicName, subscription: str) -> list[str]:
         keys.sub_key(partition, subscription, "waitack"),
         keys.limiter(partition),
         keys.sub_key(partition, subscription, "lim"),
+        keys.sub_key(partition, subscription, "ks"),
+        keys.sub_key(partition, subscription, "info"),
     ]
 
 
@@ -351,6 +357,10 @@ class DispatchArgs:
     sub: LimitArgs = LimitArgs()
     reads: int = 1  # reads of up to ``max_entries`` one call may make (unthrottled fast path)
     clock_ms: float | None = None  # the limiters' clock; None = Redis's TIME
+    # Delayed delivery: -1 = deliver at once (Exclusive, Failover, or turned off), else how
+    # many ms before its deliver-at time a delayed entry may go (0 = strictly at its time).
+    delay_margin_ms: int = -1
+    key_shared: bool = False  # entries go by key (a Key_Shared subscription)
 
     def argv(self) -> list[Any]:
         """The script's ARGV."""
@@ -380,8 +390,9 @@ class DispatchArgs:
             1 if self.sub.relative else 0,
             self.reads,
         ]
-        if self.clock_ms is not None:
-            argv.append(repr(float(self.clock_ms)))
+        argv.append("" if self.clock_ms is None else repr(float(self.clock_ms)))
+        argv.append(self.delay_margin_ms)
+        argv.append(1 if self.key_shared else 0)
         return argv
 
 

@@ -18,12 +18,17 @@ one of them, which plain hashing would leave to chance.  Keys::
     sl:{P}:s:{S}:permits           hash: consumer -> flow permits (messages)
     sl:{P}:s:{S}:alive             zset: consumer -> last heartbeat (ms)
     sl:{P}:s:{S}:info              hash: consumer -> JSON (name, receiver queue, since)
-    sl:{P}:s:{S}:redeliver         zset: entry id -> due time (ms)
+    sl:{P}:s:{S}:redeliver         zset: entry id -> due time (ms); also entries held back
+                                   (delayed, or waiting for their Key_Shared consumer), which
+                                   the group's pending list has under the consumer "~held"
     sl:{P}:s:{S}:waitp             flag: the dispatcher waits for permits
     sl:{P}:s:{S}:waitack           flag: the dispatcher waits for acks (max unacked reached)
     sl:{P}:s:{S}:stats             hash: msg_out, bytes_out, redelivered, acked, throttled_*
     sl:{P}:s:{S}:lim               hash: the subscription's SUBSCRIPTION limiter
     sl:{P}:s:{S}:q:{C}             list: consumer C's receiver queue (packed entries)
+    sl:{P}:s:{S}:ks                hash: Key_Shared state (dispatch.lua): m the consumers the
+                                   ring was built for, r the ring, j:{C} the position consumer
+                                   C joined at while it is "recently joined"
     sl:{P}:lease                   fencing token of the worker that owns the partition
     sl:{P}:epoch                   counter the fencing tokens are numbered from
     sl:{P}:lim                     hash: the partition's TOPIC limiter (see dispatch.lua)
@@ -34,8 +39,9 @@ one of them, which plain hashing would leave to chance.  Keys::
     sl:{P}:producers               zset: producer id -> last heartbeat (ms of Redis time)
     sl:{P}:pubrate                 hash: the publish rate's current window (produce.lua);
                                    expires when the window ends
-    sl:{P}:subrate:{N}             counter: subscribe requests of consumer name N in its
-                                   current subscribe-rate period; expires with the period
+    sl:{P}:subrate:{H}/{N}         counter: subscribe requests of consumer name N from client
+                                   host H in its current subscribe-rate period; expires with
+                                   the period
 
 Cluster-wide keys (no partition) share the hash tag ``{meta}``, so that the scripts and
 transactions that touch several of them stay in one Redis Cluster slot: ``sl:{meta}:topics``
@@ -71,6 +77,9 @@ WAKE_CHANNEL = "sl:wake"
 WORKERS = META + "workers"
 APPLIED = META + "applied"
 APPLIED_CHANNEL = "sl:applied"
+# The consumer name under which a group's pending list keeps entries held back by dispatch.lua
+# (delayed, or waiting for their Key_Shared consumer); real consumer ids are name:pid:nonce.
+HELD_CONSUMER = "~held"
 
 # The cluster-wide keys' names before they shared the ``{meta}`` tag: old name -> new name.
 LEGACY = {
@@ -190,9 +199,10 @@ def publish_window(partition: TopicName) -> str:
     return partition_prefix(partition) + "pubrate"
 
 
-def subscribe_counter(partition: TopicName, consumer_name: str) -> str:
-    """Subscribe requests of one consumer name in its current period (``subscribe.lua``)."""
-    return partition_prefix(partition) + "subrate:" + consumer_name
+def subscribe_counter(partition: TopicName, consumer_name: str, client_host: str = "") -> str:
+    """Subscribe requests of one consumer name from one client host in its current period
+    (``subscribe.lua``); a host has no "/", so no two (host, name) pairs share a key."""
+    return f"{partition_prefix(partition)}subrate:{client_host}/{consumer_name}"
 
 
 def sub_prefix(partition: TopicName, subscription: str) -> str:
@@ -221,4 +231,5 @@ SUB_KEYS = (
     "waitack",
     "stats",
     "lim",
+    "ks",
 )

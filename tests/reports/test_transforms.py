@@ -174,6 +174,58 @@ def test_a_limit_raised_inside_the_minute_is_weighted_by_time(spark):
     )
 
 
+def test_a_limit_raised_inside_the_minute_counts_from_the_change(spark):
+    # The same minute as the workers record it now: each snapshot also carries what its
+    # limits allowed over the interval, integrated over time (workers.limit_time), so the
+    # interval of the change allows 5 s x 50 + 5 s x 100 = 750 per partition, not 1,000.
+    # A snapshot from a worker that did not measure it (partition 3's first interval here)
+    # still counts limit x length.
+    rows = [
+        snap(
+            10 * (i + 1),
+            partition=p,
+            msg_out=out,
+            limit_msg_per_s=limit,
+            allowed_msgs=None if (i, p) == (0, 3) else allowed,
+        )
+        for i, (limit, out, allowed) in enumerate(
+            [
+                (50.0, 500, 500.0),
+                (50.0, 500, 500.0),
+                (50.0, 500, 500.0),
+                (50.0, 500, 500.0),
+                (100.0, 750, 750.0),
+                (100.0, 1000, 1000.0),
+            ]
+        )
+        for p in range(4)
+    ]
+    row = rate_report(frame(spark, rows), "minute").collect()[0]
+    assert _limits(row) == pytest.approx(
+        {
+            "partitions": 4,
+            "limit_per_partition_avg": 62.5,  # 15,000 / 240 partition-seconds
+            "limit_per_partition_min": 50.0,  # the limits at the ends of intervals
+            "limit_per_partition_max": 100.0,
+            "limit_topic_avg": 250.0,  # 15,000 / 60 s
+            "limit_topic_min": 200.0,
+            "limit_topic_max": 400.0,
+            "limit_topic_at_end": 400.0,
+            "limited_share": 1.0,
+            "allowed_msgs": 15000.0,
+            "utilisation": 1.0,  # dispatched at the limit all the time
+        },
+        rel=1e-12,
+    )
+    # A non-partitioned topic the same way.
+    single = [
+        snap(10, msg_out=500, limit_msg_per_s=50.0, allowed_msgs=500.0),
+        snap(20, msg_out=750, limit_msg_per_s=100.0, allowed_msgs=750.0),
+    ]
+    row = rate_report(frame(spark, single), "minute").collect()[0]
+    assert (row.allowed_msgs, row.limit_topic_avg, row.utilisation) == (1250.0, 62.5, 1.0)
+
+
 def test_partitions_with_different_limits_per_partition_and_per_topic(spark):
     # Limits relative to the publish rate differ by partition.  Two partitions, three
     # intervals: partition 0 at 30, 30, 40 msg/s, partition 1 at 50, 70, 60 msg/s; the topic

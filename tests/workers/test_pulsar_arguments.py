@@ -3,8 +3,9 @@
 pulsar-client's documented parameters of ``Client``, ``create_producer``, ``subscribe``, ``send``
 and ``send_async`` (pulsar-client 3.x, written down here) are walked: each is in Sluice's
 signature, and each one Sluice does not implement raises ``NotSupported`` naming it when given a
-non-default value.  ``deliver_at``, ``deliver_after`` and ``ConsumerType.KeyShared`` are
-implemented separately (delayed delivery, Key_Shared) and are left out of the walk.
+non-default value.  ``deliver_at``, ``deliver_after``, ``ordering_key`` and
+``key_shared_policy`` (delayed delivery, Key_Shared) are tested in
+``test_delayed_delivery.py`` and ``test_key_shared.py``.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ PULSAR_SEND = [
 ]  # fmt: skip
 PULSAR_SEND_ASYNC = ["content", "callback", *PULSAR_SEND[1:]]
 
-# Implemented on another line of work (delayed delivery): accepted, not walked here.
-IMPLEMENTED_ELSEWHERE = {"deliver_at", "deliver_after"}
+# Implemented and tested in their own files (delayed delivery, Key_Shared).
+IMPLEMENTED_ELSEWHERE = {"deliver_at", "deliver_after", "ordering_key", "key_shared_policy"}
 
 # Implemented by Sluice (each has its own tests in tests/workers), or, for
 # log_conf_file_path, without effect in pulsar-client itself.
@@ -92,9 +93,9 @@ NON_DEFAULT = {
     "is_read_compacted": True, "properties": {"a": "b"}, "pattern_auto_discovery_period": 5,
     "replicate_subscription_state_enabled": True, "max_pending_chunked_message": 3,
     "auto_ack_oldest_chunked_message_on_queue_full": True, "start_message_id_inclusive": True,
-    "batch_receive_policy": Foreign(), "key_shared_policy": Foreign(),
+    "batch_receive_policy": Foreign(),
     "batch_index_ack_enabled": True, "regex_subscription_mode": Foreign(),
-    "crypto_failure_action": Foreign(), "ordering_key": "o", "replication_clusters": ["east"],
+    "crypto_failure_action": Foreign(), "replication_clusters": ["east"],
 }  # fmt: skip
 
 TOPIC = "persistent://acme/orders/args"

@@ -6,6 +6,7 @@ import time
 
 import httpx
 import orjson
+import pytest
 import redis
 from sqlalchemy import text
 
@@ -140,6 +141,22 @@ def test_snapshots_for_reporting(http, namespace, worker, client, redis_server):
     assert latest.limit_msg_limiter == "subscription"
     assert latest.limit_msg_source == "namespace"
     assert latest.interval_ms >= 900
+    # What the limit allowed over each interval: at most 50 msg/s over its length (less in
+    # the interval in which the policy arrived), and exactly that in an interval that began
+    # after it.
+    assert latest.allowed_msgs <= 50.0 * latest.interval_ms / 1000 + 1e-6
+    assert latest.allowed_bytes is None
+
+    def later():
+        found = [
+            StatsSnapshot.from_json(fields[b"json"])
+            for _id, fields in plain.xrange(SNAPSHOT_STREAM)
+        ]
+        found = [r for r in found if r.subscription == "sub" and r.ts > latest.ts]
+        return found[1] if len(found) > 1 else None
+
+    steady = wait_until(later, timeout=6)
+    assert steady.allowed_msgs == pytest.approx(50.0 * steady.interval_ms / 1000, rel=1e-6)
 
 
 def test_policy_change_reaches_the_worker_quickly(http, namespace, worker, client):

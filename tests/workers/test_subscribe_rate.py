@@ -1,7 +1,8 @@
 """The subscribe rate through the real client against a real worker.
 
-``subscribe.lua`` counts the subscribe requests of each consumer name on each partition in a
-period that opens with the name's first request; the (N+1)th within the period is refused
+``subscribe.lua`` counts the subscribe requests of each consumer name from each client host
+(the client's address as Redis sees it, as Pulsar counts per client address) on each
+partition in a period that opens with the first request; the (N+1)th within the period is refused
 with Pulsar's ``NotAllowed`` text as ``sluice.SubscribeRateLimited`` (a ``NotAllowedError``),
 and the name may subscribe again once the period is over.  No test waits after a policy
 write: a write answered 2xx is in force.
@@ -16,6 +17,7 @@ import redis
 
 import sluice
 from sluice.protocol import keys
+from sluice.protocol.frames import script_source, subscribe_call
 from sluice.protocol.names import TopicName
 from tests.workers.conftest import ADMIN
 
@@ -61,7 +63,8 @@ def test_the_next_subscribe_in_a_period_is_refused_until_the_period_ends(
     error = refused.value
     assert isinstance(error, sluice.NotAllowedError)  # what pulsar-client raises
     assert str(error).startswith(
-        f"{PULSAR_TEXT} Consumer 'c1' may subscribe 2 times per 2 s to {TOPIC}; try again in "
+        f"{PULSAR_TEXT} Consumer 'c1' from 127.0.0.1 may subscribe 2 times per 2 s to {TOPIC}; "
+        "try again in "
     )
     assert 0 < error.retry_after_seconds <= 2
     assert connected(redis_server) == 0  # the refused consumer left nothing behind
@@ -122,3 +125,44 @@ def test_other_refusals_count_as_requests(topic, worker, client):
     with pytest.raises(sluice.SubscribeRateLimited):
         join(client, "c1")
     holder.close()
+
+
+def test_the_client_host_is_its_address_as_redis_sees_it(topic, worker, client, redis_server):
+    assert client.host == "127.0.0.1"
+    assert topic.post(f"{PATH}/subscribeRate", json=subscribe_rate(2, 30)).status_code == 204
+    join(client, "c1")
+    with redis.Redis.from_url(redis_server.url) as r:
+        assert r.get(keys.subscribe_counter(NAME, "c1", "127.0.0.1")) == b"1"
+        assert r.get(keys.subscribe_counter(NAME, "c1")) is None
+
+
+def test_one_consumer_name_on_several_hosts_has_a_count_per_host(topic, worker, redis_server):
+    """The same consumer name from two hosts (one application on two machines): each host
+    has its own count, so one host's reconnect storm does not lock the other out.  The
+    requests are made as the client makes them (``subscribe_call``), with the host each
+    client would have learnt from Redis."""
+    assert topic.post(f"{PATH}/subscribeRate", json=subscribe_rate(1, 30)).status_code == 204
+    with redis.Redis.from_url(redis_server.url) as r:
+        script = r.register_script(script_source("subscribe"))
+
+        def request(host: str, consumer: str) -> None:
+            script_keys, args = subscribe_call(
+                NAME,
+                "sub",
+                consumer,
+                "Shared",
+                "latest",
+                int(time.time() * 1000),
+                "{}",
+                3000,
+                consumer_name="app",
+                client_host=host,
+            )
+            script(keys=script_keys, args=args)
+
+        request("10.0.0.1", "one")
+        with pytest.raises(redis.ResponseError, match=r"Consumer 'app' from 10\.0\.0\.1 may"):
+            request("10.0.0.1", "two")
+        request("10.0.0.2", "three")
+        with pytest.raises(redis.ResponseError, match=r"Consumer 'app' from 10\.0\.0\.2 may"):
+            request("10.0.0.2", "four")

@@ -181,3 +181,49 @@ def test_producer_then_python_consumer(admin_server, http, namespace, worker, cl
     assert message.event_timestamp() == 1704164645006
     consumer.acknowledge(message)
     consumer.close()
+
+
+def test_deliver_after_and_key_shared_over_websocket(admin_server, http, namespace, worker):
+    """deliverAfterMs holds a message on a Key_Shared subscription; keys go to one consumer."""
+    assert (
+        http.post(f"{ADMIN}/brokers/configuration/isDelayedDeliveryDeliverAtTimeStrict/true")
+    ).status_code == 204
+    urls = [
+        ws_url(admin_server, "consumer", "/ks", subscriptionType="Key_Shared", consumerName=n)
+        for n in ("one", "two")
+    ]
+    with (
+        connect(urls[0]) as first,
+        connect(urls[1]) as second,
+        connect(ws_url(admin_server, "producer")) as producer,
+    ):
+        sent = time.monotonic()
+        producer.send(
+            json.dumps({"payload": b64(b"late"), "key": "k-late", "deliverAfterMs": 1500})
+        )
+        assert frame(producer)["result"] == "ok"
+        for i in range(40):
+            producer.send(json.dumps({"payload": b64(f"{i}".encode()), "key": f"k-{i % 10}"}))
+            assert frame(producer)["result"] == "ok"
+        owners: dict[str, set[str]] = {}
+        late_at = None
+        for _ in range(41):
+            got = None
+            while got is None:
+                for name, ws in (("one", first), ("two", second)):
+                    try:
+                        got = (name, frame(ws, timeout=0.05))
+                        break
+                    except TimeoutError:
+                        continue
+                if time.monotonic() - sent > 15:
+                    raise AssertionError("messages missing")
+            name, message = got
+            ws = first if name == "one" else second
+            ws.send(json.dumps({"messageId": message["messageId"]}))
+            owners.setdefault(message["key"], set()).add(name)
+            if base64.b64decode(message["payload"]) == b"late":
+                late_at = time.monotonic() - sent
+        assert all(len(names) == 1 for names in owners.values()), owners
+        assert set().union(*owners.values()) == {"one", "two"}  # 10 keys, both have some
+        assert late_at is not None and late_at >= 1.5

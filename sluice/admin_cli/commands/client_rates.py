@@ -12,13 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sluice.admin_cli.commands.common import (
-    add_applied,
-    add_command,
-    add_dry_run,
-    add_global,
-    dry_run_params,
-)
+from sluice.admin_cli.commands.verbs import Policy, register_policy, under
 from sluice.admin_cli.names import namespace_path, topic_path
 
 NAMESPACES = "/admin/v2/namespaces"
@@ -54,7 +48,8 @@ def _subscribe_flags(parser) -> None:
         "--subscribe-rate",
         type=int,
         default=-1,
-        help="subscribe requests one consumer name may make per period; <= 0 means no limit "
+        help="subscribe requests one consumer name may make from one client host per period; "
+        "<= 0 means no limit "
         "(default -1)",
     )
     parser.add_argument(
@@ -80,61 +75,36 @@ RATES: dict[str, tuple[str, Callable, Callable[..., dict]]] = {
 }
 
 
-def _handlers(path_of, kind: str, body_of):
-    def scope(args) -> dict:
-        return {"isGlobal": True} if getattr(args, "global_policy", False) else {}
-
-    def get_rate(args, admin):
-        params = scope(args)
-        if getattr(args, "applied", False):
-            params["applied"] = True
-        return admin.request("GET", f"{path_of(args)}/{kind}", params=params)
-
-    def set_rate(args, admin):
-        params = {**scope(args), **dry_run_params(args)}
-        return admin.request("POST", f"{path_of(args)}/{kind}", body=body_of(args), params=params)
-
-    def remove_rate(args, admin):
-        params = {**scope(args), **dry_run_params(args)}
-        return admin.request("DELETE", f"{path_of(args)}/{kind}", params=params)
-
-    return {"set": set_rate, "get": get_rate, "remove": remove_rate}
-
-
-def _register(group, parents, target, path_of, on_topic: bool, global_flag: bool) -> None:
+def _register(group, parents, target, base_of, on_topic: bool, global_flag: bool) -> None:
     for suffix, (kind, add_flags, body_of) in RATES.items():
-        handlers = _handlers(path_of, kind, body_of)
-        what = suffix.replace("-", " ")
-        for verb in ("set", "get", "remove"):
-            parser = add_command(
-                group, f"{verb}-{suffix}", f"{verb.title()} the {what}", handlers[verb], parents
-            )
-            parser.add_argument(target[0], help=target[1])
-            if verb == "set":
-                add_flags(parser)
-            if verb == "get" and on_topic:
-                add_applied(parser)
-            if verb != "get":
-                add_dry_run(parser)
-            if global_flag:
-                add_global(parser)
+        policy = Policy(
+            suffix=suffix,
+            what=f"the {suffix.replace('-', ' ')}",
+            target=target,
+            path_of=under(base_of, kind),
+            add_flags=add_flags,
+            body_of=body_of,
+            applied=on_topic,
+            global_flag=global_flag,
+        )
+        register_policy(group, parents, policy)
 
 
 def register_namespace_rates(group, parents) -> None:
     """Add the namespace publish- and subscribe-rate commands to ``namespaces``."""
 
-    def path_of(args) -> str:
+    def base_of(args) -> str:
         return f"{NAMESPACES}/{namespace_path(args.namespace)}"
 
-    _register(group, parents, ("namespace", "tenant/namespace"), path_of, False, False)
+    _register(group, parents, ("namespace", "tenant/namespace"), base_of, False, False)
 
 
 def register_topic_rates(group, parents, global_flag: bool) -> None:
     """Add the topic publish- and subscribe-rate commands to ``topics`` or (``-g``)
     ``topicPolicies``."""
 
-    def path_of(args) -> str:
+    def base_of(args) -> str:
         return topic_path(args.topic)
 
     target = ("topic", "persistent://tenant/namespace/topic")
-    _register(group, parents, target, path_of, True, global_flag)
+    _register(group, parents, target, base_of, True, global_flag)

@@ -7,15 +7,14 @@ from sluice.admin_cli.client import segment
 from sluice.admin_cli.commands.client_rates import register_namespace_rates
 from sluice.admin_cli.commands.common import (
     add_command,
-    add_dry_run,
     add_force,
     add_group,
     add_rate_flags,
     csv_list,
-    dry_run_params,
     rate_body,
 )
 from sluice.admin_cli.commands.limits import register_namespace_limits
+from sluice.admin_cli.commands.verbs import Policy, register_policy, under
 from sluice.admin_cli.names import namespace_path
 
 BASE = "/admin/v2/namespaces"
@@ -54,20 +53,6 @@ def _topics(args, admin):
     return admin.request("GET", f"{_ns(args)}/topics")
 
 
-def _rate_handlers(kind: str):
-    def get_rate(args, admin):
-        return admin.request("GET", f"{_ns(args)}/{kind}")
-
-    def set_rate(args, admin):
-        path = f"{_ns(args)}/{kind}"
-        return admin.request("POST", path, body=rate_body(args), params=dry_run_params(args))
-
-    def remove_rate(args, admin):
-        return admin.request("DELETE", f"{_ns(args)}/{kind}", params=dry_run_params(args))
-
-    return get_rate, set_rate, remove_rate
-
-
 def register(commands, parents) -> None:
     """Add the ``namespaces`` group."""
     group = add_group(commands, "namespaces", "Operations about namespaces")
@@ -91,19 +76,15 @@ def register(commands, parents) -> None:
             "namespace", help="tenant/namespace"
         )
 
-    for flag_name, kind in RATE_KINDS.items():
-        get_rate, set_rate, remove_rate = _rate_handlers(kind)
-        what = flag_name.replace("-", " ")
-        parser = add_command(group, f"set-{flag_name}", f"Set the {what}", set_rate, parents)
-        parser.add_argument("namespace", help="tenant/namespace")
-        add_rate_flags(parser)
-        add_dry_run(parser)
-        parser = add_command(group, f"get-{flag_name}", f"Get the {what}", get_rate, parents)
-        parser.add_argument("namespace", help="tenant/namespace")
-        parser = add_command(
-            group, f"remove-{flag_name}", f"Remove the {what}", remove_rate, parents
+    for suffix, kind in RATE_KINDS.items():
+        policy = Policy(
+            suffix=suffix,
+            what=f"the {suffix.replace('-', ' ')}",
+            target=("namespace", "tenant/namespace"),
+            path_of=under(_ns, kind),
+            add_flags=add_rate_flags,
+            body_of=rate_body,
         )
-        parser.add_argument("namespace", help="tenant/namespace")
-        add_dry_run(parser)
+        register_policy(group, parents, policy)
     register_namespace_limits(group, parents)
     register_namespace_rates(group, parents)

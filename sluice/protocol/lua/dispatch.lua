@@ -28,7 +28,31 @@
 -- ARGV[22], ARGV[23] 1 = the TOPIC / SUBSCRIPTION limit follows the publish rate (relative)
 -- ARGV[24] reads per call: the fast path may read up to this many times max entries (each
 --          XREADGROUP reads at most max entries; the read size cap applies per read)
--- ARGV[25] (optional) the limiters' clock in ms instead of Redis's TIME (for tests)
+-- ARGV[25] the limiters' clock in ms instead of Redis's TIME (for tests; "" or absent = TIME)
+-- ARGV[26] delayed delivery (optional): -1 = deliver every entry at once, else the margin in ms
+--          (delayedDeliveryTickTimeMillis, 0 when strict): a new entry whose deliver-at field
+--          "a" minus the margin is still ahead of now is not handed out but held: read into the
+--          group for the holder consumer "~held" and scheduled in the redeliver zset at "a"
+--          minus the margin, uncharged.  When due it goes out like a redelivery (charged then)
+--          but as a first delivery (delivery count 1, not counted as redelivered).  Held entries
+--          do not count against the max-unacked limits.  Only for Shared (ARGV[9] = "").
+-- ARGV[27] Key_Shared (optional): "1" = entries go by key (see "Key_Shared" below; KEYS[13]
+--          the subscription's key-shared state hash, KEYS[14] its consumer info hash)
+-- Key_Shared: an entry's key is its ordering key "o", else its partition key "k" (a batch entry
+-- carries its first message's); its slot is murmur3_32(key) mod 65536.  Each slot belongs to
+-- one consumer: by consistent hashing of the consumer ids (100 points each on the 0..65535
+-- ring, AUTO_SPLIT), or by the ranges consumers declared (STICKY; a slot nobody declared
+-- waits).  The ring is rebuilt when the registered consumers change and kept in KEYS[13] (m:
+-- the consumers it was built for, r: "end owner ..." pairs, owner indexing m, 0 = nobody).
+-- A consumer that joins while entries are out with others is "recently joined" (Pulsar's
+-- rule, made strict): until no registered consumer holds an entry at or before the last one
+-- pending when it joined (KEYS[13] "j:<consumer>"), it gets no keyed entry at all, so a key
+-- that moved to it cannot overtake its earlier messages still out with the consumer it moved
+-- from (what waits meanwhile is held, and goes to it in stream order afterwards).  An entry whose
+-- owner cannot take it (no permits, max unacked, recently joined) is held (like a delayed one,
+-- due at once) and its slot is blocked for the rest of the call, so no later entry of that
+-- key passes it; due entries go first, in stream order.  Entries without a key go round robin.
+-- While 10 x max entries are held, no new entry is read past one that must wait.
 -- Limiter hashes hold per dimension (prefix "m" messages, "b" bytes): pm permits, pp period
 -- (ms), ws start of the current period (ms, Redis time), av quota left in it, lu last use.
 -- A quota renews each period but never above its permits (unused quota is not saved up); a
@@ -63,6 +87,10 @@ local group, qprefix, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local max_entries, msg_budget, byte_budget = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local read_cap, count_entries = tonumber(ARGV[7]), ARGV[8] == '1'
 local active, rr_chunk, rr_offset = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
+local HOLDER = '~held'
+local key_shared = ARGV[27] == '1' and active == ''
+local margin = tonumber(ARGV[26] or '-1') or -1
+local delaying = margin >= 0 and active == ''
 if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
   return redis.error_reply('FENCED partition lease lost')
 end
@@ -135,6 +163,50 @@ local function settle(used_units, used_bytes, free)
   return exhausted, math.ceil(wait)
 end
 
+-- Stream ids in stream order.
+local function id_parts(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms) or 0, tonumber(seq) or 0
+end
+local function id_lt(a, b)
+  local am, as = id_parts(a)
+  local bm, bs = id_parts(b)
+  return am < bm or (am == bm and as < bs)
+end
+
+-- murmur3_32 (seed 0) of a string, as an unsigned number.
+local function u32(x) if x < 0 then return x + 4294967296 end return x end
+local function mul32(a, b)
+  local al = a % 65536
+  local ah = (a - al) / 65536
+  return (al * b + ((ah * b) % 65536) * 65536) % 4294967296
+end
+local function rotl32(x, r) return u32(bit.bor(bit.lshift(x, r), bit.rshift(x, 32 - r))) end
+local function mix(k)
+  return mul32(rotl32(mul32(k, 0xcc9e2d51), 15), 0x1b873593)
+end
+local function murmur3(text)
+  local h, len = 0, #text
+  local blocks = math.floor(len / 4)
+  for b = 0, blocks - 1 do
+    local b1, b2, b3, b4 = string.byte(text, b * 4 + 1, b * 4 + 4)
+    h = rotl32(u32(bit.bxor(h, mix(b1 + b2 * 256 + b3 * 65536 + b4 * 16777216))), 13)
+    h = (mul32(h, 5) + 0xe6546b64) % 4294967296
+  end
+  local rest = len - blocks * 4
+  if rest > 0 then
+    local b1, b2, b3 = string.byte(text, blocks * 4 + 1, blocks * 4 + 3)
+    local k = b1
+    if rest >= 2 then k = k + b2 * 256 end
+    if rest >= 3 then k = k + b3 * 65536 end
+    h = u32(bit.bxor(h, mix(k)))
+  end
+  h = u32(bit.bxor(h, len))
+  h = mul32(u32(bit.bxor(h, bit.rshift(h, 16))), 0x85ebca6b)
+  h = mul32(u32(bit.bxor(h, bit.rshift(h, 13))), 0xc2b2ae35)
+  return u32(bit.bxor(h, bit.rshift(h, 16)))
+end
+
 -- Max-unacked limits: room left for new pending entries (-1 = unlimited).
 local sub_limit, consumer_limit = tonumber(ARGV[14] or '0'), tonumber(ARGV[15] or '0')
 local sub_room, pending_total = -1, -1
@@ -145,6 +217,8 @@ if sub_limit > 0 or consumer_limit > 0 then
   if summary[4] then
     for _, pair in ipairs(summary[4]) do consumer_pending[pair[1]] = tonumber(pair[2]) end
   end
+  -- Held (delayed) entries are not out with any consumer.
+  pending_total = pending_total - (consumer_pending[HOLDER] or 0)
   if sub_limit > 0 then sub_room = math.max(sub_limit - pending_total, 0) end
 end
 local function room_of(id)
@@ -155,6 +229,7 @@ end
 -- Consumers with permits, in round-robin order:
 -- {id, permits, taken this round, used, unacked room (-1 = unlimited)}.
 local consumers = {}
+local registered = {}  -- every registered consumer, with permits or not (Shared, Key_Shared)
 if active ~= '' then
   local p = tonumber(call('HGET', KEYS[3], active) or '0')
   if p > 0 then consumers[1] = {active, p, 0, 0, room_of(active)} end
@@ -163,6 +238,7 @@ else
   local all = {}
   for i = 1, #flat, 2 do
     local p = tonumber(flat[i + 1])
+    registered[#registered + 1] = flat[i]
     if p > 0 then all[#all + 1] = {flat[i], p, 0, 0, room_of(flat[i])} end
   end
   table.sort(all, function(a, b) return a[1] < b[1] end)
@@ -181,19 +257,164 @@ local function next_due()
   if #first == 0 then return -1 end
   return tonumber(first[2])
 end
+-- The next due time after now: what is due already waits for permits or acks, which wake
+-- the worker.
+local function next_due_later()
+  local first = call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'LIMIT', 0, 1, 'WITHSCORES')
+  if #first == 0 then return -1 end
+  return tonumber(first[2])
+end
 
 if #consumers == 0 then
   call('SET', KEYS[7], '1')
-  return {0, 0, 0, 0, 2, 0, next_due(), 0, pending_total, 0, 0}
+  return {0, 0, 0, 0, 2, 0, next_due_later(), 0, pending_total, 0, 0}
 end
 
 local entries, messages, units, bytes, redelivered, reason = 0, 0, 0, 0, 0, 0
 local cursor = call('GET', KEYS[2]) or '0-0'
 
+-- Key_Shared: the ring, the recently joined consumers, the slot of an entry.
+local ring_ends, ring_owner, joined, by_id, blocked = {}, {}, {}, {}, {}
+local held_any = false
+local slots = {}
+local function key_slot(fields)
+  local key, okey
+  for f = 1, #fields, 2 do
+    local name = fields[f]
+    if name == 'o' then okey = fields[f + 1] elseif name == 'k' then key = fields[f + 1] end
+  end
+  key = okey or key
+  if not key or key == '' then return nil end
+  local slot = slots[key]
+  if not slot then
+    slot = murmur3(key) % 65536
+    slots[key] = slot
+  end
+  return slot
+end
+local function build_ring()
+  local infos = {}
+  local sticky = false
+  for idx, id in ipairs(registered) do
+    local raw = call('HGET', KEYS[14], id)
+    local ok, info = pcall(cjson.decode, raw or '{}')
+    if not ok or type(info) ~= 'table' then info = {} end
+    infos[idx] = info
+    if type(info.ranges) == 'table' and #info.ranges > 0 then sticky = true end
+  end
+  local parts = {}
+  if sticky then
+    local ranges = {}
+    for idx, info in ipairs(infos) do
+      if type(info.ranges) == 'table' then
+        for _, r in ipairs(info.ranges) do ranges[#ranges + 1] = {tonumber(r[1]), tonumber(r[2]), idx} end
+      end
+    end
+    table.sort(ranges, function(a, b) return a[1] < b[1] end)
+    local next_slot = 0
+    for _, r in ipairs(ranges) do
+      if r[1] >= next_slot then
+        if r[1] > next_slot then parts[#parts + 1] = (r[1] - 1) .. ' 0' end
+        parts[#parts + 1] = r[2] .. ' ' .. r[3]
+        next_slot = r[2] + 1
+      end
+    end
+    if next_slot <= 65535 then parts[#parts + 1] = '65535 0' end
+  else
+    local points = {}
+    for idx, id in ipairs(registered) do
+      for r = 0, 99 do points[#points + 1] = {murmur3(id .. ':' .. r) % 65536, idx} end
+    end
+    table.sort(points, function(a, b)
+      if a[1] ~= b[1] then return a[1] < b[1] end
+      return a[2] < b[2]
+    end)
+    for _, p in ipairs(points) do parts[#parts + 1] = p[1] .. ' ' .. p[2] end
+    if #points > 0 then parts[#parts + 1] = '65535 ' .. points[1][2] end
+  end
+  return table.concat(parts, ' '), infos
+end
+if key_shared then
+  table.sort(registered)
+  local members = table.concat(registered, ' ')
+  local flat_state = call('HGETALL', KEYS[13])
+  local state = {}
+  for f = 1, #flat_state, 2 do state[flat_state[f]] = flat_state[f + 1] end
+  if state.m ~= members then
+    local ring, infos = build_ring()
+    local before, now_member = {}, {}
+    for id in string.gmatch(state.m or '', '%S+') do before[id] = true end
+    local summary = call('XPENDING', KEYS[1], group)
+    local out = 0
+    for _, pair in ipairs(summary[4] or {}) do
+      if pair[1] ~= HOLDER then out = out + tonumber(pair[2]) end
+    end
+    for idx, id in ipairs(registered) do
+      now_member['j:' .. id] = true
+      if not before[id] and out > 0 and not infos[idx].outOfOrder then
+        -- Everything out with a consumer now is at or before the last pending entry.
+        call('HSET', KEYS[13], 'j:' .. id, summary[3])
+        state['j:' .. id] = summary[3]
+      end
+    end
+    for field in pairs(state) do
+      if string.sub(field, 1, 2) == 'j:' and not now_member[field] then
+        call('HDEL', KEYS[13], field)
+        state[field] = nil
+      end
+    end
+    call('HSET', KEYS[13], 'm', members, 'r', ring)
+    state.r = ring
+  end
+  for e, o in string.gmatch(state.r or '', '(%d+) (%d+)') do
+    ring_ends[#ring_ends + 1] = tonumber(e)
+    ring_owner[#ring_owner + 1] = tonumber(o)
+  end
+  -- The oldest entry out with a registered consumer (held entries, and those of consumers
+  -- gone, wait in the redeliver zset and go in stream order), computed once, when needed.
+  local oldest, looked = nil, false
+  local function oldest_out()
+    if not looked then
+      looked = true
+      for _, id in ipairs(registered) do
+        local first = call('XPENDING', KEYS[1], group, '-', '+', 1, id)
+        if #first > 0 and (not oldest or id_lt(first[1][1], oldest)) then
+          oldest = first[1][1]
+        end
+      end
+    end
+    return oldest
+  end
+  for _, id in ipairs(registered) do
+    local at = state['j:' .. id]
+    if at then
+      local first = oldest_out()
+      if not first or id_lt(at, first) then
+        call('HDEL', KEYS[13], 'j:' .. id)
+      else
+        joined[id] = at
+      end
+    end
+  end
+  for _, c in ipairs(consumers) do by_id[c[1]] = c end
+end
+local function owner_of(slot)
+  local lo, hi = 1, #ring_ends
+  if hi == 0 then return nil end
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if ring_ends[mid] >= slot then hi = mid else lo = mid + 1 end
+  end
+  local idx = ring_owner[lo]
+  if not idx or idx == 0 then return nil end
+  return registered[idx]
+end
+
 -- Fast path: without a byte budget and without batch entries in the partition, the entry
 -- count alone bounds every budget, so entries are read once, by XREADGROUP itself.
-local fast = byte_budget < 0 and ARGV[12] ~= '1'
+local fast = byte_budget < 0 and ARGV[12] ~= '1' and not key_shared
   and not call('HGET', KEYS[9], 'batch_entries')
+  and not (delaying and call('HGET', KEYS[9], 'delayed_entries'))
 
 -- Slow path: look at the entries first.  A caught-up subscription (everything left fits in
 -- one read) may skip the budgets.
@@ -214,6 +435,14 @@ local function fields_size(fields)
     elseif f == 'n' then n = tonumber(fields[i + 1]) end
   end
   return size, n
+end
+
+-- An entry's deliver-at time (ms), or nil.
+local function deliver_at(fields)
+  for f = 1, #fields, 2 do
+    if fields[f] == 'a' then return tonumber(fields[f + 1]) end
+  end
+  return nil
 end
 
 -- Why the entry may not go (0 a read cap, 3 message budget, 4 byte budget, 5 max unacked),
@@ -252,6 +481,20 @@ local function nobody()
   return 2
 end
 
+-- Key_Shared: the consumer that takes entry ``id`` now, or nil and whether it has a key (a
+-- keyed entry that cannot go blocks its slot for the rest of the call).
+local function ks_take(id, fields)
+  local slot = key_slot(fields)
+  if slot == nil then return pick(), false end
+  if blocked[slot] then return nil, true end
+  local owner = owner_of(slot)
+  local c = owner and by_id[owner]
+  if c and c[2] > 0 and c[5] ~= 0 and not joined[owner] then return c, true end
+  blocked[slot] = true
+  held_any = true
+  return nil, true
+end
+
 -- Permits count messages (as in Pulsar); the message budget counts units.
 local function charge(c, size, n, is_new)
   c[2] = c[2] - n
@@ -267,30 +510,44 @@ end
 
 -- 1. Redeliveries that are due.
 local stop = false
-local due = call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, max_entries)
+-- Key_Shared looks further (entries wait there for their key's consumer) and in stream order.
+local due_limit = key_shared and max_entries * 10 or max_entries
+local due = call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, due_limit)
+if key_shared then table.sort(due, id_lt) end
+local more_due = key_shared and #due >= due_limit
 local runs = {}
 for _, id in ipairs(due) do
   local found = call('XRANGE', KEYS[1], id, id)
-  if #found == 0 then
-    -- Trimmed or deleted: nothing left to deliver.
+  local taker = nil
+  local waits = false
+  if key_shared and #found > 0 then
+    taker = ks_take(id, found[1][2])
+    waits = taker == nil
+  end
+  local p = (#found > 0 and not waits) and call('XPENDING', KEYS[1], group, id, id, 1) or {}
+  if waits then
+    -- Its key's consumer cannot take it now: it stays scheduled.
+    held_any = true
+  elseif #found == 0 or #p == 0 then
+    -- Trimmed, deleted or acknowledged meanwhile: nothing left to deliver.
     call('ZREM', KEYS[4], id)
     call('XACK', KEYS[1], group, id)
   else
+    -- A held entry (delayed) goes out for the first time: a new entry for the limits.
+    local held = p[1][2] == HOLDER
     local size, n = fields_size(found[1][2])
-    local why = refuse(size, false)
-    local c = why == nil and pick() or nil
+    local why = refuse(size, held)
+    local c = why == nil and (taker or pick()) or nil
     if why ~= nil then reason, stop = why, true break end
     if not c then reason, stop = nobody(), true break end
-    local claimed = call('XCLAIM', KEYS[1], group, c[1], 0, id)
+    local count = held and 1 or p[1][4] + 1
+    call('XCLAIM', KEYS[1], group, c[1], 0, id, 'RETRYCOUNT', count, 'JUSTID')
     call('ZREM', KEYS[4], id)
-    if #claimed > 0 then
-      local p = call('XPENDING', KEYS[1], group, id, id, 1)
-      local run = runs[c[1]]
-      if not run then run = {} runs[c[1]] = run end
-      run[#run + 1] = {id, found[1][2], p[1][4]}
-      charge(c, size, n, false)
-      redelivered = redelivered + 1
-    end
+    local run = runs[c[1]]
+    if not run then run = {} runs[c[1]] = run end
+    run[#run + 1] = {id, found[1][2], count}
+    charge(c, size, n, held)
+    if not held then redelivered = redelivered + 1 end
   end
 end
 for consumer, run in pairs(runs) do
@@ -355,7 +612,53 @@ local function flush()
   end
   run = {}
 end
-while not stop and i <= #fresh do
+-- Key_Shared: entry by entry, to its key's consumer, or held.
+if key_shared and not stop and more_due then
+  -- Entries wait beyond what this call looked at: nothing new may pass them.
+  if entries == 0 then reason = 2 end
+  stop = true
+end
+if key_shared and not stop then
+  local held_now = call('ZCARD', KEYS[4])
+  while i <= #fresh do
+    local entry = fresh[i]
+    local at = delaying and deliver_at(entry[2]) or nil
+    local hold_at = nil
+    if at and at - margin > now then
+      hold_at = at - margin
+    else
+      local size, n = fields_size(entry[2])
+      local why = refuse(size, true)
+      if why ~= nil then reason, stop = why, true break end
+      local c, keyed = ks_take(entry[1], entry[2])
+      if c then
+        if c[1] ~= run_owner then
+          flush()
+          run_owner = c[1]
+        end
+        run[#run + 1] = entry[1]
+        charge(c, size, n, true)
+      elseif not keyed then
+        reason, stop = nobody(), true
+        break
+      elseif held_now >= due_limit then
+        reason, stop = 2, true
+        break
+      else
+        hold_at = now
+      end
+    end
+    if hold_at then
+      flush()
+      call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', 1, 'STREAMS', KEYS[1], '>')
+      call('ZADD', KEYS[4], hold_at, entry[1])
+      cursor = entry[1]
+      held_now = held_now + 1
+    end
+    i = i + 1
+  end
+end
+while not key_shared and not stop and i <= #fresh do
   local c = pick()
   if not c then reason, stop = nobody(), true break end
   if c[1] ~= run_owner then
@@ -364,11 +667,20 @@ while not stop and i <= #fresh do
   end
   while i <= #fresh and c[2] > 0 and c[5] ~= 0 and c[3] < rr_chunk do
     local entry = fresh[i]
-    local size, n = fields_size(entry[2])
-    local why = refuse(size, true)
-    if why ~= nil then reason, stop = why, true break end
-    run[#run + 1] = entry[1]
-    charge(c, size, n, true)
+    local at = delaying and deliver_at(entry[2]) or nil
+    if at and at - margin > now then
+      -- Delayed: held until due (see ARGV[26]); what the run holds so far goes first.
+      flush()
+      call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', 1, 'STREAMS', KEYS[1], '>')
+      call('ZADD', KEYS[4], at - margin, entry[1])
+      cursor = entry[1]
+    else
+      local size, n = fields_size(entry[2])
+      local why = refuse(size, true)
+      if why ~= nil then reason, stop = why, true break end
+      run[#run + 1] = entry[1]
+      charge(c, size, n, true)
+    end
     i = i + 1
   end
 end
@@ -378,6 +690,17 @@ if drained or (not fast and not stop and #fresh <= max_entries) then
   -- Everything available was handed out: ask producers to wake us.
   call('SADD', KEYS[6], group)
   if entries == 0 then reason = 1 end
+end
+local upcoming = nil
+if held_any then
+  -- Key_Shared entries wait for permits or acknowledgements: either wakes the worker.
+  if entries == 0 and reason ~= 5 then reason = 2 end
+  call('SET', KEYS[10], '1')
+end
+if held_any or reason == 2 or reason == 5 then
+  -- What is due now waits for a wake-up (permits, acks), and must not make the worker spin:
+  -- it looks again for what comes due later.
+  upcoming = next_due_later()
 end
 if reason == 2 then call('SET', KEYS[7], '1') end
 if reason == 5 then call('SET', KEYS[10], '1') end
@@ -392,5 +715,5 @@ if entries > 0 then
 end
 if pending_total >= 0 then pending_total = pending_total + entries - redelivered end
 local exhausted, wait_ms = settle(units, bytes, unthrottled == 1)
-return {entries, messages, bytes, redelivered, reason, unthrottled, next_due(), units,
+return {entries, messages, bytes, redelivered, reason, unthrottled, upcoming or next_due(), units,
   pending_total, exhausted, wait_ms}

@@ -84,7 +84,7 @@ if rate_m > 0 or rate_b > 0 then
 end
 local ids = {}
 pos = 4
-local msgs, bytes, batches = 0, 0, 0
+local msgs, bytes, batches, delayed = 0, 0, 0, 0
 for i = 1, tonumber(ARGV[3]) do
   local pairs_count = tonumber(ARGV[pos])
   local args = {KEYS[1], '*', 't', now}
@@ -94,7 +94,8 @@ for i = 1, tonumber(ARGV[3]) do
     args[#args + 1] = field
     args[#args + 1] = value
     if field == 'd' then bytes = bytes + #value
-    elseif field == 'n' then n = tonumber(value) batches = batches + 1 end
+    elseif field == 'n' then n = tonumber(value) batches = batches + 1
+    elseif field == 'a' then delayed = delayed + 1 end
   end
   msgs = msgs + n
   ids[i] = redis.call('XADD', unpack(args))
@@ -104,6 +105,8 @@ redis.call('HINCRBY', KEYS[2], 'msg_in', msgs)
 redis.call('HINCRBY', KEYS[2], 'bytes_in', bytes)
 -- Workers size reads without looking at entries while a partition has no batch entries.
 if batches > 0 then redis.call('HINCRBY', KEYS[2], 'batch_entries', batches) end
+-- ... and while it has no delayed entries (deliver-at field "a").
+if delayed > 0 then redis.call('HINCRBY', KEYS[2], 'delayed_entries', delayed) end
 if redis.call('SCARD', KEYS[3]) > 0 then
   redis.call('DEL', KEYS[3])
   redis.call('PUBLISH', ARGV[1], ARGV[2])

@@ -1,22 +1,26 @@
 -- subscribe: create the subscription if needed and register a consumer on one partition.
 -- KEYS[1] stream, KEYS[2] subs set, KEYS[3] meta hash, KEYS[4] cursor, KEYS[5] permits hash,
 -- KEYS[6] alive zset, KEYS[7] info hash, KEYS[8] (optional) the partition's abuse limits hash,
--- KEYS[9] (optional) the consumer name's subscribe counter (default: ARGV[11] .. 'subrate:'
--- .. the name)
--- ARGV[1] subscription, ARGV[2] consumer id, ARGV[3] type (Exclusive|Shared|Failover),
+-- KEYS[9] (optional) the subscribe counter of the consumer name from the client's host
+-- (default: ARGV[11] .. 'subrate:/' .. the name)
+-- ARGV[1] subscription, ARGV[2] consumer id, ARGV[3] type (Exclusive|Shared|Failover|Key_Shared),
 -- ARGV[4] initial position (latest|earliest), ARGV[5] now ms, ARGV[6] consumer info JSON,
 -- ARGV[7] wake channel, ARGV[8] wake payload, ARGV[9] consumer timeout ms,
 -- ARGV[10] partition (full name, for error texts), ARGV[11] partition key prefix ("sl:{P}:"),
--- ARGV[12] (optional) consumer name (default: the consumer id)
+-- ARGV[12] (optional) consumer name (default: the consumer id), ARGV[13] (optional) the
+-- client's host (its address as Redis sees it), named in the refusal
 -- An empty consumer id only makes sure the subscription exists (admin create-subscription,
 -- the catalog); no limit applies to it.  A consumer is first counted against the subscribe
--- rate (subscribeThrottlingRatePerConsumer requests of one consumer name per
--- subscribeRatePeriodPerConsumerInSecond, a period opening with the name's first request;
+-- rate (subscribeThrottlingRatePerConsumer requests of one consumer name from one client host
+-- per subscribeRatePeriodPerConsumerInSecond, a period opening with the first request;
 -- as in Pulsar a request counts even when a later check refuses it, a refused one does not),
 -- then checked, before anything else is written, against the limits the owning worker wrote
 -- (0 or absent = no limit): a new subscription against maxSubscriptionsPerTopic, a consumer
 -- not connected yet against maxConsumersPerTopic and maxConsumersPerSubscription.  Consumers
 -- that stopped heartbeating do not count.
+-- A Key_Shared consumer (info JSON keySharedMode AUTO_SPLIT or STICKY, ranges [[start, end],
+-- ...]) is refused when its mode differs from a live consumer's ("SubscriptionBusy") or, STICKY,
+-- when one of its ranges overlaps a live consumer's ("ConsumerBusy Range conflict ...").
 -- Returns "OK", or an error reply "ConsumerBusy ..." / "SubscriptionBusy ..." /
 -- "NotAllowed ..." / "SubscribeRateLimited <wait ms> ...".
 local now = tonumber(ARGV[5])
@@ -30,7 +34,8 @@ if consumer ~= '' and KEYS[8] then
   local per, period = tonumber(rate[1]) or 0, tonumber(rate[2]) or 0
   if per > 0 and period > 0 then
     local name = ARGV[12] or consumer
-    local counter = KEYS[9] or (ARGV[11] .. 'subrate:' .. name)
+    local counter = KEYS[9] or (ARGV[11] .. 'subrate:/' .. name)
+    local from = (ARGV[13] and ARGV[13] ~= '') and (' from ' .. ARGV[13]) or ''
     local made = tonumber(redis.call('GET', counter)) or 0
     if made >= per then
       local wait = redis.call('PTTL', counter)
@@ -39,7 +44,8 @@ if consumer ~= '' and KEYS[8] then
         redis.call('PEXPIRE', counter, wait)
       end
       return redis.error_reply('SubscribeRateLimited ' .. wait .. ' Subscribe limited by ' ..
-        'subscribe rate limit per consumer. Consumer \'' .. name .. '\' may subscribe ' ..
+        'subscribe rate limit per consumer. Consumer \'' .. name .. '\'' .. from ..
+        ' may subscribe ' ..
         per .. ' times per ' .. period .. ' s to ' .. ARGV[10])
     end
     redis.call('INCR', counter)
@@ -52,6 +58,35 @@ if consumer ~= '' then
     local current = redis.call('HGET', KEYS[3], 'type')
     if current and current ~= '' and current ~= ARGV[3] and live > 0 then
       return redis.error_reply('SubscriptionBusy Subscription is of different type')
+    end
+  end
+  if ARGV[3] == 'Key_Shared' then
+    local ok, mine = pcall(cjson.decode, ARGV[6])
+    if not ok or type(mine) ~= 'table' then mine = {} end
+    local mode = mine.keySharedMode or 'AUTO_SPLIT'
+    local infos = redis.call('HGETALL', KEYS[7])
+    for i = 1, #infos, 2 do
+      local other = infos[i]
+      local seen = other ~= consumer and redis.call('ZSCORE', KEYS[6], other)
+      if seen and tonumber(seen) >= since then
+        local decoded, theirs = pcall(cjson.decode, infos[i + 1])
+        if not decoded or type(theirs) ~= 'table' then theirs = {} end
+        if (theirs.keySharedMode or 'AUTO_SPLIT') ~= mode then
+          return redis.error_reply('SubscriptionBusy Subscription is of different Key_Shared ' ..
+            'mode: ' .. (theirs.keySharedMode or 'AUTO_SPLIT') .. ', not ' .. mode)
+        end
+        if mode == 'STICKY' then
+          for _, a in ipairs(mine.ranges or {}) do
+            for _, b in ipairs(theirs.ranges or {}) do
+              if a[1] <= b[2] and b[1] <= a[2] then
+                return redis.error_reply('ConsumerBusy Range conflict with consumer ' ..
+                  (theirs.name or other) .. ': [' .. a[1] .. ', ' .. a[2] .. '] overlaps [' ..
+                  b[1] .. ', ' .. b[2] .. ']')
+              end
+            end
+          end
+        end
+      end
     end
   end
   if ARGV[3] == 'Exclusive' and live > 0 and not score then
