@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import cast
 
 import orjson
+import redis
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
