@@ -154,6 +154,14 @@ class PartitionRunner:
         dispatcher.start()
         return dispatcher
 
+    def look_again(self) -> None:
+        """Every dispatcher reads its consumers again and looks again: wake-ups may have been
+        missed (the wake-up channel was down, or the runner was starting and the worker did
+        not route them to it yet)."""
+        for dispatcher in self.dispatchers.values():
+            dispatcher.refresh_needed = True
+        self.wake_all()
+
     def wake_all(self) -> None:
         """New entries: every dispatcher looks again, but for those waiting for quota (they
         have backlog already)."""

@@ -279,6 +279,10 @@ class Worker:
                 await runner.stop()  # no dispatcher of a runner the worker does not know
                 raise
             self.runners[name] = runner
+            # Its dispatchers run since start(): wake-ups that came meanwhile found no runner
+            # to go to (a consumer's permits, a producer's data), so they look again now
+            # rather than at their fallback poll.
+            runner.look_again()
 
     async def claim_partitions(self) -> None:
         """The catalog changed: let ownership claim what is ours now, then run it."""
@@ -328,9 +332,7 @@ class Worker:
     def wake_everything(self) -> None:
         """Every dispatcher looks again (after a missed-message window)."""
         for runner in self.runners.values():
-            for dispatcher in runner.dispatchers.values():
-                dispatcher.refresh_needed = True
-            runner.wake_all()
+            runner.look_again()
 
     async def on_wake(self, message: str) -> None:
         """Route one wake-up message."""

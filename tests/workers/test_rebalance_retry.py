@@ -4,11 +4,14 @@ After a Redis restart a worker may find its lease expired, take a new one, and f
 the partition's runner because Redis drops a connection once more.  The lease is held and
 renewed; the worker must still run the partition (within a tick), not wait for the next full
 resync while nothing is dispatched.  And a runner being replaced that is fenced on its way
-out neither drops the new lease nor stops its successor.
+out neither drops the new lease nor stops its successor, and wake-ups that come while a runner
+starts (before the worker routes them to it) are not lost.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 
 import redis
@@ -18,6 +21,7 @@ from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from tests.workers.conftest import ADMIN, wait_until
 from workers.partition import PartitionRunner
+from workers.stats import StatsPublisher
 
 TOPIC = "persistent://acme/orders/retaken"
 
@@ -93,3 +97,41 @@ def test_a_fence_of_a_replaced_runner_leaves_the_new_lease_and_runner(
     # The current runner fenced: its lease is gone and the runner stops.
     worker.call(lambda w: w.partition_lost(partition, token))
     assert worker.call(held) == ("", None)
+
+
+def test_a_wake_up_that_comes_while_a_runner_starts_is_not_lost(
+    http, namespace, worker, client, redis_server, monkeypatch
+):
+    assert http.put(f"{ADMIN}/persistent/acme/orders/retaken").status_code == 204
+    consumer = client.subscribe(TOPIC, "sub")
+    producer = client.create_producer(TOPIC)
+    producer.send(b"before")
+    message = consumer.receive(timeout_millis=10_000)
+    consumer.acknowledge(message)
+
+    # The runner of a new lease starts its dispatchers, then the worker takes its stats
+    # baselines before it routes wake-ups to it: make that last a while.
+    starting = threading.Event()
+    adopt = StatsPublisher.adopt
+
+    async def slow_adopt(stats: StatsPublisher, runner: PartitionRunner) -> None:
+        if not starting.is_set():
+            starting.set()
+            await asyncio.sleep(1.5)
+        await adopt(stats, runner)
+
+    monkeypatch.setattr(StatsPublisher, "adopt", slow_adopt)
+    plain = redis.Redis.from_url(redis_server.url)
+    try:
+        plain.delete(keys.lease(TopicName.from_full(TOPIC)))
+    finally:
+        plain.close()
+    assert starting.wait(10)
+    time.sleep(0.3)  # the new dispatcher found nothing and parked
+    producer.send(b"after")  # its wake-up finds no runner yet
+    sent = time.monotonic()
+    message = consumer.receive(timeout_millis=10_000)
+    assert message.data() == b"after"
+    # Once the runner is known, not at the dispatcher's fallback poll (5 s).
+    assert time.monotonic() - sent < 3.0
+    consumer.acknowledge(message)
