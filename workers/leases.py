@@ -65,6 +65,9 @@ class LeaseOwnership:
         self._renew_script: PackedScript | None = None
         self._task: asyncio.Task | None = None
         self._lock = asyncio.Lock()
+        # Leases taken or lost since the worker was last asked to rebalance: kept across a
+        # cycle that fails after the change (Redis gone again), so the next one still asks.
+        self._changed = False
 
     # --- Ownership protocol ---------------------------------------------------------------
 
@@ -188,23 +191,25 @@ class LeaseOwnership:
             wanted = {
                 p.full: p for p in self.hooks.partitions() if rendezvous_owner(live, p.full) == me
             }
-            changed = await self._renew(wanted)
+            await self._renew(wanted)
             leaving = {name: token for name, token in self.tokens.items() if name not in wanted}
             if leaving:
                 for name in leaving:
                     del self.tokens[name]
+                self._changed = False
                 await self.hooks.rebalance()  # stops their runners before the leases go
                 await self._release(leaving)
-                changed = False  # rebalanced already
             missing = [p for name, p in wanted.items() if name not in self.tokens]
-            changed = await self._acquire(missing) or changed
-        if changed and rebalance:
-            await self.hooks.rebalance()
+            await self._acquire(missing)
+        if self._changed:
+            self._changed = False
+            if rebalance:
+                await self.hooks.rebalance()
 
-    async def _renew(self, wanted: dict[str, TopicName]) -> bool:
+    async def _renew(self, wanted: dict[str, TopicName]) -> None:
         held = [(name, token) for name, token in self.tokens.items() if name in wanted]
         if not held:
-            return False
+            return
         script = self._renew_script
         results = await asyncio.gather(
             *(
@@ -217,11 +222,11 @@ class LeaseOwnership:
             log.warning("lease of %s lost; stop dispatching it", name)
             # A fenced dispatcher may have dropped it already (``lost``) during the renewal.
             self.tokens.pop(name, None)
-        return bool(lost)
+            self._changed = True
 
-    async def _acquire(self, partitions: list[TopicName]) -> bool:
+    async def _acquire(self, partitions: list[TopicName]) -> None:
         if not partitions:
-            return False
+            return
         context = self.context
         script = context.scripts["lease_acquire"]
         async with context.control.pipeline(transaction=False) as pipe:
@@ -237,10 +242,10 @@ class LeaseOwnership:
             if token:
                 self.tokens[partition.full] = token.decode() if isinstance(token, bytes) else token
                 taken.append(partition.full)
+                self._changed = True
         if taken:
-            await context.control.sadd(keys.worker_leases(context.worker_id), *taken)
             log.info("acquired %d partition lease(s)", len(taken))
-        return bool(taken)
+            await context.control.sadd(keys.worker_leases(context.worker_id), *taken)
 
     async def _release(self, leases: dict[str, str]) -> None:
         """Give leases up (their runners were stopped first)."""
