@@ -1,12 +1,16 @@
 # Two commands for a newcomer: `make standalone` runs Sluice, `make test` runs the tests.
 # Both first install the system packages this machine lacks (scripts/install-system-packages.sh:
 # apt-get, through sudo when not root; nothing when all is there), then create the virtual
-# environment in .venv with the exact versions of constraints.txt.
+# environment in .venv with the exact versions of constraints.txt. `make test` also installs
+# the npm packages of tests/node (the WebSocket API's Node.js client test) from its
+# package-lock.json; both stay, so later runs need no network.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+NODE_DIR   := tests/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
 PIP_VERSION := 26.3
 UV_VERSION  := 0.13.9
 
@@ -21,6 +25,11 @@ $(STAMP): pyproject.toml constraints.txt | system
 	$(BIN)/python -m pip install --quiet --constraint constraints.txt -e '.[server,reports,dev]'
 	touch $(STAMP)
 
+# npm ci removes node_modules and installs exactly the lock file's versions.
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json | system
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
 standalone: system $(STAMP)
 	@echo "Sluice standalone: admin API on http://localhost:8080, Redis on port 6650;"
 	@echo "it runs in this terminal until Ctrl-C. In a second terminal: source .venv/bin/activate"
@@ -30,7 +39,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: system $(STAMP) lint
+test: system $(STAMP) $(NODE_STAMP) lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 bench: $(STAMP)
@@ -51,4 +60,4 @@ lock: $(STAMP)
 		--python-version 3.11 --custom-compile-command "make lock" --quiet -o constraints.txt
 
 clean:
-	rm -rf $(VENV) data .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(NODE_DIR)/node_modules data .pytest_cache .ruff_cache

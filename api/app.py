@@ -20,6 +20,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 
 from api.audit.router import router as audit_router
 from api.auth import AccessControl, AuthenticationMiddleware, authorize
@@ -48,8 +49,10 @@ from api.tenants.router import router as tenants_router
 from api.topics.router import router as topics_router
 from api.websocket.router import close_websocket_client
 from api.websocket.router import router as websocket_router
+from dataplane.legacy_keys import migrate_legacy_keys
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
+from sluice.protocol.connection import connect_async
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +68,7 @@ def connect_redis(settings: Settings) -> Redis:
     and the request answers 503 (``api.errors``).  redis-py's own default would retry ten
     times, each waiting up to 5 s.
     """
-    return Redis.from_url(
+    return connect_async(
         settings.effective_redis_url,
         socket_connect_timeout=settings.redis_connect_timeout_seconds,
         socket_timeout=settings.redis_timeout_seconds,
@@ -95,6 +98,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await ensure_local_cluster(
             sessions, settings.cluster_name, f"http://localhost:{settings.http_port}"
         )
+        try:
+            await migrate_legacy_keys(redis)
+        except RedisError as exc:  # Redis may come later; the workers migrate on their start
+            log.warning("legacy keys not migrated at start: %s", exc)
         data_plane = DataPlane(redis, int(settings.consumer_timeout_seconds * 1000))
         cache = PolicyCache(sessions, redis, settings.events_stream)
         try:

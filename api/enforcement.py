@@ -3,7 +3,7 @@
 A committed change reaches the workers as events on the change-event stream.  Each worker
 applies what it reads (policies re-resolved, catalog changes made), waits until no dispatch
 call issued under the superseded limits is still running, and then confirms the stream
-position it has reached (``sl:meta:applied`` and the ``sl:applied`` channel).  After the
+position it has reached (``sl:{meta}:applied`` and the ``sl:applied`` channel).  After the
 commit a request publishes its events itself and waits here until every live worker has
 confirmed a position at or past them, so that once the answer is out no entry is dispatched
 under a superseded limit and every worker knows the new topics and subscriptions.

@@ -29,13 +29,13 @@ import time
 from pathlib import Path
 
 import redis
-from redis.asyncio import Redis as AsyncRedis
 
 from bench.harness import arguments, percentile, report
 from dataplane.backlog import read_backlogs
 from dataplane.scripts import register_scripts
 from server.embedded_redis import EmbeddedRedis
 from sluice.protocol import keys
+from sluice.protocol.connection import connect, connect_async
 from sluice.protocol.names import TopicName
 
 PARTITION = TopicName.from_full("persistent://bench/backlog/deep")
@@ -69,7 +69,7 @@ class Pinger:
     """A second client pinging in a loop; the worst round trip while it ran."""
 
     def __init__(self, url: str) -> None:
-        self.client = redis.Redis.from_url(url)
+        self.client = connect(url)
         self.worst = 0.0
         self.count = 0
         self._stop = threading.Event()
@@ -111,7 +111,7 @@ def _name(command: bytes | str) -> str:
 
 async def read(url: str) -> tuple[int, float]:
     """One ``read_backlogs`` of the partition: (backlog, seconds)."""
-    client = AsyncRedis.from_url(url)
+    client = connect_async(url)
     try:
         scripts = register_scripts(client)
         start = time.perf_counter()
@@ -129,7 +129,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmp:
         server = EmbeddedRedis(Path(tmp) / "redis").start()
         try:
-            client = redis.Redis.from_url(server.url)
+            client = connect(server.url)
             stream = keys.log(PARTITION)
             second = fill(client, stream, entries)
             client.xgroup_create(stream, GROUP, id=second)

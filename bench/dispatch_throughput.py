@@ -27,6 +27,7 @@ from redis._parsers import _RESP2Parser
 import sluice
 from bench.harness import Stack, arguments, report
 from sluice.protocol import keys
+from sluice.protocol.connection import connect
 from sluice.protocol.frames import wake_data
 from sluice.protocol.names import TopicName
 
@@ -41,7 +42,7 @@ BATCH = 100
 def raw_loop(url: str, count: int, pure_python: bool = False) -> float:
     """Messages/s of the plain XREADGROUP + XACK loop."""
     options = {"parser_class": _RESP2Parser} if pure_python else {}
-    client = redis.Redis.from_url(url, **options)
+    client = connect(url, **options)
     fill_raw(client, "bench:raw", count)
     client.xgroup_create("bench:raw", "g", id="0")
     started = time.perf_counter()

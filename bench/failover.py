@@ -23,6 +23,7 @@ import redis
 import sluice
 from bench.harness import Stack, arguments, percentile, report
 from sluice.protocol import keys
+from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
 
 LEASE_TTL = 3.0
@@ -77,7 +78,7 @@ def measure_failover(kills: int) -> list[dict]:
         with stack.admin() as http:
             http.put("/admin/v2/persistent/bench/ns/failover").raise_for_status()
         workers = {f"w{i}": stack.start_worker(f"w{i}") for i in range(2)}
-        plain = redis.Redis.from_url(stack.redis_url)
+        plain = connect(stack.redis_url)
         lease = keys.lease(TopicName.from_full(FAILOVER_TOPIC))
         baseline, delays = [], []
         with sluice.Client(stack.redis_url) as client:
@@ -135,7 +136,7 @@ def measure_scaling(count: int) -> list[dict]:
                 "/admin/v2/persistent/bench/ns/scale/partitions", json=PARTITIONS
             ).raise_for_status()
             http.put("/admin/v2/persistent/bench/ns/scale/subscription/sub").raise_for_status()
-        plain = redis.Redis.from_url(stack.redis_url)
+        plain = connect(stack.redis_url)
         base = TopicName.from_full(SCALE_TOPIC)
         for n in (1, 2, 3):
             stack.start_worker(f"s{n}")

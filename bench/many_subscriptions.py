@@ -19,12 +19,11 @@ from __future__ import annotations
 import os
 import time
 
-import redis
-
 import sluice
 from bench.harness import Stack, arguments, mean, percentile, report
 from bench.throttle_accuracy import books_periods, fill
 from sluice.protocol import keys
+from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
 
 PER_TOPIC = 20
@@ -94,7 +93,7 @@ def scenario(topics: int, limit: int, seconds: int) -> list[dict]:
             for s in range(PER_TOPIC)
         ]
         wait_recorded(stack, names)
-        plain = redis.Redis.from_url(stack.redis_url)
+        plain = connect(stack.redis_url)
         sample = plain.register_script(SAMPLE)
         sample_keys = []
         for c in consumers:

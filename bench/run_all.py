@@ -49,6 +49,11 @@ BENCHMARKS: tuple[tuple[str, str], ...] = (
     ),
     ("propagation", "REST change -> in force when the answer arrives; none lost"),
     ("failover", "SIGKILL owner -> new owner dispatches: < lease TTL + 1 s (default < 5 s)"),
+    (
+        "cluster_scaling",
+        "1 server vs a 3-master Redis Cluster, same workers and consumers: end-to-end "
+        "dispatch ratio and Redis CPU per shard; strict bound per partition on the cluster",
+    ),
     ("reports_bench", "10 M snapshot rows < 60 s; 20 M < 2.2x the 10 M time; vs DuckDB"),
     (
         "backlog_read",

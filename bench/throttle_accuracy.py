@@ -30,11 +30,10 @@ import multiprocessing as mp
 import threading
 import time
 
-import redis
-
 import sluice
 from bench.harness import Stack, arguments, mean, report
 from sluice.protocol import keys
+from sluice.protocol.connection import connect
 from sluice.protocol.frames import wake_data
 from sluice.protocol.names import TopicName
 
@@ -107,7 +106,7 @@ return {lim[1] or '', lim[2] or '', lim[3] or '', redis.call('HGET', KEYS[2], AR
 def sample_books(url: str, topic: str, unit: str, stop: threading.Event, out: list) -> None:
     """(period start, quota left, permits, dispatched so far) of the TOPIC limiter and the
     subscription, read atomically every 5 ms."""
-    client = redis.Redis.from_url(url)
+    client = connect(url)
     name = TopicName.from_full(topic)
     script = client.register_script(SAMPLE)
     script_keys = [keys.limiter(name), keys.sub_key(name, "acc", "stats")]

@@ -14,6 +14,9 @@ from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
+from redis.exceptions import NoScriptError
+
+from dataplane.scripts import ensure_loaded
 
 T = TypeVar("T")
 
@@ -41,10 +44,25 @@ async def in_batches(
     it takes its place among the replies."""
     replies: list[Any] = []
     for chunk in chunks(items, size):
-        async with redis.pipeline(transaction=False) as pipe:
-            for item in chunk:
-                queued = queue(pipe, item)
-                if isinstance(queued, Awaitable):
-                    await queued
-            replies.extend(await pipe.execute(raise_on_error=raise_on_error))
+        for attempt in (1, 2):
+            async with redis.pipeline(transaction=False) as pipe:
+                for item in chunk:
+                    queued = queue(pipe, item)
+                    # A script call is a coroutine; a queued command returns the pipeline,
+                    # which must not be awaited (a cluster pipeline would drop its queue).
+                    if isinstance(queued, Awaitable) and queued is not pipe:
+                        await queued
+                try:
+                    got = await pipe.execute(raise_on_error=raise_on_error)
+                except NoScriptError:
+                    got = [NoScriptError()]
+            if any(isinstance(r, NoScriptError) for r in got):
+                # A master promoted by a failover lacks the scripts (cluster only): load
+                # them and queue the batch again (its calls are idempotent).
+                if attempt == 1 and await ensure_loaded(redis):
+                    continue
+                if raise_on_error:
+                    raise next(r for r in got if isinstance(r, NoScriptError))
+            replies.extend(got)
+            break
     return replies

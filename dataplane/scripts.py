@@ -8,10 +8,12 @@ call may go through another client's pipeline (``client=``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from hashlib import sha1
 
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
+from sluice.protocol.connection import is_cluster
 from sluice.protocol.frames import SCRIPT_NAMES, script_source
 
 Scripts = Mapping[str, AsyncScript]
@@ -20,3 +22,20 @@ Scripts = Mapping[str, AsyncScript]
 def register_scripts(redis: Redis) -> dict[str, AsyncScript]:
     """Every data-plane script, registered on ``redis``, by name."""
     return {name: redis.register_script(script_source(name)) for name in SCRIPT_NAMES}
+
+
+async def ensure_loaded(redis: Redis) -> int:
+    """On a Redis Cluster, load every data-plane script some master lacks; the number loaded.
+
+    Scripts called through a pipeline are not loaded by redis-py when the node lacks them, and
+    a replica that a failover promoted starts with an empty script cache: the workers call
+    this on every ownership cycle so that such pipelines fail at most until the next one.  On
+    a single server it does nothing (redis-py's pipelines load scripts themselves)."""
+    if not is_cluster(redis):
+        return 0
+    sources = [script_source(name) for name in SCRIPT_NAMES]
+    present = await redis.script_exists(*(sha1(s.encode()).hexdigest() for s in sources))
+    missing = [s for s, ok in zip(sources, present, strict=True) if not ok]
+    for source in missing:
+        await redis.script_load(source)
+    return len(missing)

@@ -166,17 +166,18 @@ _KEYS: tuple[ConfigKey, ...] = (
         int,
         1000,
         True,
-        "a delayed message may go up to this many ms before its time, unless "
-        "isDelayedDeliveryDeliverAtTimeStrict; Pulsar's is static, Sluice's dynamic",
+        "with isDelayedDeliveryDeliverAtTimeStrict=false, a delayed message may go up to this "
+        "many ms before its time; Pulsar's is static, Sluice's dynamic",
         minimum=0,
         maximum=INT64_MAX,
     ),
     ConfigKey(
         "isDelayedDeliveryDeliverAtTimeStrict",
         bool,
-        False,
         True,
-        "true: a delayed message never goes before its time; Pulsar's is static, Sluice's dynamic",
+        True,
+        "true: a delayed message never goes before its time; false: up to a tick early. "
+        "Pulsar's default is false and static; Sluice's is true and dynamic",
     ),
     ConfigKey(
         "dispatcherDispatchMessagesInSubscriptionThread",

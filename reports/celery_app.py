@@ -1,6 +1,7 @@
 """The Celery app that schedules reporting: ``celery -A reports.celery_app:app worker|beat``.
 
-Broker and result backend are the data-plane Redis (``REDIS_URL``).  Beat lands stats every
+Broker and result backend are the data-plane Redis (``REDIS_URL``; on a Redis Cluster, the
+master ``reports.celery_redis`` names).  Beat lands stats every
 ``SLUICE_LANDING_INTERVAL_SECONDS`` and runs the report jobs on ``SLUICE_REPORT_SCHEDULE``
 (cron, UTC).  The tasks themselves are in ``reports.tasks``.
 """
@@ -12,6 +13,7 @@ from celery.schedules import crontab
 from celery.signals import beat_init
 
 from models.settings import Settings
+from reports.celery_redis import celery_redis
 
 QUEUE = "sluice-reports"
 
@@ -34,9 +36,13 @@ def cron(expression: str) -> crontab:
 def make_celery(settings: Settings) -> Celery:
     """The Celery app for ``settings``."""
     app = Celery("sluice", include=["reports.tasks"])
+    # Only a configured URL is asked whether it is a cluster (the default is a single server).
+    url, options = celery_redis(settings.effective_redis_url, probe=bool(settings.redis_url))
     app.conf.update(
-        broker_url=settings.effective_redis_url,
-        result_backend=settings.effective_redis_url,
+        broker_url=url,
+        result_backend=url,
+        broker_transport_options=options,
+        result_backend_transport_options=options,
         result_expires=86_400,
         task_default_queue=QUEUE,
         task_acks_late=True,

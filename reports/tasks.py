@@ -31,6 +31,7 @@ from models.settings import Settings
 from reports.jobs import JOBS, run_job
 from reports.lake import land
 from reports.store import RunStore
+from sluice.protocol.connection import connect
 
 log = logging.getLogger(__name__)
 RUN_LOCK_KEY = "sluice:reports:run-lock"
@@ -62,7 +63,7 @@ def _settings() -> Settings:
 
 @cache
 def _redis(url: str) -> redis_lib.Redis:
-    return redis_lib.Redis.from_url(url)
+    return connect(url)
 
 
 @cache

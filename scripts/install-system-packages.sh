@@ -60,6 +60,19 @@ command -v curl >/dev/null 2>&1 || need curl "the README's examples and the admi
 command -v jq >/dev/null 2>&1 || need jq "the admin scripts in scripts/"
 command -v chromium >/dev/null 2>&1 ||
     need chromium "the headless browser the web console's end-to-end tests drive"
+node_major() {
+    local version
+    version=$(node --version 2>/dev/null)
+    version=${version#v}
+    echo "${version%%[!0-9]*}"
+}
+if ! command -v node >/dev/null 2>&1; then
+    need nodejs "Node.js runs the WebSocket API's test with a non-Python client (npm's ws)"
+elif [ "$(node_major)" -lt 18 ] 2>/dev/null; then
+    need nodejs "the WebSocket API's Node.js test needs node 18 or newer, and node is $(node_major)"
+fi
+command -v npm >/dev/null 2>&1 ||
+    need npm "installs that test's ws package from tests/node/package-lock.json (npm ci)"
 
 if [ ${#packages[@]} -eq 0 ] && [ $postgres_missing = 0 ]; then
     exit 0

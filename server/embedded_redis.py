@@ -25,6 +25,8 @@ from urllib.parse import quote
 
 import redis
 
+from sluice.protocol.connection import connect
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -145,7 +147,7 @@ class EmbeddedRedis:
         """Wait until the server answers PING (it has loaded its data); raise when it exits
         or does not answer for ``timeout`` seconds (while it answers that it is still loading
         its data, it is given the time it needs)."""
-        client = redis.Redis.from_url(self.url, socket_timeout=1.0, socket_connect_timeout=1.0)
+        client = connect(self.url, socket_timeout=1.0, socket_connect_timeout=1.0)
         deadline = time.monotonic() + timeout
         try:
             while True:

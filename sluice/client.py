@@ -36,6 +36,7 @@ from sluice.options import refuse_unsupported
 from sluice.producer import Producer
 from sluice.protocol import keys
 from sluice.protocol.abuse import topic_create_call
+from sluice.protocol.connection import connect, is_cluster, raw_client
 from sluice.protocol.errors import PreconditionFailed
 from sluice.protocol.frames import SCRIPT_NAMES, script_source, wake_topic
 from sluice.protocol.names import TopicName
@@ -106,12 +107,12 @@ class Client:
         self.service_url = service_url
         self.operation_timeout = operation_timeout_seconds
         self.heartbeat_interval = heartbeat_interval_seconds
-        self.redis = redis.Redis.from_url(
-            service_url,
-            socket_connect_timeout=connection_timeout_ms / 1000,
-            health_check_interval=30,
-        )
         try:
+            self.redis = connect(
+                service_url,
+                socket_connect_timeout=connection_timeout_ms / 1000,
+                health_check_interval=30,
+            )
             self.redis.ping()
         except RedisAuthenticationError as exc:
             raise ConnectError(
@@ -122,8 +123,8 @@ class Client:
             raise ConnectError(f"cannot reach {redact_url(service_url)}: {exc}") from None
         # The receive path reads entries with XRANGE and parses them itself: the same
         # connections, without redis-py's per-entry conversion into dicts.
-        self.raw_redis = redis.Redis(connection_pool=self.redis.connection_pool)
-        self.raw_redis.response_callbacks.pop("XRANGE", None)
+        self.raw_redis = raw_client(self.redis)
+        self.cluster = is_cluster(self.redis)
         self.scripts = {
             name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES
         }
@@ -348,6 +349,14 @@ class Client:
         name = parse_topic(topic)
         count = self.lookup_partitions(name)
         return [name.partition(i).full for i in range(count)] if count else [name.full]
+
+    def reload_scripts(self) -> None:
+        """Load the data-plane scripts on every master that lacks them (a replica promoted by
+        a Redis Cluster failover starts with none, and pipelined calls do not load them)."""
+        present = self.redis.script_exists(*(s.sha for s in self.scripts.values()))
+        for script, ok in zip(self.scripts.values(), present, strict=True):
+            if not ok:
+                self.redis.script_load(script.script)
 
     def close(self) -> None:
         """Close every producer and consumer, then the connection."""

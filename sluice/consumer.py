@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, cast
 
 import orjson
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sluice.consumer_state import AckTracker, Part
@@ -39,6 +39,7 @@ from sluice.errors import (
 from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.message import EMPTY_PROPERTIES, Message, MessageId
 from sluice.protocol import keys
+from sluice.protocol.connection import raw_rows
 from sluice.protocol.frames import (
     ack_call,
     ack_cumulative_call,
@@ -92,6 +93,8 @@ class DeadLetterPolicy:
 
 class Consumer:
     """Receives messages of one subscription on one or more topics."""
+
+    _turn = -1  # the queue a cluster consumer waits on next (``_pop``)
 
     def __init__(
         self,
@@ -301,32 +304,57 @@ class Consumer:
     def _fetch(self, block_seconds: float) -> None:
         queues = [p.queue for p in self._parts]
         try:
-            reply = self._client.redis.blmpop(
-                block_seconds, len(queues), *queues, direction="LEFT", count=self._permits
-            )
-            if not reply:
-                return
-            queue, elements = cast(tuple[bytes, list[bytes]], reply)
-            part = self._by_queue[queue]
-            notices = [range_notice(raw) for raw in elements]
-            ranges = [n for n in notices if n is not None]
-            if ranges:
-                # New entries: read them where they are, in one round trip.
-                pipe = self._client.raw_redis.pipeline(transaction=False)
-                for first, last in ranges:
-                    pipe.execute_command("XRANGE", part.log, first, last)
-                fetched = iter(pipe.execute())
+            popped = self._pop(queues, block_seconds)
+            received = []
+            for queue, elements in popped:
+                part = self._by_queue[queue]
+                notices = [range_notice(raw) for raw in elements]
+                ranges = [n for n in notices if n is not None]
+                fetched = iter(())
+                if ranges:
+                    # New entries: read them where they are, in one round trip.
+                    pipe = self._client.raw_redis.pipeline(transaction=False)
+                    for first, last in ranges:
+                        pipe.execute_command("XRANGE", part.log, first, last)
+                    rows = pipe.execute()
+                    fetched = iter(raw_rows(rows) if self._client.cluster else rows)
+                received.append((part, elements, notices, fetched))
         except (RedisConnectionError, RedisTimeoutError):
             time.sleep(min(block_seconds, 0.5))
             return
         messages: list[Message] = []
-        for raw, notice in zip(elements, notices, strict=True):
-            if notice is None:
-                self._decode(part, unpack_packets(raw), messages)
-            else:
-                self._decode_new(part, next(fetched), messages)
+        for part, elements, notices, fetched in received:
+            for raw, notice in zip(elements, notices, strict=True):
+                if notice is None:
+                    self._decode(part, unpack_packets(raw), messages)
+                else:
+                    self._decode_new(part, next(fetched), messages)
         with self._lock:
             self._buffer.extend(messages)
+
+    def _pop(self, queues: list, block_seconds: float) -> list[tuple[bytes, list[bytes]]]:
+        """Take what the receiver queues hold: from one of them, waiting up to
+        ``block_seconds`` for it (one call on one server).  On a Redis Cluster the queues of
+        different partitions live in different slots, which one call cannot wait on: every
+        queue is emptied without waiting (a pipeline), and only when all are empty does the
+        call wait, briefly, on one of them in turn."""
+        redis = self._client.redis
+        if not self._client.cluster or len(queues) == 1:
+            reply = redis.blmpop(
+                block_seconds, len(queues), *queues, direction="LEFT", count=self._permits
+            )
+            return [cast(tuple[bytes, list[bytes]], reply)] if reply else []
+        pipe = redis.pipeline(transaction=False)
+        for queue in queues:
+            pipe.lmpop(1, queue, direction="LEFT", count=self._permits)
+        popped = [cast(tuple[bytes, list[bytes]], r) for r in pipe.execute() if r]
+        if popped:
+            return popped
+        self._turn = (self._turn + 1) % len(queues)
+        reply = redis.blmpop(
+            min(block_seconds, 0.05), 1, queues[self._turn], direction="LEFT", count=self._permits
+        )
+        return [cast(tuple[bytes, list[bytes]], reply)] if reply else []
 
     def _decode_new(self, part: Part, rows: list, out: list[Message]) -> None:
         """Append the messages of new entries as XRANGE returned them (first delivery)."""
@@ -543,7 +571,9 @@ class Consumer:
             self._client.scripts[script](keys=script_keys, args=args, client=pipe)
         try:
             pipe.execute()
-        except (RedisConnectionError, RedisTimeoutError):
+        except (RedisConnectionError, RedisTimeoutError, NoScriptError) as exc:
+            if isinstance(exc, NoScriptError):
+                self._client.reload_scripts()
             for part, script, _value, taken in calls:
                 queue = part.pending_permits if script == "flow" else part.pending_acks
                 queue.extendleft(reversed(taken))

@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sluice.protocol import keys
@@ -78,6 +78,8 @@ class ProducerRegistration:
             replies = pipe.execute(raise_on_error=False)
         except (RedisConnectionError, RedisTimeoutError):
             return  # the next heartbeat tries again; the registration lasts expiry_ms
+        if any(isinstance(reply, NoScriptError) for reply in replies):
+            self._client.reload_scripts()  # a failover's new master: the next heartbeat works
         for partition, reply in zip(self._partitions, replies, strict=True):
             if isinstance(reply, Exception):
                 # Silent for longer than the expiry and the place taken meanwhile: this

@@ -16,10 +16,9 @@ import threading
 import time
 from pathlib import Path
 
-import redis
-
 import sluice
 from sluice.protocol import keys
+from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
 from tests.workers.conftest import wait_until
 from workers.leases import rendezvous_owner
@@ -50,7 +49,7 @@ class Fleet:
         self.database_url = database_url or settings.database_url
         self.env = env or {}
         self.processes: dict[str, subprocess.Popen] = {}
-        self.redis = redis.Redis.from_url(self.redis_url)
+        self.redis = connect(self.redis_url)
 
     def start(self, worker_id: str) -> subprocess.Popen:
         """Start a worker and wait until it has registered."""

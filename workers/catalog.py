@@ -1,7 +1,7 @@
 """The catalog: keeps the database and Redis in agreement about topics and subscriptions.
 
 Database -> Redis: topics created over the admin API appear in the topic registry
-(``sl:meta:topics``), their subscriptions get consumer groups, the namespace set and the
+(``sl:{meta}:topics``), their subscriptions get consumer groups, the namespace set and the
 settings clients read (auto-creation, consumer timeout) are published.  Redis -> database:
 topics clients auto-created and subscriptions consumers created are recorded (with an audit
 entry by the worker's role), and subscriptions consumers deleted are removed.  Deleted topics

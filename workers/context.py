@@ -55,7 +55,7 @@ class DispatchSettings:
     reads_per_call: int
     delayed_delivery: bool = True
     delayed_tick_ms: int = 1000
-    delayed_strict: bool = False
+    delayed_strict: bool = True
 
     @classmethod
     def of(cls, policy: PolicyView, settings: Settings) -> DispatchSettings:

@@ -4,7 +4,7 @@ The stream is read by ``dataplane.events.ChangeFollower``, the reader the admin 
 policy cache uses too.  Each batch goes to ``apply`` (the worker reloads the policies it names
 and re-applies every limit in place, or updates the catalog).  Then the follower waits until
 no dispatch call issued under the old limits is still running (the ``DispatchGate``), and
-only then confirms the stream position it has reached (``sl:meta:applied`` and the
+only then confirms the stream position it has reached (``sl:{meta}:applied`` and the
 ``sl:applied`` channel).  The admin service answers a write only once every live worker has
 confirmed a position at or past the write's events (``api.enforcement``).
 

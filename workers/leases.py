@@ -1,6 +1,6 @@
 """Partition ownership for a fleet of workers: heartbeats, rendezvous assignment, leases.
 
-Every worker heartbeats into the registry (``sl:workers``, scored by Redis time, so hosts'
+Every worker heartbeats into the registry (``sl:{meta}:workers``, scored by Redis time, so hosts'
 clocks do not matter) every ``lease_ttl / 3``.  The live workers are those whose heartbeat
 has not expired; each partition belongs to the live worker with the highest rendezvous hash
 of (worker, partition), so every worker computes the same assignment, it is balanced, and a
@@ -32,6 +32,7 @@ import time
 import mmh3
 from redis.exceptions import RedisError
 
+from dataplane.scripts import ensure_loaded
 from sluice.protocol import keys
 from sluice.protocol.frames import script_source
 from sluice.protocol.names import TopicName
@@ -64,6 +65,9 @@ class LeaseOwnership:
         self._renew_script: PackedScript | None = None
         self._task: asyncio.Task | None = None
         self._lock = asyncio.Lock()
+        # Leases taken or lost since the worker was last asked to rebalance: kept across a
+        # cycle that fails after the change (Redis gone again), so the next one still asks.
+        self._changed = False
 
     # --- Ownership protocol ---------------------------------------------------------------
 
@@ -180,29 +184,32 @@ class LeaseOwnership:
     async def cycle(self, rebalance: bool = True) -> None:
         """Heartbeat, then renew, release and acquire leases to match the assignment."""
         async with self._lock:
+            await ensure_loaded(self.context.control)
             await self._heartbeat()
             me = self.context.worker_id
             live = self.live if me in self.live else [*self.live, me]
             wanted = {
                 p.full: p for p in self.hooks.partitions() if rendezvous_owner(live, p.full) == me
             }
-            changed = await self._renew(wanted)
+            await self._renew(wanted)
             leaving = {name: token for name, token in self.tokens.items() if name not in wanted}
             if leaving:
                 for name in leaving:
                     del self.tokens[name]
+                self._changed = False
                 await self.hooks.rebalance()  # stops their runners before the leases go
                 await self._release(leaving)
-                changed = False  # rebalanced already
             missing = [p for name, p in wanted.items() if name not in self.tokens]
-            changed = await self._acquire(missing) or changed
-        if changed and rebalance:
-            await self.hooks.rebalance()
+            await self._acquire(missing)
+        if self._changed:
+            self._changed = False
+            if rebalance:
+                await self.hooks.rebalance()
 
-    async def _renew(self, wanted: dict[str, TopicName]) -> bool:
+    async def _renew(self, wanted: dict[str, TopicName]) -> None:
         held = [(name, token) for name, token in self.tokens.items() if name in wanted]
         if not held:
-            return False
+            return
         script = self._renew_script
         results = await asyncio.gather(
             *(
@@ -215,11 +222,11 @@ class LeaseOwnership:
             log.warning("lease of %s lost; stop dispatching it", name)
             # A fenced dispatcher may have dropped it already (``lost``) during the renewal.
             self.tokens.pop(name, None)
-        return bool(lost)
+            self._changed = True
 
-    async def _acquire(self, partitions: list[TopicName]) -> bool:
+    async def _acquire(self, partitions: list[TopicName]) -> None:
         if not partitions:
-            return False
+            return
         context = self.context
         script = context.scripts["lease_acquire"]
         async with context.control.pipeline(transaction=False) as pipe:
@@ -235,10 +242,10 @@ class LeaseOwnership:
             if token:
                 self.tokens[partition.full] = token.decode() if isinstance(token, bytes) else token
                 taken.append(partition.full)
+                self._changed = True
         if taken:
-            await context.control.sadd(keys.worker_leases(context.worker_id), *taken)
             log.info("acquired %d partition lease(s)", len(taken))
-        return bool(taken)
+            await context.control.sadd(keys.worker_leases(context.worker_id), *taken)
 
     async def _release(self, leases: dict[str, str]) -> None:
         """Give leases up (their runners were stopped first)."""

@@ -9,10 +9,11 @@ import signal
 import socket
 
 import uvicorn
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
+from sluice.protocol.connection import connect_async
 from workers.http import create_http_app
 from workers.worker import Worker
 
@@ -20,16 +21,15 @@ log = logging.getLogger(__name__)
 
 
 def connect_redis(settings: Settings, connections: int | None = None) -> Redis:
-    """A worker's Redis client: at most ``connections`` connections (default
+    """A worker's Redis client: on one server at most ``connections`` connections (default
     ``worker_redis_connections``), and a call waits for a free one (thousands of
-    dispatchers share them)."""
-    pool = BlockingConnectionPool.from_url(
+    dispatchers share them); on a Redis Cluster, a cluster client."""
+    return connect_async(
         settings.effective_redis_url,
         max_connections=connections or settings.worker_redis_connections,
-        timeout=None,
+        blocking=True,
         health_check_interval=30,
     )
-    return Redis(connection_pool=pool)
 
 
 def build_worker(settings: Settings, sessions) -> Worker:

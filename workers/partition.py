@@ -12,7 +12,8 @@ down its dispatchers' limits.  The partition's abuse limits and publish and subs
 go to Redis (``write_limits``, ``sluice.protocol.abuse``), where the scripts clients call check
 them; the worker awaits that write before it confirms a change, and the runner writes them
 again now and then (a Redis that lost them gets them back).  What the runner reports back
-goes through two callbacks: ``on_lost`` (a dispatcher was fenced off) and ``on_subscription``
+goes through two callbacks: ``on_lost`` (a dispatcher was fenced off: the partition and the
+token Redis refused) and ``on_subscription``
 (a subscription appeared that the catalog may not have recorded yet).
 """
 
@@ -72,7 +73,7 @@ class PartitionRunner:
         partition: TopicName,
         limits: PartitionLimits,
         fencing_token: str = "",
-        on_lost: Callable[[TopicName], None] = lambda _partition: None,
+        on_lost: Callable[[TopicName, str], None] = lambda _partition, _token: None,
         on_subscription: Callable[[str, str], None] = lambda _topic, _sub: None,
     ) -> None:
         self.context = context
@@ -116,8 +117,9 @@ class PartitionRunner:
         await asyncio.gather(*(d.stop() for d in dispatchers))
 
     def fenced(self) -> None:
-        """A dispatcher found the lease gone: give the partition up."""
-        self.on_lost(self.partition)
+        """A dispatcher found the lease gone: give the partition up (the lease of this
+        runner's token: the worker may hold a newer one by now)."""
+        self.on_lost(self.partition, self.fencing_token)
 
     # --- subscriptions --------------------------------------------------------------------
 
@@ -158,6 +160,14 @@ class PartitionRunner:
         self.dispatchers[subscription] = dispatcher
         dispatcher.start()
         return dispatcher
+
+    def look_again(self) -> None:
+        """Every dispatcher reads its consumers again and looks again: wake-ups may have been
+        missed (the wake-up channel was down, or the runner was starting and the worker did
+        not route them to it yet)."""
+        for dispatcher in self.dispatchers.values():
+            dispatcher.refresh_needed = True
+        self.wake_all()
 
     def wake_all(self) -> None:
         """New entries: every dispatcher looks again, but for those waiting for quota (they

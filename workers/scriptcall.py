@@ -8,7 +8,9 @@ event loop (many dispatchers wake at the same period boundary) go out together: 
 one of the script's own connections, the replies read in order, each handed to its caller.
 A script missing from the server's cache (after a restart) is loaded and the call repeated;
 a connection failure fails the calls of that batch with the ``RedisError`` their callers
-handle.  Error replies (``FENCED``) come back to their own caller as ``ResponseError``.
+handle.  On a Redis Cluster the calls go through the cluster client instead (each to the node
+of its keys' slot, following MOVED and ASK redirections), at most ``CLUSTER_CONCURRENCY`` at a
+time.  Error replies (``FENCED``) come back to their own caller as ``ResponseError``.
 ``on_done`` callbacks run once Redis has answered a call (or it failed), whether or not its
 caller still waits for it.
 """
@@ -20,12 +22,16 @@ import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, ResponseError
 
+from sluice.protocol.connection import is_cluster
+
 MAX_BATCH = 256  # calls written together at most
 CONNECTIONS = 4  # connections of one script at most (batches in flight at once)
+CLUSTER_CONCURRENCY = 64  # calls of one script in flight at once on a Redis Cluster
 
 
 def _bulk(value: bytes) -> bytes:
@@ -40,11 +46,20 @@ def _encode(value: object) -> bytes:
     return str(value).encode()
 
 
+class Packed(NamedTuple):
+    """A key set packed once: its word count, its bytes, and the keys themselves."""
+
+    words: int
+    packed: bytes
+    keys: list
+
+
 @dataclass(slots=True)
 class _Call:
     packed: bytes
     future: asyncio.Future
     on_done: Callable[[], None] | None
+    words: list | None = None  # keys then arguments (the cluster path)
 
 
 class PackedScript:
@@ -60,32 +75,61 @@ class PackedScript:
         self._idle: list = []  # connections of this script not in use
         self._opened = 0
         self._free: asyncio.Condition | None = None
+        self.cluster = is_cluster(redis)
+        self._slots = asyncio.Semaphore(CLUSTER_CONCURRENCY) if self.cluster else None
 
-    def prefix(self, keys: list[str]) -> tuple[int, bytes]:
+    def prefix(self, keys: list[str]) -> Packed:
         """The packed ``EVALSHA sha numkeys keys...`` of a key set, and its word count."""
         words = [b"EVALSHA", self.sha.encode(), str(len(keys)).encode(), *map(_encode, keys)]
-        return len(words), b"".join(_bulk(w) for w in words)
+        return Packed(len(words), b"".join(_bulk(w) for w in words), list(keys))
 
     def call(
-        self, prefix: tuple[int, bytes], args: list, on_done: Callable[[], None] | None = None
+        self, prefix: Packed, args: list, on_done: Callable[[], None] | None = None
     ) -> asyncio.Future:
         """Queue a call of the script; the future gets its parsed reply (or error).  The call
         goes out at the end of this turn of the event loop, with the others queued in it."""
-        words, packed_keys = prefix
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        if self.cluster:
+            task = asyncio.ensure_future(
+                self._send_cluster(_Call(b"", future, on_done, [*prefix.keys, *args]), prefix)
+            )
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+            return future
+        words, packed_keys, _keys = prefix
         packed = b"*%d\r\n%b%b" % (
             words + len(args),
             packed_keys,
             b"".join(_bulk(_encode(a)) for a in args),
         )
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
         self._pending.append(_Call(packed, future, on_done))
         if not self._flush_scheduled:
             self._flush_scheduled = True
             loop.call_soon(self._flush)
         return future
 
-    async def __call__(self, prefix: tuple[int, bytes], args: list) -> object:
+    async def _send_cluster(self, call: _Call, prefix: Packed) -> None:
+        """One call through the cluster client (which follows MOVED and ASK, and retries
+        TRYAGAIN while a slot migrates); a script the node lacks (a replica promoted by a
+        failover starts with an empty script cache) is loaded on every master first."""
+        assert self._slots is not None and call.words is not None
+        numkeys = len(prefix.keys)
+        try:
+            async with self._slots:
+                try:
+                    reply = await self.redis.evalsha(self.sha, numkeys, *call.words)
+                except NoScriptError:
+                    await self.redis.script_load(self.source)
+                    reply = await self.redis.evalsha(self.sha, numkeys, *call.words)
+        except BaseException as exc:
+            _settle(call, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        _settle(call, reply)
+
+    async def __call__(self, prefix: Packed, args: list) -> object:
         """Run the script with a packed key set and these arguments; the parsed reply."""
         return await self.call(prefix, args)
 

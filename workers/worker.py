@@ -22,6 +22,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from dataplane.events import ChangeEvent, latest_position
+from dataplane.legacy_keys import migrate_legacy_keys
 from dataplane.scripts import register_scripts
 from models.resolution import Limiter
 from models.settings import Settings
@@ -92,6 +93,9 @@ class Worker:
         self.ready = False
         self._tasks: list[asyncio.Task] = []
         self._rebalance_lock = asyncio.Lock()
+        # Set while the runners may not match the partitions this worker owns: a rebalance
+        # that failed half-way (Redis unavailable) is retried by the next tick.
+        self._rebalance_pending = False
         self._new_topics: set[str] = set()
         self._adopting: asyncio.Task | None = None
         self._subscriptions_stale = False
@@ -122,6 +126,7 @@ class Worker:
     async def start(self) -> None:
         """Load, sync, catch up, take partitions, and start the background loops."""
         stream = self.settings.events_stream
+        await migrate_legacy_keys(self.control)
         position = await latest_position(self.control, stream)
         await self.policy.reload()
         self.apply_limits()
@@ -195,6 +200,8 @@ class Worker:
                 log.exception("%s failed; will run again", job.__name__)
 
     async def _tick(self) -> None:
+        if self._rebalance_pending:
+            await self.rebalance()
         for runner in list(self.runners.values()):
             await runner.housekeeping()
         await self.stats.tick(self.runners.values())
@@ -248,36 +255,52 @@ class Worker:
         the runner was added (its wake-up found no runner and was dropped) would get no
         dispatcher until another wake-up of its own, which a new consumer waiting for its
         first messages never sends.  So every runner started here reads them once more
-        after it was added."""
+        after it was added.
+
+        Ownership calls this once per change of its leases; if it fails half-way (Redis
+        unavailable while a runner starts), the tick calls it again until it succeeds, so a
+        lease held is never left without a runner."""
         async with self._rebalance_lock:
-            wanted = {p.full: p for p in self.catalog.partitions() if self.ownership.owns(p)}
-            # A runner whose lease changed hands since it started presents a stale token.
-            stale = {
-                name
-                for name, runner in self.runners.items()
-                if name in wanted and runner.fencing_token != self.ownership.token(wanted[name])
-            }
-            for name in (set(self.runners) - set(wanted)) | stale:
-                runner = self.runners.pop(name)
-                await runner.stop()
-                self.stats.forget(name)
-            started: list[PartitionRunner] = []
-            for name in set(wanted) - set(self.runners):
-                partition = wanted[name]
-                runner = PartitionRunner(
-                    self.context,
-                    self.shared,
-                    partition,
-                    self.policy.for_partition(partition),
-                    self.ownership.token(partition),
-                    on_lost=self.partition_lost,
-                    on_subscription=self.catalog.note_subscription,
-                )
+            self._rebalance_pending = True
+            await self._rebalance()
+            self._rebalance_pending = False
+
+    async def _rebalance(self) -> None:
+        wanted = {p.full: p for p in self.catalog.partitions() if self.ownership.owns(p)}
+        # A runner whose lease changed hands since it started presents a stale token.
+        stale = {
+            name
+            for name, runner in self.runners.items()
+            if name in wanted and runner.fencing_token != self.ownership.token(wanted[name])
+        }
+        for name in (set(self.runners) - set(wanted)) | stale:
+            runner = self.runners.pop(name)
+            await runner.stop()
+            self.stats.forget(name)
+        for name in set(wanted) - set(self.runners):
+            partition = wanted[name]
+            runner = PartitionRunner(
+                self.context,
+                self.shared,
+                partition,
+                self.policy.for_partition(partition),
+                self.ownership.token(partition),
+                on_lost=self.partition_lost,
+                on_subscription=self.catalog.note_subscription,
+            )
+            try:
                 await runner.start()
                 await self.stats.adopt(runner)
-                self.runners[name] = runner
-                started.append(runner)
-            await asyncio.gather(*(runner.sync_subscriptions() for runner in started))
+            except BaseException:
+                await runner.stop()  # no dispatcher of a runner the worker does not know
+                raise
+            self.runners[name] = runner
+            # Its dispatchers run since start(): wake-ups that came meanwhile found no runner
+            # to go to (a consumer's permits, a producer's data), so they look again now
+            # rather than at their fallback poll.
+            runner.look_again()
+            # A subscription created meanwhile has no dispatcher to look again: read them.
+            await runner.sync_subscriptions()
 
     async def claim_partitions(self) -> None:
         """The catalog changed: let ownership claim what is ours now, then run it."""
@@ -286,11 +309,16 @@ class Worker:
             await refresh()
         await self.rebalance()
 
-    def partition_lost(self, partition: TopicName) -> None:
-        """A dispatcher was fenced off: stop the partition (ownership decides what next)."""
-        self.ownership.lost(partition)
-        runner = self.runners.pop(partition.full, None)
-        if runner is not None:
+    def partition_lost(self, partition: TopicName, token: str) -> None:
+        """A dispatcher presenting ``token`` was fenced off: stop the partition (ownership
+        decides what next).  A runner being replaced may be fenced after the worker took a
+        new lease and started its successor: that neither drops the new lease nor stops
+        the successor."""
+        if self.ownership.token(partition) == token:
+            self.ownership.lost(partition)
+        runner = self.runners.get(partition.full)
+        if runner is not None and runner.fencing_token == token:
+            del self.runners[partition.full]
             self.stats.forget(partition.full)
             asyncio.get_running_loop().create_task(runner.stop())
 
@@ -323,9 +351,7 @@ class Worker:
         """Every dispatcher looks again, and every partition reads its subscriptions again
         (after a missed-message window: a subscription created in it woke no one)."""
         for runner in self.runners.values():
-            for dispatcher in runner.dispatchers.values():
-                dispatcher.refresh_needed = True
-            runner.wake_all()
+            runner.look_again()
         self._subscriptions_stale = True
         if self._rereading is None or self._rereading.done():
             self._rereading = asyncio.create_task(self._reread_subscriptions())

@@ -18,8 +18,8 @@ force.  The scripts read the hash atomically with what they check:
   limited by subscribe rate limit per consumer.").
 
 ``topic_create.lua`` checks ``maxTopicsPerNamespace`` when a client creates a topic on first
-use: the namespace's own value in ``sl:meta:maxtopics``, else the broker's in
-``sl:meta:config`` (both written by the workers).  Until a worker has written a partition's
+use: the namespace's own value in ``sl:{meta}:maxtopics``, else the broker's in
+``sl:{meta}:config`` (both written by the workers).  Until a worker has written a partition's
 limits, no count limit applies there and the size limit is Pulsar's default, 5 MB.
 """
 

@@ -1,8 +1,13 @@
 """The Redis key layout of the data plane, shared by clients, workers and the admin service.
 
-Every key of one topic partition carries the hash tag ``{tenant/ns/topic-partition-N}``, so a
-partition's stream, its subscriptions' state and its counters live in one Redis Cluster slot
-and one Lua call can touch them all.  Keys::
+Every key of one topic partition carries the hash tag ``{tenant/ns/topic-partition-N~K}``
+(``{tenant/ns/topic}`` for a non-partitioned topic), so a partition's stream, its
+subscriptions' state and its counters live in one Redis Cluster slot and one Lua call can
+touch them all.  ``K`` (``tag``) spreads a topic's partitions over the slot space: partition
+N's slot lies within 128 slots of the topic's own slot plus N times 16384 divided by the golden
+ratio, so the partitions of a topic are far apart in slot order, and from 5 partitions on every
+third of the slot space (every master of an evenly balanced 3-master cluster) holds at least
+one of them, which plain hashing would leave to chance.  Keys::
 
     sl:{P}:log                     stream of entries (one per message or batch)
     sl:{P}:stats                   hash: msg_in, bytes_in (written by producers)
@@ -38,35 +43,54 @@ and one Lua call can touch them all.  Keys::
                                    host H in its current subscribe-rate period; expires with
                                    the period
 
-Cluster-wide keys (no partition): ``sl:meta:topics`` (hash: base topic -> JSON with its
-partitions), ``sl:meta:namespaces`` (set of ``tenant/ns``), ``sl:meta:config`` (hash: broker
-settings clients need), ``sl:meta:maxtopics`` (hash: ``tenant/ns`` -> the namespace's own
-``maxTopicsPerNamespace``; the broker's is in ``sl:meta:config``), ``sl:meta:unsubscribed``
-(hash: ``topic#subscription`` -> time, for subscriptions deleted by their consumers), the
-worker registry ``sl:workers`` (zset: worker id -> heartbeat expiry, ms of Redis time) with
-``sl:worker:{id}`` (hash: how to reach it) and ``sl:worker:{id}:leases`` (set of the
-partitions whose lease it holds), ``sl:meta:applied`` (hash: worker id -> position in the
-change-event stream up to which it enforces every change) with its pub/sub channel
-``sl:applied``, and the pub/sub channel ``sl:wake`` that wakes workers.
+Cluster-wide keys (no partition) share the hash tag ``{meta}``, so that the scripts and
+transactions that touch several of them stay in one Redis Cluster slot: ``sl:{meta}:topics``
+(hash: base topic -> JSON with its partitions), ``sl:{meta}:namespaces`` (set of
+``tenant/ns``), ``sl:{meta}:config`` (hash: broker settings clients need),
+``sl:{meta}:maxtopics`` (hash: ``tenant/ns`` -> the namespace's own ``maxTopicsPerNamespace``;
+the broker's is in ``sl:{meta}:config``), ``sl:{meta}:unsubscribed`` (hash:
+``topic#subscription`` -> time, for subscriptions deleted by their consumers), the worker
+registry ``sl:{meta}:workers`` (zset: worker id -> heartbeat expiry, ms of Redis time),
+``sl:{meta}:applied`` (hash: worker id -> position in the change-event stream up to which it
+enforces every change) with its pub/sub channel ``sl:applied``, and the pub/sub channel
+``sl:wake`` that wakes workers.  Per worker, ``sl:worker:{id}`` (hash: how to reach it) and
+``sl:worker:{id}:leases`` (set of the partitions whose lease it holds) share the worker's own
+tag.  ``LEGACY`` maps the names they had before the tag to these;
+``dataplane.legacy_keys`` renames them on a single server.
 """
 
 from __future__ import annotations
 
+from binascii import crc_hqx
+from functools import lru_cache
+
 from sluice.protocol.names import TopicName
 
 PREFIX = "sl"
-TOPICS = "sl:meta:topics"
-NAMESPACES = "sl:meta:namespaces"
-TOMBSTONES = "sl:meta:unsubscribed"
-CLIENT_CONFIG = "sl:meta:config"
-TOPIC_LIMITS = "sl:meta:maxtopics"
+META = "sl:{meta}:"
+TOPICS = META + "topics"
+NAMESPACES = META + "namespaces"
+TOMBSTONES = META + "unsubscribed"
+CLIENT_CONFIG = META + "config"
+TOPIC_LIMITS = META + "maxtopics"
 WAKE_CHANNEL = "sl:wake"
-WORKERS = "sl:workers"
-APPLIED = "sl:meta:applied"
+WORKERS = META + "workers"
+APPLIED = META + "applied"
 APPLIED_CHANNEL = "sl:applied"
 # The consumer name under which a group's pending list keeps entries held back by dispatch.lua
 # (delayed, or waiting for their Key_Shared consumer); real consumer ids are name:pid:nonce.
 HELD_CONSUMER = "~held"
+
+# The cluster-wide keys' names before they shared the ``{meta}`` tag: old name -> new name.
+LEGACY = {
+    "sl:meta:topics": TOPICS,
+    "sl:meta:namespaces": NAMESPACES,
+    "sl:meta:unsubscribed": TOMBSTONES,
+    "sl:meta:config": CLIENT_CONFIG,
+    "sl:meta:maxtopics": TOPIC_LIMITS,
+    "sl:workers": WORKERS,
+    "sl:meta:applied": APPLIED,
+}
 
 
 def worker_info(worker_id: str) -> str:
@@ -79,9 +103,35 @@ def worker_leases(worker_id: str) -> str:
     return f"sl:worker:{worker_id}:leases"
 
 
+SLOTS = 16384
+SPREAD_STRIDE = 10127  # SLOTS / golden ratio: consecutive partitions land far apart
+SPREAD_WINDOW = 256  # a partition's slot is within half of this of its target
+
+
+def slot_of(text: str) -> int:
+    """The Redis Cluster slot of a hash tag's content."""
+    return crc_hqx(text.encode(), 0) % SLOTS
+
+
 def tag(partition: TopicName) -> str:
     """The hash tag of a partition (or non-partitioned topic)."""
-    return "{" + f"{partition.tenant}/{partition.namespace}/{partition.local}" + "}"
+    return _tag(partition.tenant, partition.namespace, partition.local)
+
+
+@lru_cache(maxsize=65536)
+def _tag(tenant: str, namespace: str, local: str) -> str:
+    name = TopicName(tenant, namespace, local)
+    body = f"{tenant}/{namespace}/{local}"
+    index = name.partition_index
+    if index < 0:
+        return "{" + body + "}"
+    base = name.base
+    target = (slot_of(f"{tenant}/{namespace}/{base.local}") + index * SPREAD_STRIDE) % SLOTS
+    low = target - SPREAD_WINDOW // 2
+    suffix = 0
+    while (slot_of(f"{body}~{suffix}") - low) % SLOTS >= SPREAD_WINDOW:
+        suffix += 1
+    return "{" + f"{body}~{suffix}" + "}"
 
 
 def partition_prefix(partition: TopicName) -> str:

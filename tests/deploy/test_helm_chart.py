@@ -636,10 +636,14 @@ def test_without_redis_cluster_celery_uses_the_redis_url():
     assert "Redis Cluster" not in rel.notes
 
 
-def test_redis_cluster_needs_a_single_redis_for_celery():
+def test_redis_cluster_celery_broker_is_optional_but_never_the_cluster_url():
     values = merged(values_file("redis-cluster"), {"redis": {"celeryBrokerUrl": ""}})
-    with pytest.raises(helm.HelmRenderError, match=r"set redis\.celeryBrokerUrl"):
-        render(values)
+    # Without a Redis of its own, Celery runs on the cluster (Sluice finds the master itself).
+    rel = release(values)
+    assert "CELERY_BROKER_URL" not in rel.get("Secret", FULLNAME)["stringData"]
+    celery = rel.container("celery-worker")
+    assert not set(CELERY_VARIABLES) & set(_env(celery))
+    assert "on the cluster" in rel.notes
     same = merged(values, {"redis": {"celeryBrokerUrl": values["redis"]["url"]}})
     with pytest.raises(helm.HelmRenderError, match=r"not the cluster of redis\.url"):
         render(same)
@@ -679,6 +683,8 @@ def test_redis_cluster_from_an_existing_secret():
             assert env[variable]["valueFrom"]["secretKeyRef"] == {
                 "name": "sluice-connections",
                 "key": "celery-broker-url",
+                # Without that key Celery runs on the cluster.
+                "optional": True,
             }
     assert "key celery-broker-url of Secret sluice-connections" in rel.notes
 

@@ -16,6 +16,13 @@ def test_defaults_match_pulsar():
     assert config.get("dispatcherMaxReadBatchSize") == 100
     assert config.get("dispatcherMaxReadSizeBytes") == 5 * 1024 * 1024
     assert config.get("preciseDispatcherFlowControl") is False
+    assert config.get("delayedDeliveryTickTimeMillis") == 1000
+
+
+def test_delayed_delivery_is_strict_by_default_unlike_pulsar():
+    """Pulsar's default is false (a delayed message may go up to a tick early); Sluice's is
+    true: never before its time."""
+    assert BrokerConfig.from_overrides().get("isDelayedDeliveryDeliverAtTimeStrict") is True
 
 
 def test_every_dispatch_key_is_dynamic():

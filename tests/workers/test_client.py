@@ -7,6 +7,7 @@ import time
 import pytest
 
 import sluice
+from sluice.protocol import keys
 from sluice.routing import key_partition
 from tests.workers.conftest import ADMIN, drain, wait_until
 
@@ -291,7 +292,7 @@ def test_auto_creation_and_its_switch(http, namespace, worker, client):
     )
     wait_until(
         lambda: (
-            worker.call(lambda w: w.redis.hget("sl:meta:config", "allowAutoTopicCreation"))
+            worker.call(lambda w: w.redis.hget(keys.CLIENT_CONFIG, "allowAutoTopicCreation"))
             == b"false"
         )
     )

@@ -2,9 +2,10 @@
 
 Shared subscriptions hold a delayed message until its time and then deliver it as a first
 delivery, in due order, charged to the dispatch limits when it goes; Exclusive and Failover
-deliver it at once (as Pulsar does); ``delayedDeliveryEnabled=false`` turns it off; the tick
-(``delayedDeliveryTickTimeMillis``) lets a message go that much early unless
-``isDelayedDeliveryDeliverAtTimeStrict``; held messages survive the worker's death.
+deliver it at once (as Pulsar does); ``delayedDeliveryEnabled=false`` turns it off; with the
+defaults a message never goes early (``isDelayedDeliveryDeliverAtTimeStrict`` is true, unlike
+Pulsar's default), and with it false the tick (``delayedDeliveryTickTimeMillis``) lets a
+message go that much early; held messages survive the worker's death.
 
 Arrival times are taken when ``receive`` returns, never before the dispatch, so "not before
 its time" holds exactly (same machine, same clock); "not much after" gets a stated margin.
@@ -79,6 +80,28 @@ def test_delayed_messages_wait_for_their_time_and_go_in_due_order(http, namespac
     consumer.close()
 
 
+@pytest.mark.parametrize("kind", [sluice.ConsumerType.Shared, sluice.ConsumerType.KeyShared])
+def test_with_the_defaults_a_delayed_message_is_never_early(http, namespace, client, kind):
+    """No broker setting changed: a message sent with ``deliver_after`` 2 s arrives no sooner
+    than 2 s after the send began (tolerance for early: 0 ms)."""
+    assert http.put(PATH).status_code == 204
+    assert "isDelayedDeliveryDeliverAtTimeStrict" not in http.get(f"{CONFIG}/values").json()
+    consumer = client.subscribe(TOPIC, "s", consumer_type=kind)
+    producer = client.create_producer(TOPIC)
+    delay_ms = 2000
+    sent = []
+    for i in range(3):
+        sent.append(time.time() * 1000)
+        producer.send(f"late-{i}".encode(), deliver_after=timedelta(milliseconds=delay_ms))
+        time.sleep(0.3)
+    got = receive(consumer, 3, 10)
+    assert [m.data() for _, m in got] == [f"late-{i}".encode() for i in range(3)]
+    for (arrived, _), at in zip(got, sent, strict=True):
+        assert arrived - at >= delay_ms, arrived - at
+        assert arrived - at <= delay_ms + LATE_MARGIN * 1000, arrived - at
+    consumer.close()
+
+
 def test_exclusive_and_failover_deliver_at_once(http, namespace, client):
     assert http.put(PATH).status_code == 204
     producer = client.create_producer(TOPIC)
@@ -96,7 +119,8 @@ def test_turned_off_or_within_a_tick_goes_at_once(http, namespace, client):
     assert http.put(PATH).status_code == 204
     consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
     producer = client.create_producer(TOPIC)
-    # Not strict: a message due within a tick goes now (Pulsar's default).
+    # Not strict (Pulsar's default): a message due within a tick goes now.
+    configure(http, "isDelayedDeliveryDeliverAtTimeStrict", False)
     configure(http, "delayedDeliveryTickTimeMillis", 20_000)
     sent = time.time() * 1000
     producer.send(b"within-a-tick", deliver_after=timedelta(seconds=15))

@@ -6,11 +6,11 @@ import threading
 import time
 
 import pytest
-import redis
 
 import sluice
 from sluice.backoff import FakeClock
 from sluice.protocol import keys
+from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
 from tests.workers.conftest import ADMIN, wait_until
 
@@ -33,8 +33,11 @@ def applied(worker, check) -> None:
 
 
 def quota_flag(redis_server) -> bytes | None:
-    with redis.Redis.from_url(redis_server.url) as r:
+    r = connect(redis_server.url)
+    try:
         return r.get(keys.quota(NAME))
+    finally:
+        r.close()
 
 
 def stats(http) -> dict:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 import redis
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
@@ -73,6 +75,39 @@ def test_two_members_share_the_partitions_by_rendezvous_and_take_over(settings, 
             assert sync.hget(keys.worker_info("b"), "fenced") is None
         finally:
             await b.ownership.stop()
+            await client.aclose()
+
+    asyncio.run(scenario())
+    sync.close()
+
+
+def test_leases_taken_in_a_cycle_that_then_fails_are_rebalanced_by_the_next(settings, redis_server):
+    sync = redis.Redis.from_url(redis_server.url)
+    sync.delete(keys.WORKERS, *(keys.lease(p) for p in PARTITIONS))
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        a = Member(settings, client, "a")
+        try:
+            await a.join()
+
+            async def connection_lost(*_args):
+                raise RedisConnectionError("Connection closed by server.")
+
+            # The leases are taken, then Redis drops the connection before the cycle asks
+            # the worker to run them.
+            client.sadd = connection_lost  # type: ignore[method-assign]
+            with pytest.raises(RedisConnectionError):
+                await a.ownership.cycle()
+            assert all(a.ownership.owns(p) for p in PARTITIONS)
+            assert a.rebalances == 0
+            del client.sadd
+            await a.ownership.cycle()
+            assert a.rebalances == 1
+            await a.ownership.cycle()  # nothing changed since
+            assert a.rebalances == 1
+        finally:
+            await a.ownership.stop()
             await client.aclose()
 
     asyncio.run(scenario())

@@ -115,9 +115,6 @@ app.kubernetes.io/component: {{ .component }}
 {{- fail "redis.cluster: a Redis Cluster has database 0 only: end redis.url with /0 or no database" -}}
 {{- end -}}
 {{- if and (not .Values.existingSecret) (or .Values.components.celeryWorker .Values.components.celeryBeat) -}}
-{{- if not .Values.redis.celeryBrokerUrl -}}
-{{- fail "redis.cluster: Celery cannot use a Redis Cluster as its broker: set redis.celeryBrokerUrl to a single Redis (redis://host:6379/0), or turn celeryWorker and celeryBeat off" -}}
-{{- end -}}
 {{- if eq .Values.redis.celeryBrokerUrl .Values.redis.url -}}
 {{- fail "redis.cluster: redis.celeryBrokerUrl must be a single Redis, not the cluster of redis.url" -}}
 {{- end -}}
@@ -165,13 +162,16 @@ app.kubernetes.io/component: {{ .component }}
     secretKeyRef:
       name: {{ include "sluice.secretName" .root }}
       key: {{ .root.Values.secretKeys.redisUrl }}
-{{- if and .celery .root.Values.redis.cluster }}
+{{- if and .celery .root.Values.redis.cluster (or .root.Values.existingSecret .root.Values.redis.celeryBrokerUrl) }}
 {{- range list "CELERY_BROKER_URL" "CELERY_RESULT_BACKEND" }}
 - name: {{ . }}
   valueFrom:
     secretKeyRef:
       name: {{ include "sluice.secretName" $.root }}
       key: {{ $.root.Values.secretKeys.celeryBrokerUrl }}
+      {{- if $.root.Values.existingSecret }}
+      optional: true
+      {{- end }}
 {{- end }}
 {{- end }}
 - name: POD_NAME

@@ -246,6 +246,11 @@ else
   -- Round robin needs at least two consumers; one takes whole reads.
   if #all == 1 then rr_chunk = max_entries end
 end
+-- The receiver queues are not among KEYS.  While a Redis Cluster migrates this slot, a queue
+-- may already be on the new master (or, empty, be assumed there): touching each one now,
+-- before anything is written, makes such a call fail as a whole (the worker retries it)
+-- instead of half-way through.
+for i = 1, #consumers do call('EXISTS', qprefix .. consumers[i][1]) end
 
 local function next_due()
   local first = call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')

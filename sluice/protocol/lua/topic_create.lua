@@ -1,6 +1,6 @@
 -- topic_create: register a topic a client creates on first use, within maxTopicsPerNamespace.
--- KEYS[1] topic registry hash (sl:meta:topics), KEYS[2] namespaces' own topic limits hash
--- (sl:meta:maxtopics), KEYS[3] client settings hash (sl:meta:config: the broker's limit)
+-- KEYS[1] topic registry hash (sl:{meta}:topics), KEYS[2] namespaces' own topic limits hash
+-- (sl:{meta}:maxtopics), KEYS[3] client settings hash (sl:{meta}:config: the broker's limit)
 -- ARGV[1] topic (full name), ARGV[2] its registry record (JSON), ARGV[3] topics it adds (its
 -- partitions, 1 when non-partitioned), ARGV[4] namespace (tenant/ns), ARGV[5] wake channel,
 -- ARGV[6] wake payload

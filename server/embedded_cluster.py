@@ -1,0 +1,307 @@
+"""An embedded Redis Cluster: ``redis-server`` children in cluster mode on loopback ports.
+
+The tests and the benchmarks use it as they use ``EmbeddedRedis``: ``masters`` primaries
+(3 by default) and ``replicas`` replicas of each, on free ports, in a folder of their own,
+joined with ``redis-cli --cluster create``; ``start`` returns once every node reports
+``cluster_state:ok`` and agrees on the slots.  ``url`` names one master, which is all a
+Sluice process needs (it discovers the others).  ``failover`` promotes a replica
+(``CLUSTER FAILOVER`` on it), ``reshard`` moves slots between masters with
+``redis-cli --cluster reshard`` while clients keep working.  Every child dies with its parent.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from server.embedded_redis import die_with_parent, free_port
+
+
+@dataclass
+class Node:
+    """One ``redis-server`` of the cluster."""
+
+    port: int
+    bus_port: int  # the cluster bus (free too: port + 10000 may be taken or out of range)
+    process: subprocess.Popen | None = None
+    client: redis.Redis | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def redis(self) -> redis.Redis:
+        """A plain client on this node only (no redirections followed)."""
+        if self.client is None:
+            self.client = redis.Redis(port=self.port, socket_timeout=5, socket_connect_timeout=5)
+        return self.client
+
+
+class EmbeddedCluster:
+    """Start, inspect, fail over, reshard and stop a private Redis Cluster."""
+
+    def __init__(
+        self, directory: Path, masters: int = 3, replicas: int = 0, binary: str | None = None
+    ) -> None:
+        self.directory = Path(directory)
+        self.masters = masters
+        self.replicas = replicas
+        self.binary = binary or shutil.which("redis-server") or "redis-server"
+        self.cli = shutil.which("redis-cli") or "redis-cli"
+        self.nodes: list[Node] = []
+
+    @property
+    def url(self) -> str:
+        """The URL of the first node (any node would do)."""
+        return self.nodes[0].url
+
+    def start(self, timeout: float = 60.0) -> EmbeddedCluster:
+        """Start the nodes, create the cluster, wait until it serves every slot."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        count = self.masters * (1 + self.replicas)
+        self.nodes = [Node(free_port(), free_port()) for _ in range(count)]
+        for node in self.nodes:
+            self._spawn(node)
+        for node in self.nodes:
+            self._wait_ping(node, timeout)
+        subprocess.run(
+            [
+                self.cli,
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{n.port}" for n in self.nodes),
+                "--cluster-replicas",
+                str(self.replicas),
+                "--cluster-yes",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+        )
+        self.wait_ok(timeout)
+        self.wait_replicas(timeout)
+        return self
+
+    def wait_replicas(self, timeout: float = 60.0) -> None:
+        """Wait until every running replica is linked to its master and in sync."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if all(
+                    n.redis().info("replication").get("master_link_status") == "up"
+                    and not n.redis().info("replication").get("master_sync_in_progress")
+                    for n in self.replica_nodes()
+                ):
+                    return
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the replicas did not sync with their masters")
+            time.sleep(0.05)
+
+    def _spawn(self, node: Node) -> None:
+        folder = self.directory / str(node.port)
+        folder.mkdir(parents=True, exist_ok=True)
+        args = [
+            self.binary,
+            "--port",
+            str(node.port),
+            "--bind",
+            "127.0.0.1",
+            "--cluster-enabled",
+            "yes",
+            "--cluster-port",
+            str(node.bus_port),
+            "--cluster-config-file",
+            f"nodes-{node.port}.conf",
+            "--cluster-node-timeout",
+            "2000",
+            "--dir",
+            str(folder),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--repl-diskless-sync-delay",
+            "0",
+            "--logfile",
+            str(folder / "redis.log"),
+        ]
+        node.process = subprocess.Popen(
+            args,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
+            start_new_session=True,
+        )
+
+    def _wait_ping(self, node: Node, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                node.redis().ping()
+                return
+            except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+                if node.process is not None and node.process.poll() is not None:
+                    raise RuntimeError(f"redis-server on port {node.port} exited") from None
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def wait_ok(self, timeout: float = 60.0) -> None:
+        """Wait until every running node says ``cluster_state:ok``, knows every other running
+        node (no handshake pending) and sees the same slot map."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                views = set()
+                ok = True
+                for node in self.running():
+                    info = node.redis().cluster("INFO")
+                    state = info if isinstance(info, dict) else {}
+                    if state.get("cluster_state") != "ok":
+                        ok = False
+                        break
+                    known = node.redis().execute_command("CLUSTER NODES")
+                    flags = [v["flags"] for v in known.values() if "fail" not in v["flags"]]
+                    if len(flags) < len(self.running()) or any(
+                        "handshake" in f or "noaddr" in f for f in flags
+                    ):
+                        ok = False
+                        break
+                    slots = node.redis().execute_command("CLUSTER SLOTS")
+                    views.add(tuple(sorted((s[0], s[1], s[2][1]) for s in slots)))
+                if ok and len(views) == 1:
+                    return
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")
+            time.sleep(0.1)
+
+    def running(self) -> list[Node]:
+        """Nodes whose process runs."""
+        return [n for n in self.nodes if n.process is not None and n.process.poll() is None]
+
+    def master_nodes(self) -> list[Node]:
+        """The running nodes that are masters now."""
+        return [n for n in self.running() if self.role(n) == "master"]
+
+    def replica_nodes(self) -> list[Node]:
+        """The running nodes that are replicas now."""
+        return [n for n in self.running() if self.role(n) == "slave"]
+
+    def role(self, node: Node) -> str:
+        return node.redis().info("replication")["role"]
+
+    def node_of_key(self, key: str) -> Node:
+        """The master serving ``key``'s slot now."""
+        probe = self.running()[0].redis()
+        slot = int(probe.execute_command("CLUSTER KEYSLOT", key))
+        port = _slot_owner(self.running()[0], slot)
+        return next(n for n in self.nodes if n.port == port)
+
+    def replica_of(self, master: Node) -> Node:
+        """A replica of ``master``."""
+        node_id = master.redis().execute_command("CLUSTER MYID")
+        node_id = node_id.decode() if isinstance(node_id, bytes) else node_id
+        for node in self.replica_nodes():
+            if node.redis().info("replication").get("master_port") == master.port:
+                return node
+        raise RuntimeError(f"master {master.port} ({node_id}) has no replica")
+
+    def failover(self, master: Node, timeout: float = 30.0) -> Node:
+        """Promote a replica of ``master`` (``CLUSTER FAILOVER`` on it); the new master."""
+        self.wait_replicas(timeout)
+        replica = self.replica_of(master)
+        deadline = time.monotonic() + timeout
+        while self.role(replica) != "master":
+            if time.monotonic() > deadline:
+                raise RuntimeError("the failover did not complete")
+            replica.redis().execute_command("CLUSTER FAILOVER")  # again if one timed out
+            attempt = time.monotonic() + 6  # a manual failover times out after 5 s
+            while self.role(replica) != "master" and time.monotonic() < attempt:
+                time.sleep(0.05)
+        self.wait_ok(timeout)
+        return replica
+
+    def reshard(self, source: Node, target: Node, slots: int, timeout: float = 120.0) -> None:
+        """Move ``slots`` slots from ``source`` to ``target`` with ``redis-cli --cluster
+        reshard`` (keys migrate while clients keep working)."""
+        ids = {}
+        for node in (source, target):
+            raw = node.redis().execute_command("CLUSTER MYID")
+            ids[node.port] = raw.decode() if isinstance(raw, bytes) else raw
+        subprocess.run(
+            [
+                self.cli,
+                "--cluster",
+                "reshard",
+                f"127.0.0.1:{source.port}",
+                "--cluster-from",
+                ids[source.port],
+                "--cluster-to",
+                ids[target.port],
+                "--cluster-slots",
+                str(slots),
+                "--cluster-yes",
+                "--cluster-pipeline",
+                "10",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+        )
+        self.wait_ok(timeout)
+
+    def flushall(self) -> None:
+        """Empty every master."""
+        for node in self.master_nodes():
+            node.redis().flushall()
+
+    def cpu_seconds(self) -> dict[int, float]:
+        """CPU seconds (user + system) each running master has used, by port."""
+        out = {}
+        for node in self.master_nodes():
+            info = node.redis().info("cpu")
+            out[node.port] = float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+        return out
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop every node (SIGTERM, then SIGKILL)."""
+        for node in self.nodes:
+            if node.client is not None:
+                node.client.close()
+                node.client = None
+            if node.process is None:
+                continue
+            node.process.terminate()
+        for node in self.nodes:
+            if node.process is None:
+                continue
+            try:
+                node.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                node.process.wait()
+            node.process = None
+
+    def __enter__(self) -> EmbeddedCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _slot_owner(node: Node, slot: int) -> int:
+    for start, end, master, *_ in node.redis().execute_command("CLUSTER SLOTS"):
+        if start <= slot <= end:
+            return int(master[1])
+    raise RuntimeError(f"slot {slot} not served")

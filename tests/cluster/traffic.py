@@ -1,0 +1,115 @@
+"""Traffic for the cluster fault tests: a producer thread and a receiving, acking consumer.
+
+``Sender`` publishes numbered messages at a steady pace and keeps those whose send returned
+(acknowledged by Redis); a send that fails during a fault is not counted and not retried.
+``Receiver`` receives and acknowledges on a thread and notes every delivery with its partition
+and time, so losses, duplicates and per-partition rates show in its record.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import sluice
+
+
+class Sender:
+    """Send ``per_second`` messages a second (round robin over the partitions) until stopped."""
+
+    def __init__(self, client: sluice.Client, topic: str, per_second: int) -> None:
+        self.producer = client.create_producer(topic, batching_enabled=False)
+        self.interval = 1.0 / per_second
+        self.sent: list[bytes] = []
+        self.failed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Sender:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        number = 0
+        due = time.monotonic()
+        while not self._stop.is_set():
+            payload = f"m{number}".encode()
+            number += 1
+            try:
+                self.producer.send(payload)
+                self.sent.append(payload)
+            except Exception:  # the fault: not acknowledged, so not expected
+                self.failed += 1
+            due += self.interval
+            pause = due - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+class Receiver:
+    """A Shared consumer that receives and acks on a thread, noting every delivery."""
+
+    def __init__(self, client: sluice.Client, topic: str, subscription: str = "audit") -> None:
+        self.origin = time.monotonic()
+        self.consumer = client.subscribe(
+            topic, subscription, consumer_type=sluice.ConsumerType.Shared
+        )
+        self.seen: Counter[bytes] = Counter()
+        self.arrivals: dict[int, list[float]] = {}
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                message = self.consumer.receive(timeout_millis=100)
+            except sluice.Timeout:
+                continue
+            except Exception as exc:
+                self.errors.append(exc)
+                time.sleep(0.05)
+                continue
+            self.seen[message.data()] += 1
+            partition = message.message_id().partition()
+            self.arrivals.setdefault(partition, []).append(time.monotonic() - self.origin)
+            try:
+                self.consumer.acknowledge(message)
+            except Exception as exc:
+                self.errors.append(exc)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(n - 1 for n in self.seen.values())
+
+    def wait_for(self, expected: list[bytes], timeout: float) -> set[bytes]:
+        """Wait until every expected payload arrived; the ones still missing."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            missing = set(expected) - set(self.seen)
+            if not missing:
+                return missing
+            time.sleep(0.1)
+        return set(expected) - set(self.seen)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def busiest_window(times: list[float], width: float = 1.0) -> int:
+    """The most arrivals within any window of ``width`` seconds."""
+    ordered = sorted(times)
+    best = 0
+    start = 0
+    for end, at in enumerate(ordered):
+        while at - ordered[start] >= width:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
