@@ -169,10 +169,14 @@ class Collector:
             self.seen[message.data()] = self.seen.get(message.data(), 0) + 1
             self.last_receipt = time.monotonic()
             self.receipts.append(self.last_receipt)
+            self.note(message)
             try:
                 self.consumer.acknowledge(message)
             except Exception as exc:
                 self.errors.append(exc)
+
+    def note(self, message: sluice.Message) -> None:
+        """Called for every delivery before it is acknowledged; subclasses note more."""
 
     @property
     def duplicates(self) -> int:

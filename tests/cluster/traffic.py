@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 
 import sluice
+from tests.fleet import Collector
 
 
 class Sender:
@@ -51,42 +51,18 @@ class Sender:
         self._thread.join(30)
 
 
-class Receiver:
-    """A Shared consumer that receives and acks on a thread, noting every delivery."""
+class Receiver(Collector):
+    """A Shared consumer that receives and acks on a thread, noting every delivery's arrival
+    (seconds since it subscribed) per partition."""
 
     def __init__(self, client: sluice.Client, topic: str, subscription: str = "audit") -> None:
         self.origin = time.monotonic()
-        self.consumer = client.subscribe(
-            topic, subscription, consumer_type=sluice.ConsumerType.Shared
-        )
-        self.seen: Counter[bytes] = Counter()
         self.arrivals: dict[int, list[float]] = {}
-        self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        super().__init__(client, topic, subscription, receiver_queue_size=1000)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                message = self.consumer.receive(timeout_millis=100)
-            except sluice.Timeout:
-                continue
-            except Exception as exc:
-                self.errors.append(exc)
-                time.sleep(0.05)
-                continue
-            self.seen[message.data()] += 1
-            partition = message.message_id().partition()
-            self.arrivals.setdefault(partition, []).append(time.monotonic() - self.origin)
-            try:
-                self.consumer.acknowledge(message)
-            except Exception as exc:
-                self.errors.append(exc)
-
-    @property
-    def duplicates(self) -> int:
-        return sum(n - 1 for n in self.seen.values())
+    def note(self, message: sluice.Message) -> None:
+        partition = message.message_id().partition()
+        self.arrivals.setdefault(partition, []).append(time.monotonic() - self.origin)
 
     def wait_for(self, expected: list[bytes], timeout: float) -> set[bytes]:
         """Wait until every expected payload arrived; the ones still missing."""
@@ -97,10 +73,6 @@ class Receiver:
                 return missing
             time.sleep(0.1)
         return set(expected) - set(self.seen)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
 
 
 def busiest_window(times: list[float], width: float = 1.0) -> int:
