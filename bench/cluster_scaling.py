@@ -35,7 +35,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.harness import arguments, report, wait_http
+from bench.harness import arguments, report, stop_processes, wait_http
 from migrations import upgrade
 from server.embedded_cluster import EmbeddedCluster
 from server.embedded_redis import EmbeddedRedis, free_port
@@ -138,13 +138,7 @@ class Deployment:
         return {"server": float(info["used_cpu_user"]) + float(info["used_cpu_sys"])}
 
     def __exit__(self, *exc: object) -> None:
-        for process in reversed(self.processes):
-            process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_processes(self.processes)
         self.redis.stop()
 
 

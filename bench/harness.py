@@ -127,16 +127,21 @@ class Stack:
             http.put(f"/admin/v2/namespaces/{tenant}/{namespace}")
 
     def __exit__(self, *exc: object) -> None:
-        for process in reversed(self.processes):
-            process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_processes(self.processes)
         self.redis.stop()
         if self.database_url:
             drop_database(pg_server_url(), self.database_url)
+
+
+def stop_processes(processes: list[subprocess.Popen]) -> None:
+    """Terminate ``processes`` (last started first), killing any still running after 20 s."""
+    for process in reversed(processes):
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 def wait_http(url: str, timeout: float = 60.0) -> None:
