@@ -74,6 +74,13 @@ class Settings(BaseSettings):
     token_public_key: str = ""
     # Claim that carries the role (Pulsar's tokenAuthClaim).
     token_auth_claim: str = "sub"
+    # The Redis URL the admin service gives clients that connect through it
+    # (``sluice.Client("http://...")``), without credentials; empty = the admin service's own
+    # Redis URL with its credentials removed.
+    dataplane_url: str = ""
+    # Lifetime of a client's data-plane session (its Redis ACL user) in seconds; the client
+    # renews it at half-life, never past its token's expiry.
+    dataplane_session_seconds: float = 300.0
 
     # --- broker workers -------------------------------------------------------------------
     # Unique id of this worker; empty = hostname-pid.

@@ -1,0 +1,261 @@
+"""Redis ACL rules of the data plane: what each kind of Redis user may do.
+
+Sluice has no broker between a client and Redis, so a role's produce and consume grants
+(``models.permissions``) are enforced by Redis itself, through one ACL user per client
+session (``dataplane.sessions``).  This module turns grants into that user's rules; it is pure
+(no Redis calls) so that the rules can be read, tested and rendered into files.
+
+Every key of a topic partition starts with ``sl:{tenant/namespace/topic...}:``
+(``sluice.protocol.keys``), so a namespace or a topic is a key pattern.  A grant becomes ACL
+*selectors* (Redis 7): each selector allows a few commands on a few keys of the granted scope
+and nothing else, and a command runs only when one selector allows the command together with
+every key it names.  The client's scripts run with ``EVALSHA`` restricted to their own SHA-1
+digests (``+evalsha|<sha>``; no ``EVAL``, no ``SCRIPT LOAD``), and every command a script calls
+is checked again against the same selectors.  So, with the credentials a client received:
+
+* ``produce`` on a scope may append to its partitions' streams (``XADD``), count into their
+  producer counters and register producers; it cannot read an entry back.
+* ``consume`` may read the streams (``XRANGE``), manage its subscriptions' consumer groups and
+  their state, and pop its receiver queues; it cannot append.
+* Nothing outside a granted scope can be named; the workers' own keys (leases, limiter state,
+  stats documents) are in no selector; administrative commands (``FLUSHALL``, ``CONFIG``,
+  ``KEYS``, ``ACL``, ``SCRIPT FLUSH``, ``DEBUG``, ...) are in none either.
+
+Service users (the admin service, the workers, the reports' Celery processes) are trusted:
+everything but ``@dangerous`` commands, plus what each needs of those (``ACL`` for the admin
+service, which manages session users).  ``render_acl_file`` writes all of it as a Redis ACL
+file, with the ``default`` user switched off.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from hashlib import sha1
+
+from sluice.protocol import keys
+from sluice.protocol.frames import script_source
+from sluice.protocol.names import TopicName
+
+# The scripts a client calls, by action.
+PRODUCE_SCRIPTS = ("produce", "producer")
+CONSUME_SCRIPTS = ("subscribe", "flow", "ack", "ack_cumulative", "nack", "release", "unsubscribe")
+
+# What each action may do, as (commands, key suffixes after the partition prefix ``sl:{P}:``).
+# A suffix ending in "*" is a pattern.  Keys only read are marked with a leading "%R".
+PRODUCE_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("xadd",), ("log",)),
+    (("hincrby",), ("stats",)),
+    (("scard", "del"), ("idle",)),
+    (("get", "hget", "hmget"), ("%Rquota", "%Rlimits")),
+    (("hget", "hmget", "hset", "pexpireat", "del"), ("pubrate",)),
+    (("zadd", "zcard", "zremrangebyscore", "zscore", "zrem"), ("producers",)),
+)
+CONSUME_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (
+        (
+            "xrange",
+            "xrevrange",
+            "xinfo|stream",
+            "xpending",
+            "xack",
+            "xgroup|create",
+            "xgroup|destroy",
+            "xgroup|delconsumer",
+        ),
+        ("log",),
+    ),
+    (("sadd", "srem", "sismember", "smembers", "scard"), ("subs",)),
+    (("srem", "sismember"), ("idle",)),
+    (("hget", "hmget", "hgetall"), ("%Rlimits",)),
+    (("get", "incr", "pexpire", "pttl"), ("subrate:*",)),
+    # The subscription's own state; the SUBSCRIPTION limiter ("lim") and the Key_Shared ring
+    # ("ks") are the workers' and only deleted with the subscription.
+    (
+        (
+            "get",
+            "set",
+            "hget",
+            "hmget",
+            "hgetall",
+            "hset",
+            "hsetnx",
+            "hincrby",
+            "hdel",
+            "hkeys",
+            "zadd",
+            "zcount",
+            "zscore",
+            "zrem",
+            "zrange",
+            "zrangebyscore",
+            "del",
+            "lmpop",
+            "blmpop",
+        ),
+        (
+            "s:*:meta",
+            "s:*:cursor",
+            "s:*:permits",
+            "s:*:alive",
+            "s:*:info",
+            "s:*:redeliver",
+            "s:*:waitp",
+            "s:*:waitack",
+            "s:*:stats",
+            "s:*:q:*",
+        ),
+    ),
+    (("del",), ("s:*",)),
+)
+
+# Every session user: its own connection, the topic registry and client settings (read only,
+# by name), the wake-up channel, and what cluster clients ask to find their nodes.
+SESSION_BASE = (
+    "+ping",
+    "+echo",
+    "+hello",
+    "+auth",
+    "+select",
+    "+time",
+    "+command",
+    "+client|info",
+    "+client|id",
+    "+client|setname",
+    "+client|getname",
+    "+cluster|info",
+    "+cluster|slots",
+    "+cluster|shards",
+    "+cluster|nodes",
+    "+cluster|myid",
+    "+readonly",
+    "+readwrite",
+    "+script|exists",
+    "+publish",
+    "&" + keys.WAKE_CHANNEL,
+)
+META_READ = ("+hget", "+hmget", f"%R~{keys.TOPICS}", f"%R~{keys.CLIENT_CONFIG}")
+# A consumer that deletes its subscription leaves a mark for the workers (write only; the
+# workers check it against Redis before they act on it).
+TOMBSTONE_WRITE = ("+hset", f"%W~{keys.TOMBSTONES}")
+
+SERVICE_USERS = {
+    "api": "sluice-api",
+    "worker": "sluice-worker",
+    "reports": "sluice-reports",
+}
+_SERVICE_BASE = ("~*", "&*", "+@all", "-@dangerous", "+info", "+client|list", "+role")
+SERVICE_RULES: dict[str, tuple[str, ...]] = {
+    "api": (*_SERVICE_BASE, "+acl|setuser", "+acl|deluser", "+acl|users", "+acl|getuser"),
+    "worker": _SERVICE_BASE,
+    "reports": _SERVICE_BASE,
+}
+
+SESSION_USER_PREFIX = "sl-session-"
+_GLOB = re.compile(r"[*?\[\]\\\s]")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one grant covers: a namespace (``topic`` None) or one topic with its partitions."""
+
+    tenant: str
+    namespace: str
+    topic: str | None = None  # the base topic's local name
+
+    def partition_prefixes(self) -> tuple[str, ...]:
+        """Glob patterns of the ``sl:{P}:`` prefixes of every partition in the scope (names
+        hold ``[-=:.\\w]`` only, no glob characters, so a name matches only itself)."""
+        for name in (self.tenant, self.namespace, self.topic or ""):
+            if name != "*" and _GLOB.search(name):
+                raise ValueError(f"not a valid name for a grant: {name!r}")
+        if self.topic is None:
+            return (f"{keys.PREFIX}:{{{self.tenant}/{self.namespace}/*}}:",)
+        body = f"{self.tenant}/{self.namespace}/{self.topic}"
+        return (f"{keys.PREFIX}:{{{body}}}:", f"{keys.PREFIX}:{{{body}-partition-[0-9]*}}:")
+
+
+ALL_TOPICS = Scope("*", "*")  # a super-user's scope: every tenant's topics
+
+
+def script_sha(name: str) -> str:
+    """The SHA-1 digest ``EVALSHA`` names a data-plane script by."""
+    return sha1(script_source(name).encode()).hexdigest()
+
+
+def _selector(commands: Iterable[str], patterns: Iterable[str]) -> str:
+    parts = [f"+{c}" for c in commands]
+    for pattern in patterns:
+        if pattern.startswith("%R"):
+            parts.append(f"%R~{pattern[2:]}")
+        else:
+            parts.append(f"~{pattern}")
+    return "(" + " ".join(parts) + ")"
+
+
+def scope_selectors(scope: Scope, actions: Iterable[str]) -> list[str]:
+    """The ACL selectors that allow ``actions`` (``produce``, ``consume``) on ``scope``."""
+    prefixes = scope.partition_prefixes()
+    selectors: list[str] = []
+    for action in sorted(set(actions)):
+        if action == "produce":
+            scripts, rules = PRODUCE_SCRIPTS, PRODUCE_RULES
+        elif action == "consume":
+            scripts, rules = CONSUME_SCRIPTS, CONSUME_RULES
+        else:
+            raise ValueError(f"unknown action {action!r}")
+        # The script calls themselves: EVALSHA checks the keys it is given (read and write).
+        selectors.append(
+            _selector([f"evalsha|{script_sha(s)}" for s in scripts], [p + "*" for p in prefixes])
+        )
+        for commands, suffixes in rules:
+            patterns = []
+            for suffix in suffixes:
+                read_only = suffix.startswith("%R")
+                bare = suffix.removeprefix("%R")
+                patterns += [("%R" if read_only else "") + p + bare for p in prefixes]
+            selectors.append(_selector(commands, patterns))
+    return selectors
+
+
+def session_rules(
+    password_hash: str, grants: Iterable[tuple[Scope, Iterable[str]]], *, enabled: bool = True
+) -> list[str]:
+    """Every rule of a session user, from scratch (``ACL SETUSER user <rules>``).
+
+    ``grants`` are (scope, actions) pairs; ``password_hash`` the SHA-256 hex digest of the
+    session's password (Redis keeps only that)."""
+    rules = ["reset", "on" if enabled else "off", f"#{password_hash}", "resetchannels"]
+    rules += list(SESSION_BASE) + list(META_READ)
+    consumes = False
+    for scope, actions in grants:
+        actions = list(actions)
+        consumes = consumes or "consume" in actions
+        rules += scope_selectors(scope, actions)
+    if consumes:
+        rules.append("(" + " ".join(TOMBSTONE_WRITE) + ")")
+    return rules
+
+
+def grants_scopes(
+    grants: Iterable[tuple[str, str, str | None, Iterable[str]]],
+) -> list[tuple[Scope, frozenset[str]]]:
+    """(tenant, namespace, base topic full name or None, actions) rows as (scope, actions)."""
+    merged: dict[Scope, set[str]] = {}
+    for tenant, namespace, topic, actions in grants:
+        local = TopicName.from_full(topic).local if topic else None
+        merged.setdefault(Scope(tenant, namespace, local), set()).update(actions)
+    return [(scope, frozenset(actions)) for scope, actions in merged.items()]
+
+
+def render_acl_file(passwords: Mapping[str, str]) -> str:
+    """A Redis ACL file: the service users (``passwords``: service -> plain password, for
+    ``api``, ``worker``, ``reports``) and the ``default`` user switched off."""
+    lines = ["user default off resetkeys resetchannels -@all"]
+    for service, user in SERVICE_USERS.items():
+        secret = passwords[service]
+        if not secret or any(c.isspace() for c in secret):
+            raise ValueError(f"the {service} password must be non-empty, without spaces")
+        lines.append(f"user {user} on >{secret} " + " ".join(SERVICE_RULES[service]))
+    return "\n".join(lines) + "\n"
