@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 from collections.abc import AsyncIterator
@@ -44,12 +45,15 @@ from api.reports.queue import ReportQueue
 from api.reports.router import router as reports_router
 from api.responses import JsonResponse
 from api.routing import SluiceRoute, index_routes, not_found
+from api.sessions.router import router as sessions_router
+from api.sessions.service import role_grants
 from api.state import AppState
 from api.tenants.router import router as tenants_router
 from api.topics.router import router as topics_router
 from api.websocket.router import close_websocket_client
 from api.websocket.router import router as websocket_router
 from dataplane.legacy_keys import migrate_legacy_keys
+from dataplane.sessions import Sessions
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
 from sluice.protocol.connection import connect_async
@@ -113,12 +117,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.sluice = AppState(
             settings, engine, sessions, redis, relay, data_plane, cache, enforcement, reports
         )
+        # With authentication on, clients get Redis users of their own (api.sessions).
+        app.state.dataplane_acl = None
+        if access_control.authentication:
+            app.state.dataplane_acl = Sessions(
+                redis,
+                functools.partial(role_grants, sessions, access_control),
+                settings.dataplane_session_seconds,
+            )
         tasks = [
             asyncio.create_task(relay.run(), name="outbox-relay"),
             asyncio.create_task(relay.mark(), name="outbox-mark"),
             asyncio.create_task(cache.run(), name="policy-cache"),
             asyncio.create_task(enforcement.run(), name="enforcement"),
         ]
+        if app.state.dataplane_acl is not None:
+            tasks.append(asyncio.create_task(app.state.dataplane_acl.run(), name="acl-sessions"))
         # Objects made at start-up live as long as the process: keeping them out of the
         # collector's generations shortens the full collections that show up as latency spikes.
         gc.freeze()
@@ -164,6 +178,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         audit_router,
         reports_router,
         console_router,
+        sessions_router,
     )
     for router in routers:
         app.include_router(router)

@@ -52,6 +52,7 @@ class Access(StrEnum):
     """Who may call a resource."""
 
     OPEN = "open"  # anyone, no credentials (health, readiness)
+    AUTHENTICATED = "authenticated"  # any valid token (the handler decides what it may see)
     TENANT_ADMIN = "tenant-admin"  # a super-user or an admin role of the path's tenant
     SUPER_USER = "super-user"  # a super-user only
 
@@ -74,6 +75,9 @@ POLICY: dict[str, Access] = {
     "/admin/v2/clusters": Access.SUPER_USER,
     "/admin/v2/tenants": Access.SUPER_USER,
     "/admin/v2/audit": Access.SUPER_USER,
+    # A client's data-plane session and topic lookups: any role; what the session may do on
+    # Redis, and which topics it may look up, follow the role's grants (api.sessions).
+    "/admin/v2/dataplane": Access.AUTHENTICATED,
     "/admin/v2/namespaces/{tenant}": Access.TENANT_ADMIN,
     "/admin/v2/persistent/{tenant}": Access.TENANT_ADMIN,
     "/lookup/v2/topic/persistent/{tenant}": Access.TENANT_ADMIN,
@@ -164,12 +168,17 @@ class AccessControl:
 
     def authenticate(self, authorization_header: str | None) -> str:
         """The role of a request's bearer token; 401 when there is no valid one."""
+        return self.authenticate_token(authorization_header)[0]
+
+    def authenticate_token(self, authorization_header: str | None) -> tuple[str, float | None]:
+        """The role of a request's bearer token and the token's expiry (None: never); 401
+        when there is no valid one."""
         assert self.verifier is not None
         scheme, _, token = (authorization_header or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise _unauthorized("Authentication required: send Authorization: Bearer <token>")
         try:
-            return self.verifier.role(token.strip())
+            return self.verifier.verify(token.strip())
         except SluiceError as exc:
             raise _unauthorized(exc.reason) from None
 
@@ -207,7 +216,7 @@ class AuthenticationMiddleware:
             if token:
                 header = f"Bearer {token[-1]}"
         try:
-            role = self.control.authenticate(header)
+            role, expires = self.control.authenticate_token(header)
         except HTTPException as exc:
             response = reason_response(401, exc.detail)
             response.headers["WWW-Authenticate"] = UNAUTHORIZED_CHALLENGE
@@ -216,7 +225,8 @@ class AuthenticationMiddleware:
             else:
                 await response(scope, receive, send)
             return
-        scope.setdefault("state", {})["role"] = role
+        state = scope.setdefault("state", {})
+        state["role"], state["token_expires"] = role, expires
         await self.app(scope, receive, send)
 
 
@@ -266,7 +276,7 @@ async def _apply_policy(request: HTTPConnection) -> None:
     if access is Access.OPEN or not control.authentication:
         return
     role = request.scope["state"]["role"]  # set by AuthenticationMiddleware
-    if not control.authorization or role in control.super_users:
+    if not control.authorization or role in control.super_users or access is Access.AUTHENTICATED:
         return
     if access is Access.TENANT_ADMIN:
         tenant = request.path_params.get("tenant", "")

@@ -205,6 +205,11 @@ class TokenVerifier:
 
     def role(self, token: str) -> str:
         """The role of a valid token; ``Unauthorized`` with the reason otherwise."""
+        return self.verify(token)[0]
+
+    def verify(self, token: str) -> tuple[str, float | None]:
+        """The role of a valid token and when it expires (``exp``, seconds since the epoch;
+        None when it does not); ``Unauthorized`` with the reason otherwise."""
         try:
             claims = jwt.decode(
                 token,
@@ -225,4 +230,5 @@ class TokenVerifier:
         role = claims[self.role_claim]
         if not isinstance(role, str) or not role:
             raise Unauthorized(f"Token {self.role_claim} claim is not a role name")
-        return role
+        expires = claims.get("exp")
+        return role, float(expires) if isinstance(expires, int | float) else None

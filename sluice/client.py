@@ -35,7 +35,7 @@ from sluice.message import Message
 from sluice.options import refuse_unsupported
 from sluice.producer import Producer
 from sluice.protocol import keys
-from sluice.protocol.abuse import topic_create_call
+from sluice.protocol.abuse import auto_created_partitions, topic_create_call
 from sluice.protocol.connection import connect, is_cluster, raw_client
 from sluice.protocol.errors import PreconditionFailed
 from sluice.protocol.frames import SCRIPT_NAMES, script_source, wake_topic
@@ -388,12 +388,9 @@ class Client:
         if namespaces and topic.namespace_name.encode() not in namespaces:
             raise NamespaceNotFound(f"Namespace {topic.namespace_name} does not exist")
         raw = cast(dict[bytes, bytes], self.redis.hgetall(keys.CLIENT_CONFIG))
-        config = {k.decode(): v.decode() for k, v in raw.items()}
-        if config.get("allowAutoTopicCreation", "true") != "true":
+        partitions = auto_created_partitions({k.decode(): v.decode() for k, v in raw.items()})
+        if partitions is None:
             raise TopicNotFound(f"Topic {topic.full} does not exist")
-        partitions = 0
-        if config.get("allowAutoTopicCreationType", "non-partitioned") == "partitioned":
-            partitions = int(config.get("defaultNumPartitions", "1"))
         record = orjson.dumps({"partitions": partitions, "autoCreated": True})
         # Registered atomically within the namespace's maxTopicsPerNamespace; a topic another
         # client registered first wins.

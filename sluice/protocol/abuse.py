@@ -75,6 +75,17 @@ def producer_call(partition: TopicName, producer_id: str, expiry_ms: int) -> Cal
     )
 
 
+def auto_created_partitions(config: dict[str, str]) -> int | None:
+    """How many partitions a topic created on first use gets under the broker settings
+    ``config`` (``sl:{meta}:config``): 0 for a non-partitioned topic, None when
+    ``allowAutoTopicCreation`` is off."""
+    if config.get("allowAutoTopicCreation", "true") != "true":
+        return None
+    if config.get("allowAutoTopicCreationType", "non-partitioned") == "partitioned":
+        return int(config.get("defaultNumPartitions", "1"))
+    return 0
+
+
 def topic_create_call(topic: TopicName, partitions: int, record: bytes, wake: str) -> Call:
     """``topic_create.lua``: register a topic a client creates on first use (``record`` is its
     registry JSON; a partitioned topic counts its partitions against the namespace limit)."""

@@ -1,0 +1,116 @@
+"""What a role may do on the data plane, and the topic lookups of session clients.
+
+``role_grants`` is the grant source of ``dataplane.sessions.Sessions``: a super-user (or any
+role while authorization is off) may produce and consume everywhere, a tenant's admin role on
+every namespace of the tenant, any other role where ``models.permissions`` grants it.
+``partitions`` answers a client's lookup of a topic it may produce to or consume from,
+creating it on first use as a client without ACLs does itself (``allowAutoTopicCreation``,
+``maxTopicsPerNamespace``): a session user may read the topic registry but not write it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import cast
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+from models.permissions import grants_for_role
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from api.auth import AccessControl
+from dataplane.acl import ALL_TOPICS, Scope
+from dataplane.scripts import Scripts
+from dataplane.sessions import Grants
+from models.errors import Forbidden, NotFound, PreconditionFailed
+from models.orm import Tenant
+from sluice.protocol import keys
+from sluice.protocol.abuse import NOT_ALLOWED, auto_created_partitions, topic_create_call
+from sluice.protocol.frames import wake_topic
+from sluice.protocol.names import TopicName
+
+BOTH = frozenset({"produce", "consume"})
+
+
+def client_url(redis_url: str, advertised: str = "") -> str:
+    """The Redis URL clients are told: ``advertised``, else ``redis_url`` without credentials."""
+    if advertised:
+        return advertised
+    parts = urlsplit(redis_url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=host))
+
+
+async def role_grants(
+    sessions: async_sessionmaker[AsyncSession], control: AccessControl, roles: Iterable[str]
+) -> Mapping[str, Grants]:
+    """Each role's scopes and actions on the data plane, read now."""
+    roles = set(roles)
+    out: dict[str, Grants] = {}
+    for role in roles:
+        if not control.authorization or role in control.super_users:
+            out[role] = [(ALL_TOPICS, BOTH)]
+    rest = roles - set(out)
+    if not rest:
+        return out
+    async with sessions() as session:
+        tenants = (await session.execute(select(Tenant.name, Tenant.admin_roles))).all()
+        for role in rest:
+            grants: Grants = [
+                (Scope(name, "*"), BOTH) for name, admins in tenants if admins and role in admins
+            ]
+            for grant in await grants_for_role(session, role):
+                local = TopicName.from_full(grant.topic).local if grant.topic else None
+                actions = frozenset(str(getattr(a, "value", a)) for a in grant.actions)
+                grants.append((Scope(grant.tenant, grant.namespace, local), actions))
+            out[role] = grants
+    return out
+
+
+def may_use(grants: Grants, topic: TopicName) -> bool:
+    """Whether ``grants`` allow producing to or consuming from ``topic`` (or its partitions)."""
+    base = topic.base
+    for scope, actions in grants:
+        if not actions:
+            continue
+        if scope.tenant not in ("*", base.tenant) or scope.namespace not in ("*", base.namespace):
+            continue
+        if scope.topic is None or scope.topic == base.local:
+            return True
+    return False
+
+
+async def partitions(
+    redis: Redis, scripts: Scripts, topic: TopicName, grants: Grants, role: str
+) -> int:
+    """The partition count of a topic the role may use, creating the topic when allowed."""
+    if not may_use(grants, topic):
+        raise Forbidden(f"Role {role} may not produce to or consume from {topic.full}")
+    base = topic.base
+    raw = await redis.hget(keys.TOPICS, base.full)
+    if raw is None:
+        namespaces = await redis.smembers(keys.NAMESPACES)
+        if namespaces and base.namespace_name.encode() not in namespaces:
+            raise NotFound(f"Namespace {base.namespace_name} does not exist")
+        config = cast(dict[bytes, bytes], await redis.hgetall(keys.CLIENT_CONFIG))
+        count = auto_created_partitions({k.decode(): v.decode() for k, v in config.items()})
+        if count is None:
+            raise NotFound(f"Topic {base.full} does not exist")
+        record = orjson.dumps({"partitions": count, "autoCreated": True})
+        script_keys, args = topic_create_call(base, count, record, wake_topic(base.full))
+        try:
+            raw = await scripts["topic_create"](keys=script_keys, args=args)
+        except ResponseError as exc:
+            kind, _, reason = str(exc).partition(" ")
+            if kind == NOT_ALLOWED:  # maxTopicsPerNamespace
+                raise PreconditionFailed(reason) from None
+            raise
+    count = int(orjson.loads(raw)["partitions"])
+    if topic.partition_index >= 0:
+        if topic.partition_index >= count:
+            raise NotFound(f"Topic {topic.full} does not exist")
+        return 0
+    return count
