@@ -38,6 +38,7 @@ from api.middleware import RequestContextMiddleware
 from api.namespaces.router import router as namespaces_router
 from api.operations.router import router as operations_router
 from api.outbox import OutboxRelay
+from api.permissions.router import router as permissions_router
 from api.policies.router import router as policies_router
 from api.policy_cache import PolicyCache
 from api.rates.router import router as rates_router
@@ -172,6 +173,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         policies_router,
         flow_router,
         rates_router,
+        permissions_router,
         topics_router,
         operations_router,
         brokers_router,

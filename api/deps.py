@@ -88,6 +88,8 @@ async def get_unit_of_work(
             request.state.enforcement = "pending"
         else:
             await enforce(request, state, uow)
+    if uow.permission_roles:
+        await refresh_dataplane_acl(request, uow.permission_roles)
 
 
 async def enforce(request: Request, state: AppState, uow: UnitOfWork) -> None:
@@ -107,6 +109,25 @@ async def enforce(request: Request, state: AppState, uow: UnitOfWork) -> None:
         request.state.enforcement = "pending"
     elif outcome.fenced:
         request.state.enforcement = "fenced " + ",".join(outcome.fenced)
+
+
+async def refresh_dataplane_acl(request: Request, roles: set[str]) -> None:
+    """Tell the data plane's credential manager that these roles' grants changed.
+
+    The one place that calls ``app.state.dataplane_acl.refresh_role``: after the commit and
+    the enforcement wait, so it reads the change as durable (a dry run never gets here).
+    Without a credential manager it does nothing.  A failure leaves the change committed and
+    the answer says enforcement is pending (``X-Sluice-Enforcement``).
+    """
+    acl = getattr(request.app.state, "dataplane_acl", None)
+    if acl is None:
+        return
+    for role in sorted(roles):
+        try:
+            await acl.refresh_role(role)
+        except Exception as exc:
+            log.warning("data-plane credentials of role %r not refreshed: %s", role, exc)
+            request.state.enforcement = "pending"
 
 
 UowDep = Annotated[UnitOfWork, Depends(get_unit_of_work, scope="function")]

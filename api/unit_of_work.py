@@ -44,10 +44,18 @@ class UnitOfWork:
         self.dry_run = dry_run
         self.events: list[OutboxEvent] = []
         self.after_commit_hooks: list[Callable[[], Awaitable[None]]] = []
+        # Roles whose produce/consume grants this unit of work changed or removed; the
+        # request dependency has the data plane's credentials refreshed for them once the
+        # change is durable (``api.deps.refresh_dataplane_acl``).
+        self.permission_roles: set[str] = set()
 
     def after_commit(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Run ``hook`` once the transaction has committed (never after a rollback)."""
         self.after_commit_hooks.append(hook)
+
+    def permissions_changed(self, *roles: str) -> None:
+        """Note roles whose grants change in this unit of work (see ``permission_roles``)."""
+        self.permission_roles.update(roles)
 
     def project(self, step: Callable[[DataPlane], Awaitable[None]]) -> None:
         """After the commit, apply ``step(data_plane)`` to Redis, before the answer goes out,

@@ -8,6 +8,7 @@ from models.policies import (
     BrokerConfigOverride,
     DispatchRatePolicy,
     FlowPolicy,
+    PermissionGrant,
 )
 from models.reports import BacklogReportRow, RateReportRow, ReportRun
 from models.tenancy import Cluster, Namespace, Subscription, Tenant, Topic
@@ -24,6 +25,7 @@ __all__ = [
     "FlowPolicy",
     "Namespace",
     "OutboxEvent",
+    "PermissionGrant",
     "RateReportRow",
     "ReportRun",
     "Subscription",

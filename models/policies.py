@@ -1,4 +1,5 @@
-"""Tables of stored policies: dispatch rates, flow controls and broker config overrides."""
+"""Tables of stored policies: dispatch rates, flow controls, permission grants and broker config
+overrides."""
 
 from __future__ import annotations
 
@@ -122,3 +123,33 @@ class FlowPolicy(ScopedPolicy, Base):
     def stored_json(self) -> Any:
         """The stored value as JSON."""
         return self.value
+
+
+class PermissionGrant(ScopedPolicy, Base):
+    """The actions one role is granted on a namespace, or on one topic of it (``topic_id``).
+
+    A topic grant is stored under the base topic, so it covers every partition.  ``actions``
+    is the sorted JSON list of the granted ``models.permissions.Action`` values (Pulsar's
+    ``AuthAction``; Sluice grants ``produce`` and ``consume``); it may be empty, as in Pulsar.
+    The grant goes with its namespace or topic (and so with its tenant): both cascade.
+    ``scope_key`` makes (target, role) unique.
+    """
+
+    __tablename__ = "permission_grants"
+
+    role: Mapped[str] = mapped_column(String(255), index=True)
+    actions: Mapped[list[str]] = mapped_column(Json)
+
+    @staticmethod
+    def key(namespace_id: int, topic_id: int | None, role: str) -> str:
+        """The unique scope key of a (target, role) pair."""
+        return f"{namespace_id}/{topic_id or ''}/{role}"
+
+    @classmethod
+    def columns_for(cls, actions: list[str]) -> dict[str, Any]:
+        """Column values that store ``actions`` (already sorted action names)."""
+        return {"actions": list(actions)}
+
+    def stored_json(self) -> dict[str, Any]:
+        """The grant as the audit log shows it: the role and its actions."""
+        return {"role": self.role, "actions": list(self.actions)}

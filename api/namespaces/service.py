@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from api.permissions.service import namespace_auth, note_roles_granted
 from api.schemas import NamespacePolicies
 from api.unit_of_work import UnitOfWork
 from models.errors import Conflict, NotAllowed, PreconditionFailed
@@ -87,12 +88,9 @@ async def read_policies(uow: UnitOfWork, tenant: str, namespace: str, local: str
     def per_cluster(rate):
         return {local: rate.to_json()} if rate is not None else {}
 
+    grants = await namespace_auth(uow, tenant, namespace, row.id)
     return {
-        "auth_policies": {
-            "namespace_auth": {},
-            "destination_auth": {},
-            "subscription_auth_roles": {},
-        },
+        "auth_policies": {**grants, "subscription_auth_roles": {}},
         "replication_clusters": row.policies.get("replication_clusters", [local]),
         "bundles": row.policies.get("bundles", DEFAULT_BUNDLES),
         "backlog_quota_map": quotas,
@@ -128,6 +126,7 @@ async def delete_namespace(uow: UnitOfWork, tenant: str, namespace: str, force: 
     if topics and not force:
         raise Conflict("Cannot delete non empty namespace")
     before = dict(row.policies)
+    await note_roles_granted(uow, namespace_id=row.id)
     await uow.session.delete(row)
     full = f"{tenant}/{namespace}"
     uow.record(

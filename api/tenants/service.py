@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from api.permissions.service import note_roles_granted
 from api.schemas import TenantInfo
 from api.unit_of_work import UnitOfWork
 from models.errors import Conflict, NotAllowed, PreconditionFailed
@@ -76,6 +77,7 @@ async def delete_tenant(uow: UnitOfWork, name: str, force: bool) -> None:
     if namespaces and not force:
         raise Conflict("The tenant still has active namespaces")
     before = tenant_json(tenant)
+    await note_roles_granted(uow, tenant_id=tenant.id)
     await uow.session.delete(tenant)
     uow.record("tenant", "tenant", name, before, None, namespaces=sorted(namespaces))
     gone = [f"{name}/{ns}" for ns in namespaces]

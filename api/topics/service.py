@@ -8,6 +8,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import select
 
 from api.dataplane import aggregate, lookup, registry_topics
+from api.permissions.service import note_roles_granted
 from api.topics.limits import check_subscriptions_limit, check_topics_limit
 from api.unit_of_work import UnitOfWork
 from dataplane.catalog import subscription_names
@@ -152,7 +153,9 @@ async def delete_topic(
                 await uow.data_plane.require_no_consumers(topic, row.partitions, name)
             except PreconditionFailed:
                 raise PreconditionFailed("Topic has active consumers") from None
+    assert row is not None  # both kinds were checked above
     before = _topic_json(row)
+    await note_roles_granted(uow, topic_id=row.id)
     await uow.session.delete(row)
     uow.record("topic", "topic", topic.full, before, None, partitions=row.partitions)
     uow.project(lambda dp: dp.unregister_topic(topic))

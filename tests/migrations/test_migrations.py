@@ -20,6 +20,7 @@ TABLES = {
     "flow_policies",
     "namespaces",
     "outbox_events",
+    "permission_grants",
     "subscriptions",
     "tenants",
     "topics",
