@@ -198,6 +198,7 @@ def scope_selectors(scope: Scope, actions: Iterable[str]) -> list[str]:
     """The ACL selectors that allow ``actions`` (``produce``, ``consume``) on ``scope``."""
     prefixes = scope.partition_prefixes()
     selectors: list[str] = []
+    scripts: tuple[str, ...]
     for action in sorted(set(actions)):
         if action == "produce":
             scripts, rules = PRODUCE_SCRIPTS, PRODUCE_RULES

@@ -24,7 +24,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from redis.asyncio import Redis
@@ -162,9 +162,8 @@ class Sessions:
     async def reconcile(self, only_role: str | None = None) -> None:
         """Reap expired sessions, restore lost users, drop strays, apply current grants."""
         async with self._lock:
-            registry = {
-                k.decode(): orjson.loads(v) for k, v in (await self.redis.hgetall(REGISTRY)).items()
-            }
+            stored = cast(dict[bytes, bytes], await self.redis.hgetall(REGISTRY))
+            registry = {k.decode(): orjson.loads(v) for k, v in stored.items()}
             now_ms = self.clock() * 1000
             expired = [u for u, r in registry.items() if r["expires"] <= now_ms]
             if expired:

@@ -66,6 +66,7 @@ class EmbeddedRedis:
         username: str | None = None,
         tls: TlsFiles | None = None,
         extra_args: tuple[str, ...] = (),
+        acl_file: Path | None = None,
     ) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
@@ -81,6 +82,7 @@ class EmbeddedRedis:
         self.username = username
         self.tls = tls
         self.extra_args = extra_args
+        self.acl_file = acl_file
         self.process: subprocess.Popen | None = None
 
     @property
@@ -119,7 +121,10 @@ class EmbeddedRedis:
             "redis.log",
             *self.extra_args,
         ]
-        if self.username:
+        if self.acl_file is not None:
+            # Users from the file (``username``/``password`` name one of them for the URL).
+            args += ["--aclfile", str(self.acl_file.resolve())]
+        elif self.username:
             # An ACL user with every right; the default user is switched off.
             rule = f">{self.password}" if self.password else "nopass"
             args += ["--user", self.username, "on", rule, "~*", "&*", "+@all"]

@@ -12,6 +12,12 @@ report scheduler are restarted when they die, the worker when it fails, with exp
 backoff.  The embedded Redis keeps an append-only file (fsync every second) in its folder, so
 a restarted server has every write it acknowledged before it was killed; it comes back on the
 same port, and the admin service, the worker and clients reconnect by themselves.
+
+With authentication on (``SLUICE_AUTHENTICATION_ENABLED``), the embedded Redis runs with an
+ACL file (``dataplane.acl``): the ``default`` user is off, the admin service, the worker and
+the report scheduler connect as their own users (passwords made once, kept in the Redis
+folder), and clients get session users from the admin service (``sluice.Client`` on the
+admin service's URL with their token).
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
+import json
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -30,6 +38,7 @@ from pathlib import Path
 import uvicorn
 
 from api.app import create_app
+from dataplane.acl import SERVICE_USERS, render_acl_file
 from migrations import upgrade
 from models.settings import Settings
 from server.embedded_redis import EmbeddedRedis, die_with_parent
@@ -37,9 +46,11 @@ from server.http_protocol import HTTP_PROTOCOL
 from server.ports import Port, check_free
 from server.supervisor import SupervisedProcess, supervise_task
 from sluice.protocol.urls import redact_url
+from sluice.session import with_credentials
 from workers.main import run_worker
 
 log = logging.getLogger("sluice.standalone")
+ACL_FILE = "users.acl"
 
 
 def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
@@ -71,12 +82,18 @@ def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
 
     run_dir = settings.data_dir / "run"  # pid files of the children
     children: list[SupervisedProcess] = []
+    service_urls: dict[str, str] = {}
     if not settings.redis_url:
+        folder = settings.data_dir / "redis"
+        passwords = embedded_acl(folder) if settings.authentication_enabled else None
         embedded = EmbeddedRedis(
-            settings.data_dir / "redis",
+            folder,
             args.redis_port,
             appendonly=True,
             extra_args=("--appendfsync", "everysec"),
+            acl_file=folder / ACL_FILE if passwords else None,
+            username=SERVICE_USERS["api"] if passwords else None,
+            password=passwords["api"] if passwords else None,
         )
         redis_child = SupervisedProcess(
             "redis-server", embedded.spawn, ready=embedded.wait_ready, pid_dir=run_dir
@@ -89,16 +106,32 @@ def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
             embedded.directory,
         )
         settings = settings.model_copy(update={"redis_url": embedded.url})
+        if passwords:
+            plain = f"redis://127.0.0.1:{embedded.port}/0"
+            service_urls = {
+                service: with_credentials(plain, SERVICE_USERS[service], passwords[service])
+                for service in ("worker", "reports")
+            }
+            log.info(
+                "embedded Redis ACLs: default user off, service users %s, clients get "
+                "session users from the admin service",
+                ", ".join(SERVICE_USERS.values()),
+            )
+    worker_settings = settings
+    if "worker" in service_urls:
+        worker_settings = settings.model_copy(update={"redis_url": service_urls["worker"]})
     try:
         upgrade(settings.effective_database_url)
         log.info("database: %s", redact_url(settings.effective_database_url))
         log.info("redis (client service URL): %s", redact_url(settings.effective_redis_url))
         log.info("admin API: http://localhost:%d/admin/v2", settings.http_port)
         if not getattr(args, "no_reports", False):
-            scheduler = report_scheduler(settings, args.log_level, run_dir)
+            scheduler = report_scheduler(
+                settings, args.log_level, run_dir, service_urls.get("reports")
+            )
             if scheduler is not None:
                 children.append(scheduler.start())
-        asyncio.run(_serve(settings, args.log_level, children))
+        asyncio.run(_serve(settings, args.log_level, children, worker_settings))
     finally:
         # The report scheduler first, the Redis everything uses last.
         for child in reversed(children):
@@ -106,9 +139,28 @@ def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def report_scheduler(settings: Settings, log_level: str, run_dir: Path) -> SupervisedProcess | None:
+def embedded_acl(folder: Path) -> dict[str, str]:
+    """The service users' passwords of a secured embedded Redis, made once and kept in
+    ``folder`` (mode 0600), and its ACL file written next to them (``dataplane.acl``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stored = folder / "service-passwords.json"
+    if stored.exists():
+        passwords = json.loads(stored.read_text())
+    else:
+        passwords = {service: secrets.token_urlsafe(24) for service in SERVICE_USERS}
+        stored.touch(mode=0o600)
+        stored.write_text(json.dumps(passwords))
+    acl = folder / ACL_FILE
+    acl.touch(mode=0o600)
+    acl.write_text(render_acl_file(passwords))
+    return passwords
+
+
+def report_scheduler(
+    settings: Settings, log_level: str, run_dir: Path, redis_url: str | None = None
+) -> SupervisedProcess | None:
     """Celery worker + beat for reporting (not started yet), or None without the reports
-    extra."""
+    extra; ``redis_url`` replaces the settings' (the reports' own Redis user)."""
     if importlib.util.find_spec("pyspark") is None:
         log.info("reporting off: install the 'reports' extra to run the report jobs")
         return None
@@ -116,7 +168,7 @@ def report_scheduler(settings: Settings, log_level: str, run_dir: Path) -> Super
     env.update(
         {
             "DATABASE_URL": settings.effective_database_url,
-            "REDIS_URL": settings.effective_redis_url,
+            "REDIS_URL": redis_url or settings.effective_redis_url,
             "SLUICE_DATA_DIR": str(settings.data_dir.resolve()),
         }
     )
@@ -147,9 +199,15 @@ def report_scheduler(settings: Settings, log_level: str, run_dir: Path) -> Super
     return SupervisedProcess("report-scheduler", spawn, pid_dir=run_dir)
 
 
-async def _serve(settings: Settings, log_level: str, children: list[SupervisedProcess]) -> None:
-    """The admin service and a worker in one loop, the children supervised, until
-    SIGINT/SIGTERM."""
+async def _serve(
+    settings: Settings,
+    log_level: str,
+    children: list[SupervisedProcess],
+    worker_settings: Settings | None = None,
+) -> None:
+    """The admin service and a worker in one loop (``worker_settings``: the worker's own,
+    by default the admin service's), the children supervised, until SIGINT/SIGTERM."""
+    worker_settings = worker_settings or settings
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -167,7 +225,9 @@ async def _serve(settings: Settings, log_level: str, children: list[SupervisedPr
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
     api = asyncio.create_task(server.serve())
     # The worker shares this loop: when it dies with an exception it is run again.
-    worker = asyncio.create_task(supervise_task("worker", lambda: run_worker(settings, stop), stop))
+    worker = asyncio.create_task(
+        supervise_task("worker", lambda: run_worker(worker_settings, stop), stop)
+    )
     supervisors = [asyncio.create_task(child.supervise(stop)) for child in children]
     await stop.wait()
     server.should_exit = True

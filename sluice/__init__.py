@@ -19,6 +19,8 @@ from sluice.client import Client
 from sluice.consumer import Consumer, ConsumerType, DeadLetterPolicy, InitialPosition
 from sluice.errors import (
     AlreadyClosed,
+    AuthenticationError,
+    AuthorizationError,
     ConnectError,
     ConsumerBusy,
     InvalidConfiguration,
@@ -41,11 +43,15 @@ from sluice.keyshared import ConsumerKeySharedPolicy, KeySharedMode
 from sluice.message import Message, MessageId
 from sluice.producer import Producer, Result
 from sluice.routing import PartitionsRoutingMode
+from sluice.session import AuthenticationToken
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyClosed",
+    "AuthenticationError",
+    "AuthenticationToken",
+    "AuthorizationError",
     "Client",
     "ConnectError",
     "Consumer",

@@ -9,6 +9,7 @@ Pulsar does.
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from typing import cast
 
 import orjson
 import redis
+from redis.commands.core import Script
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
@@ -28,6 +30,7 @@ from sluice.errors import (
     InvalidConfiguration,
     NamespaceNotFound,
     NotSupported,
+    SluiceException,
     TopicNotFound,
 )
 from sluice.keyshared import ConsumerKeySharedPolicy
@@ -43,7 +46,10 @@ from sluice.protocol.names import TopicName
 from sluice.protocol.urls import redact_url
 from sluice.refusals import refusal
 from sluice.routing import PartitionsRoutingMode
+from sluice.session import AuthenticationToken, Session, SessionScript, with_credentials
 from sluice.ticker import Ticker
+
+log = logging.getLogger(__name__)
 
 
 def _bytes_schema(schema: object) -> object:
@@ -83,14 +89,16 @@ class Client:
         *,
         heartbeat_interval_seconds: float = 1.0,
     ) -> None:
-        """Connect to the data plane at ``service_url`` (a Redis URL: credentials and TLS,
-        ``rediss://``, go in it).  ``log_conf_file_path`` has no effect, as in pulsar-client;
-        the other pulsar-client arguments Sluice lacks raise ``NotSupported`` unless left at
-        their defaults (``sluice.options``)."""
+        """Connect to the data plane.  ``service_url`` is the admin service's URL
+        (``http://sluice-api:8080``: it tells the client where Redis is and, with
+        ``authentication=sluice.AuthenticationToken(token)``, gives it Redis credentials that
+        carry its role's grants, ``sluice.session``), or a Redis URL (credentials and TLS,
+        ``rediss://``, go in it; no ``authentication``).  ``log_conf_file_path`` has no
+        effect, as in pulsar-client; the other pulsar-client arguments Sluice lacks raise
+        ``NotSupported`` unless left at their defaults (``sluice.options``)."""
         refuse_unsupported(
             "Client",
             {
-                "authentication": (authentication, None),
                 "io_threads": (io_threads, 1),
                 "message_listener_threads": (message_listener_threads, 1),
                 "concurrent_lookup_requests": (concurrent_lookup_requests, 50_000),
@@ -107,29 +115,58 @@ class Client:
         self.service_url = service_url
         self.operation_timeout = operation_timeout_seconds
         self.heartbeat_interval = heartbeat_interval_seconds
+        if authentication is not None and not isinstance(authentication, AuthenticationToken):
+            raise NotSupported("Client: authentication takes a sluice.AuthenticationToken")
+        self._session: Session | None = None
+        redis_url = service_url
+        credentials = None
+        if service_url.startswith(("http://", "https://")):
+            self._session = Session(service_url, authentication, connection_timeout_ms / 1000)
+            credentials = self._session.open()
+            redis_url = credentials.service_url
+            if credentials.username and credentials.password:
+                redis_url = with_credentials(redis_url, credentials.username, credentials.password)
+        elif authentication is not None:
+            raise InvalidConfiguration(
+                "authentication needs the admin service's URL (http://host:8080), which "
+                "trades the token for Redis credentials; a Redis URL carries its own"
+            )
         try:
             self.redis = connect(
-                service_url,
+                redis_url,
                 socket_connect_timeout=connection_timeout_ms / 1000,
                 health_check_interval=30,
             )
             self.redis.ping()
         except RedisAuthenticationError as exc:
+            self._close_session()
             raise ConnectError(
-                f"authentication failed at {redact_url(service_url)}: {exc} "
+                f"authentication failed at {redact_url(redis_url)}: {exc} "
                 "(check the user and password in the service URL)"
             ) from None
         except RedisConnectionError as exc:
-            raise ConnectError(f"cannot reach {redact_url(service_url)}: {exc}") from None
+            self._close_session()
+            raise ConnectError(f"cannot reach {redact_url(redis_url)}: {exc}") from None
         # The receive path reads entries with XRANGE and parses them itself: the same
         # connections, without redis-py's per-entry conversion into dicts.
         self.raw_redis = raw_client(self.redis)
         self.cluster = is_cluster(self.redis)
-        self.scripts = {
-            name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES
-        }
+        # A session user may call the scripts but not load them: the admin service does.
+        self.acl = credentials is not None and credentials.username is not None
+        self.scripts: dict[str, Script]
+        if self._session is not None and self.acl:
+            self.scripts = {
+                name: SessionScript(self.redis, script_source(name), self._session.renew)
+                for name in SCRIPT_NAMES
+            }
+        else:
+            self.scripts = {
+                name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES
+            }
         self.host = client_host(self.redis)
         self.ticker = Ticker()
+        if self._session is not None and credentials is not None and credentials.renew_after:
+            self.ticker.every(credentials.renew_after, self._renew_session)
         self._closed = False
         self._lock = threading.Lock()
         self._producers: list[Producer] = []
@@ -352,7 +389,11 @@ class Client:
 
     def reload_scripts(self) -> None:
         """Load the data-plane scripts on every master that lacks them (a replica promoted by
-        a Redis Cluster failover starts with none, and pipelined calls do not load them)."""
+        a Redis Cluster failover starts with none, and pipelined calls do not load them); a
+        session user asks the admin service to."""
+        if self._session is not None and self.acl:
+            self._session.renew()
+            return
         present = self.redis.script_exists(*(s.sha for s in self.scripts.values()))
         for script, ok in zip(self.scripts.values(), present, strict=True):
             if not ok:
@@ -368,7 +409,21 @@ class Client:
             consumer.close()
         self._closed = True
         self.ticker.stop()
+        self._close_session()
         self.redis.close()
+
+    def _renew_session(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        try:
+            session.renew()
+        except SluiceException as exc:
+            log.warning("data-plane session not renewed: %s", exc)
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
 
     # --- topic metadata -------------------------------------------------------------------
 
@@ -381,6 +436,10 @@ class Client:
             if topic.partition_index >= 0 and topic.partition_index >= partitions:
                 raise TopicNotFound(f"Topic {topic.full} does not exist")
             return 0 if topic.partition_index >= 0 else partitions
+        if self._session is not None and self.acl:
+            # A session user may not write the registry: the admin service creates the topic
+            # when the role may use it.
+            return self._session.partitions(topic)
         return self._auto_create(base)
 
     def _auto_create(self, topic: TopicName) -> int:

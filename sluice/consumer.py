@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, cast
 
 import orjson
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoPermissionError, NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sluice.consumer_state import AckTracker, Part
 from sluice.errors import (
     AlreadyClosed,
+    AuthorizationError,
     InvalidConfiguration,
     NotSupported,
     SluiceException,
@@ -52,7 +53,7 @@ from sluice.protocol.frames import (
     wake_dispatch,
 )
 from sluice.protocol.names import TopicName
-from sluice.refusals import refusal
+from sluice.refusals import denied, refusal
 
 if TYPE_CHECKING:
     from sluice.client import Client
@@ -322,6 +323,8 @@ class Consumer:
         except (RedisConnectionError, RedisTimeoutError):
             time.sleep(min(block_seconds, 0.5))
             return
+        except NoPermissionError as exc:
+            raise self._denied(exc) from None
         messages: list[Message] = []
         for part, elements, notices, fetched in received:
             for raw, notice in zip(elements, notices, strict=True):
@@ -508,6 +511,8 @@ class Consumer:
         )
         try:
             self._call("subscribe", *call)
+        except AuthorizationError:
+            raise
         except ResponseError as exc:
             # ConsumerBusy, SubscriptionBusy, NotAllowedError (maxSubscriptionsPerTopic; its
             # SubscribeRateLimited: the subscribe rate of this consumer name from this host).
@@ -596,7 +601,14 @@ class Consumer:
     # --- helpers --------------------------------------------------------------------------
 
     def _call(self, script: str, script_keys: list[str], args: list):
-        return self._client.scripts[script](keys=script_keys, args=args)
+        try:
+            return self._client.scripts[script](keys=script_keys, args=args)
+        except NoPermissionError as exc:
+            raise self._denied(exc) from None
+
+    def _denied(self, exc: Exception) -> AuthorizationError:
+        """The role's grants no longer (or never did) cover this consumer's topics."""
+        return denied(", ".join(self._topics), "consume", exc)
 
     def _message_id(self, message: Message | MessageId) -> MessageId:
         if isinstance(message, Message):

@@ -18,7 +18,9 @@
     ├── NotSupported            an operation this subscription type does not allow, or a
     │                           pulsar-client argument Sluice does not implement (named)
     ├── ProducerQueueIsFull     send_async found the pending queue full (block_if_queue_full off)
-    ├── ConnectError            Redis cannot be reached
+    ├── ConnectError            Redis (or the admin service) cannot be reached
+    ├── AuthenticationError     the token was refused (malformed, expired, wrong key)
+    ├── AuthorizationError      the role may not produce to or consume from the topic (named)
     └── ProducerBlockedQuotaExceededException   the backlog quota refused the send
         └── ProducerBlockedQuotaExceededError   held by the quota past the send timeout
                                                 (also a Timeout)
@@ -99,6 +101,15 @@ class ProducerQueueIsFull(SluiceException):
 
 class ConnectError(SluiceException):
     """Redis could not be reached."""
+
+
+class AuthenticationError(SluiceException):
+    """The admin service refused the client's token, or its data-plane session has ended."""
+
+
+class AuthorizationError(SluiceException):
+    """The client's role may not do this: the message names the topic and the action
+    (``produce`` or ``consume``) it lacks."""
 
 
 class ProducerBlockedQuotaExceededException(SluiceException):

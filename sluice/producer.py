@@ -555,7 +555,7 @@ class Producer:
                     attempts -= 1  # waiting for the rate is not a failed attempt
                     continue
                 if not text.startswith(QUOTA_REFUSED):
-                    raise refusal(exc) or exc from None
+                    raise refusal(exc, partition.full, "produce") or exc from None
                 policy, _, reason = text.removeprefix(QUOTA_REFUSED).strip().partition("\t")
                 if quota_delays is None:
                     quota_delays = self._backoff.delays()

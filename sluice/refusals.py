@@ -6,9 +6,10 @@ A script refuses with an error reply whose first word names the kind of refusal
 
 from __future__ import annotations
 
-from redis.exceptions import ResponseError
+from redis.exceptions import NoPermissionError, ResponseError
 
 from sluice.errors import (
+    AuthorizationError,
     ConsumerBusy,
     MessageTooBig,
     NotAllowedError,
@@ -34,8 +35,15 @@ _KINDS: dict[str, type[SluiceException]] = {
 }
 
 
-def refusal(exc: ResponseError) -> SluiceException | None:
-    """The client exception for a script's refusal, or None for any other error reply."""
+def refusal(
+    exc: ResponseError, topic: str | None = None, action: str | None = None
+) -> SluiceException | None:
+    """The client exception for a script's refusal, or None for any other error reply.
+
+    Redis's ACL refusal (``NOPERM``, the session's grants do not cover a key or command)
+    becomes ``AuthorizationError`` naming ``topic`` and ``action`` when given."""
+    if isinstance(exc, NoPermissionError):
+        return denied(topic, action, exc)
     kind, _, reason = str(exc).partition(" ")
     if kind == SUBSCRIBE_RATE_LIMITED:
         wait_ms, _, text = reason.partition(" ")
@@ -43,3 +51,13 @@ def refusal(exc: ResponseError) -> SluiceException | None:
         return SubscribeRateLimited(f"{text}; try again in {wait:.1f} s", wait)
     error = _KINDS.get(kind)
     return error(reason) if error is not None else None
+
+
+def denied(
+    topic: str | None, action: str | None, exc: Exception | None = None
+) -> AuthorizationError:
+    """``AuthorizationError`` for a refused ``action`` (``produce``, ``consume``) on ``topic``."""
+    preposition = {"produce": "to", "consume": "from"}.get(action or "", "on")
+    what = f"{action} {preposition} {topic}" if topic and action else "this operation"
+    detail = f" ({exc})" if exc is not None else ""
+    return AuthorizationError(f"Not authorized to {what}: the role has no such grant{detail}")

@@ -60,7 +60,7 @@ class ProducerRegistration:
                 try:
                     size = script(keys=script_keys, args=args)
                 except ResponseError as exc:
-                    raise refusal(exc) or exc from None
+                    raise refusal(exc, partition.full, "produce") or exc from None
                 self._max_sizes[partition.full] = int(size)
                 done.append(partition)
         except BaseException:

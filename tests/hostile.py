@@ -37,6 +37,7 @@ PATH_VALUES = {
     "numMessages": "1",
     "expireTimeInSeconds": "1",
     "timestamp": "0",
+    "session": "sl-session-0",
 }
 FRESH = "fresh"
 

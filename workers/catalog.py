@@ -254,7 +254,9 @@ class Catalog:
             base = TopicName.from_full(name)
             in_redis = await subscription_names(redis, base, topic.partitions)
             for sub_name, sub_id in known.items():
-                if f"{name}#{sub_name}" in tombstones:
+                # A mark is believed only while Redis agrees: any client that may consume
+                # somewhere may write marks, but cannot delete another's consumer groups.
+                if f"{name}#{sub_name}" in tombstones and sub_name not in in_redis:
                     gone.append(sub_id)
                     self._record(
                         session,

@@ -15,7 +15,6 @@ from typing import cast
 from urllib.parse import urlsplit, urlunsplit
 
 import orjson
-from models.permissions import grants_for_role
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 from sqlalchemy import select
@@ -27,6 +26,7 @@ from dataplane.scripts import Scripts
 from dataplane.sessions import Grants
 from models.errors import Forbidden, NotFound, PreconditionFailed
 from models.orm import Tenant
+from models.permissions import grants_for_role
 from sluice.protocol import keys
 from sluice.protocol.abuse import NOT_ALLOWED, auto_created_partitions, topic_create_call
 from sluice.protocol.frames import wake_topic

@@ -28,6 +28,7 @@ from models.tokens import create_key_pair, create_token
 from tests.conftest import ServerThread, flush_redis, truncate
 
 OPEN, TENANT, SUPER = Access.OPEN, Access.TENANT_ADMIN, Access.SUPER_USER
+AUTH = Access.AUTHENTICATED
 RATE = {
     "dispatchThrottlingRateInMsg": 100,
     "dispatchThrottlingRateInByte": 0,
@@ -41,6 +42,7 @@ OUTCOMES = {
     OPEN: ("ok", "ok", "ok", "ok", "ok", "ok"),
     TENANT: (401, 401, 401, "ok", 403, "ok"),
     SUPER: (401, 401, 401, 403, 403, "ok"),
+    AUTH: (401, 401, 401, "ok", "ok", "ok"),
 }
 DEFAULT_PARAMS = {
     "tenant": "acme",
@@ -51,6 +53,7 @@ DEFAULT_PARAMS = {
     "cluster": "standalone",
     "name": "dispatchThrottlingRatePerTopicInMsg",
     "value": "100",
+    "session": "sl-session-0",
 }
 
 
@@ -237,6 +240,19 @@ SPECS.update(
         ("GET", TOPIC + "/partitioned-internalStats"): spec(TENANT, topic="pt"),
         ("PUT", TOPIC + "/unload"): spec(TENANT, 204),
         ("GET", "/lookup/v2/topic/persistent/{tenant}/{namespace}/{topic}"): spec(TENANT, 503),
+    }
+)
+# Data-plane sessions: any role may open one (what it may do follows its grants, checked on
+# Redis by tests/workers/test_data_plane_acl.py); a session of another caller is unknown (404).
+# A topic lookup needs a grant on the topic, which a tenant's admin roles have.
+SPECS.update(
+    {
+        ("POST", "/admin/v2/dataplane/sessions"): spec(AUTH, 201),
+        ("POST", "/admin/v2/dataplane/sessions/{session}"): spec(AUTH, 404),
+        ("DELETE", "/admin/v2/dataplane/sessions/{session}"): spec(AUTH, 404),
+        ("GET", "/admin/v2/dataplane/partitions/persistent/{tenant}/{namespace}/{topic}"): spec(
+            TENANT
+        ),
     }
 )
 
