@@ -23,6 +23,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, cast
 
 import orjson
+from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError, NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -53,7 +54,7 @@ from sluice.protocol.frames import (
     wake_dispatch,
 )
 from sluice.protocol.names import TopicName
-from sluice.refusals import denied, refusal
+from sluice.refusals import denied, refusal, session_ended
 
 if TYPE_CHECKING:
     from sluice.client import Client
@@ -320,6 +321,8 @@ class Consumer:
                     rows = pipe.execute()
                     fetched = iter(raw_rows(rows) if self._client.cluster else rows)
                 received.append((part, elements, notices, fetched))
+        except RedisAuthenticationError as exc:
+            raise session_ended(exc) from None
         except (RedisConnectionError, RedisTimeoutError):
             time.sleep(min(block_seconds, 0.5))
             return
@@ -576,6 +579,10 @@ class Consumer:
             self._client.scripts[script](keys=script_keys, args=args, client=pipe)
         try:
             pipe.execute()
+        except NoPermissionError as exc:
+            # The role lost its grant: these acknowledgements cannot be sent; the entries stay
+            # pending and go to another consumer once this one is reaped.
+            log.warning("consumer %s: %s", self._id, self._denied(exc))
         except (RedisConnectionError, RedisTimeoutError, NoScriptError) as exc:
             if isinstance(exc, NoScriptError):
                 self._client.reload_scripts()
@@ -592,7 +599,11 @@ class Consumer:
             self._client.ticker.cancel(job)
         if release:
             for part in self._parts:
-                with contextlib.suppress(RedisConnectionError, RedisTimeoutError):
+                # A role that lost its grant cannot release: the consumer's heartbeat stops
+                # and the worker reaps it after the consumer timeout.
+                with contextlib.suppress(
+                    RedisConnectionError, RedisTimeoutError, AuthorizationError
+                ):
                     self._release(part)
         if self._dlq_producer is not None:
             self._dlq_producer.close()

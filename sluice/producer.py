@@ -49,6 +49,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 import orjson
+from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -70,7 +71,7 @@ from sluice.protocol import keys
 from sluice.protocol.abuse import PUBLISH_RATE_LIMITED
 from sluice.protocol.frames import pack_batch, produce_keys, wake_data
 from sluice.protocol.names import TopicName
-from sluice.refusals import refusal
+from sluice.refusals import refusal, session_ended
 from sluice.registration import ProducerRegistration
 from sluice.routing import PartitionsRoutingMode, Router
 
@@ -531,6 +532,8 @@ class Producer:
             attempts += 1
             try:
                 return self._client.scripts["produce"](keys=script_keys, args=args)
+            except RedisAuthenticationError as exc:
+                raise session_ended(exc) from None
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 if clock.now() + delay > deadline:
                     raise Timeout(f"send timed out: {exc}") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from redis.exceptions import NoPermissionError, ResponseError
 
 from sluice.errors import (
+    AuthenticationError,
     AuthorizationError,
     ConsumerBusy,
     MessageTooBig,
@@ -61,3 +62,11 @@ def denied(
     what = f"{action} {preposition} {topic}" if topic and action else "this operation"
     detail = f" ({exc})" if exc is not None else ""
     return AuthorizationError(f"Not authorized to {what}: the role has no such grant{detail}")
+
+
+def session_ended(exc: Exception) -> AuthenticationError:
+    """Redis refused to let the client reconnect: its credentials are no longer valid (the
+    data-plane session ended, because its token expired or was not renewed)."""
+    return AuthenticationError(
+        f"Redis refused the client's credentials: the data-plane session has ended ({exc})"
+    )

@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoPermissionError, NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sluice.protocol import keys
@@ -90,7 +90,8 @@ class ProducerRegistration:
 
     def unregister(self) -> None:
         """Stop counting on every partition (best effort: otherwise it expires)."""
-        with contextlib.suppress(RedisConnectionError, RedisTimeoutError):
+        # Also when the role lost its grant meanwhile (NOPERM): the registration expires.
+        with contextlib.suppress(RedisConnectionError, RedisTimeoutError, NoPermissionError):
             self._remove(self._partitions)
 
     def _remove(self, partitions: list[TopicName]) -> None:
