@@ -20,8 +20,9 @@ WebSocket connections (``api.websocket``, Pulsar's ``/ws/v2/...``) take the same
 the ``Authorization`` header or, as Pulsar's proxy allows, the ``token`` query parameter (a
 browser cannot set headers on a WebSocket); the middleware refuses the handshake with 401,
 and ``authorize_websocket`` applies ``POLICY`` (403), before anything is created.  Producing,
-consuming and reading a tenant's topics needs what managing them needs: a super-user or an
-admin role of the tenant (Sluice has no per-namespace produce/consume grants).
+consuming and reading a tenant's topics needs what managing them needs (a super-user or an
+admin role of the tenant), or a produce or consume grant on the topic
+(``models.permissions``), which the WebSocket handlers check themselves.
 """
 
 from __future__ import annotations

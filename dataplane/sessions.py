@@ -174,11 +174,16 @@ class Sessions:
             if only_role is not None:
                 registry = {u: r for u, r in registry.items() if r["role"] == only_role}
             else:
-                present: set[str] = set()
-                for users in await self._acl("ACL", "USERS"):
-                    present |= {u.decode() if isinstance(u, bytes) else u for u in users}
+                # On a cluster, a user counts as present only when every node has it (a node
+                # added or restarted since gets it again); a stray on any node is removed.
+                per_node = [
+                    {u.decode() if isinstance(u, bytes) else u for u in users}
+                    for users in await self._acl("ACL", "USERS")
+                ]
+                present = set.intersection(*per_node) if per_node else set()
+                anywhere = set.union(*per_node) if per_node else set()
                 strays = sorted(
-                    u for u in present if u.startswith(SESSION_USER_PREFIX) and u not in registry
+                    u for u in anywhere if u.startswith(SESSION_USER_PREFIX) and u not in registry
                 )
                 await self._delete_users(strays)
                 for user in registry:

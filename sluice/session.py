@@ -163,16 +163,19 @@ class Session:
 class SessionScript(Script):
     """A data-plane script called by a session user, who may not load scripts: when Redis
     has forgotten it (a restart), the admin service loads it again (``reload``) and the call
-    is retried once.  Calls queued on a pipeline behave as redis-py's own."""
+    is retried once."""
 
     def __init__(self, registered_client: Any, script: str, reload: Callable[[], None]) -> None:
         super().__init__(registered_client, script)
         self._reload = reload
 
     def __call__(self, keys: Any = None, args: Any = None, client: Any = None) -> Any:
-        if client is not None and client is not self.registered_client:
-            return super().__call__(keys, args, client)
         keys, args = list(keys or []), list(args or [])
+        if client is not None and client is not self.registered_client:
+            # Queued on a pipeline without redis-py's loading before it runs (which a session
+            # may not do): a missing script fails its call with NoScriptError, and the caller
+            # asks for a reload (``Client.reload_scripts``) and tries again.
+            return client.evalsha(self.sha, len(keys), *keys, *args)
         try:
             return self.registered_client.evalsha(self.sha, len(keys), *keys, *args)
         except NoScriptError:

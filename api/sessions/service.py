@@ -70,11 +70,12 @@ async def role_grants(
     return out
 
 
-def may_use(grants: Grants, topic: TopicName) -> bool:
-    """Whether ``grants`` allow producing to or consuming from ``topic`` (or its partitions)."""
+def may_use(grants: Grants, topic: TopicName, action: str | None = None) -> bool:
+    """Whether ``grants`` allow ``action`` (None: producing or consuming) on ``topic`` or its
+    partitions."""
     base = topic.base
     for scope, actions in grants:
-        if not actions:
+        if not actions or (action is not None and action not in actions):
             continue
         if scope.tenant not in ("*", base.tenant) or scope.namespace not in ("*", base.namespace):
             continue

@@ -18,6 +18,7 @@ from starlette.datastructures import QueryParams
 
 from api.auth import authorize_websocket
 from api.errors import reason_response
+from api.sessions.service import may_use
 from api.websocket import sessions
 from api.websocket.frames import FrameError, decode_id
 from models.errors import Forbidden
@@ -30,6 +31,7 @@ from sluice.errors import (
     SluiceException,
 )
 from sluice.message import MessageId
+from sluice.protocol.names import TopicName
 from sluice.routing import PartitionsRoutingMode
 
 router = APIRouter(tags=["websocket"])
@@ -103,11 +105,21 @@ async def _refuse(websocket: WebSocket, status: int, reason: str) -> None:
         await websocket.close(code=1008, reason=reason[:120])
 
 
-async def _allowed(websocket: WebSocket) -> bool:
-    """``api.auth``'s policy for this handshake; refused with 403 when the role may not."""
+async def _allowed(websocket: WebSocket, action: str) -> bool:
+    """``api.auth``'s policy for this handshake, or a grant of ``action`` (``produce``,
+    ``consume``) on the path's topic to the role (``models.permissions``), as Pulsar's
+    WebSocket service checks; refused with 403 otherwise."""
     try:
         await authorize_websocket(websocket)
     except Forbidden as exc:
+        sessions = getattr(websocket.app.state, "dataplane_acl", None)
+        role = websocket.scope.get("state", {}).get("role")
+        params = websocket.path_params
+        if sessions is not None and role is not None:
+            topic = TopicName.parse(params["tenant"], params["namespace"], params["topic"])
+            grants = (await sessions.grants([role])).get(role, [])
+            if may_use(grants, topic, action):
+                return True
         await _refuse(websocket, 403, exc.reason)
         return False
     return True
@@ -134,7 +146,7 @@ async def _open(
 @router.websocket("/ws/v2/producer" + TOPIC)
 async def producer_socket(websocket: WebSocket, tenant: str, namespace: str, topic: str) -> None:
     """A producer: send frames in, ``{"result": ...}`` frames out."""
-    if not await _allowed(websocket):
+    if not await _allowed(websocket, "produce"):
         return
     params = websocket.query_params
     try:
@@ -193,7 +205,7 @@ async def consumer_socket(
     websocket: WebSocket, tenant: str, namespace: str, topic: str, subscription: str
 ) -> None:
     """A consumer: message frames out; acks, negative acks and permits in."""
-    if not await _allowed(websocket):
+    if not await _allowed(websocket, "consume"):
         return
     params = websocket.query_params
     try:
@@ -258,7 +270,7 @@ def _consumer_options(params: QueryParams, topic: str, subscription: str) -> dic
 @router.websocket("/ws/v2/reader" + TOPIC)
 async def reader_socket(websocket: WebSocket, tenant: str, namespace: str, topic: str) -> None:
     """A reader from ``messageId`` (earliest, latest or an id a consumer or reader got)."""
-    if not await _allowed(websocket):
+    if not await _allowed(websocket, "consume"):
         return
     params = websocket.query_params
     start: MessageId | None = None

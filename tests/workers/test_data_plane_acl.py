@@ -22,6 +22,8 @@ import httpx
 import pytest
 import redis
 from sqlalchemy import text
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect as ws_connect
 
 import sluice
 from api.app import create_app
@@ -51,6 +53,7 @@ class World:
         self.secret = secret
         self.redis = redis.Redis.from_url(redis_url)  # the admin service's user: sees all
         self.http = httpx.Client(base_url=url, timeout=30)
+        self.server: EmbeddedRedis | None = None
 
     def token(self, role: str, seconds: float | None = None) -> str:
         expires = timedelta(seconds=seconds) if seconds is not None else None
@@ -93,6 +96,7 @@ def world(settings: Settings, db, tmp_path_factory: pytest.TempPathFactory) -> I
     (folder / "users.acl").write_text(render_acl_file(passwords))
     server = EmbeddedRedis(
         folder / "data",
+        appendonly=True,
         acl_file=folder / "users.acl",
         username=SERVICE_USERS["api"],
         password=passwords["api"],
@@ -123,6 +127,7 @@ def world(settings: Settings, db, tmp_path_factory: pytest.TempPathFactory) -> I
         )
     ).start()
     w = World(api.url, server.url, secret)
+    w.server = server
     try:
         for tenant in ("acme", "globex"):
             w.call("PUT", f"/tenants/{tenant}", {"allowedClusters": ["standalone"]})
@@ -290,6 +295,34 @@ def test_issued_credentials_cannot_touch_other_tenants_or_administer(world: Worl
     assert world.redis.xpending(log, SECRET_SUB)["pending"] == 3
 
 
+@pytest.mark.parametrize(
+    ("role", "kind", "expected"),
+    [
+        ("consumer", "consumer", 101),
+        ("consumer", "reader", 101),
+        ("consumer", "producer", 403),
+        ("producer", "producer", 101),
+        ("producer", "consumer", 403),
+        ("topic-consumer", "consumer", 101),
+        ("stranger", "reader", 403),
+    ],
+)
+def test_websocket_handshakes_follow_the_grants(
+    world: World, role: str, kind: str, expected: int
+) -> None:
+    path = "/ws/v2/" + kind + "/persistent/acme/orders/created"
+    if kind == "consumer":
+        path += f"/ws-{role}"
+    url = world.url.replace("http://", "ws://") + path
+    headers = {"Authorization": f"Bearer {world.token(role)}"}
+    try:
+        with ws_connect(url, additional_headers=headers, open_timeout=10):
+            status = 101
+    except InvalidStatus as refused:
+        status = refused.response.status_code
+    assert status == expected
+
+
 def test_the_default_user_is_off(world: World) -> None:
     port = world.redis.connection_pool.connection_kwargs["port"]
     anonymous = redis.Redis(port=port)
@@ -376,3 +409,31 @@ def test_without_authentication_the_admin_url_gives_the_plain_redis_url(
             admin_server.url.replace("http://", "redis://"),
             authentication=sluice.AuthenticationToken("t"),
         )
+
+
+def test_sessions_survive_a_redis_restart(world: World) -> None:
+    """Redis forgets the session users and the scripts when it restarts (the ACL file holds
+    only the service users): the admin service re-creates the users from their records and
+    loads the scripts again, and the client carries on with the same credentials."""
+    world.call("POST", "/namespaces/acme/orders/permissions/steady", ["produce", "consume"])
+    with world.client("steady") as client:
+        producer = client.create_producer(GRANTED)
+        consumer = client.subscribe(GRANTED, "steady", consumer_type=sluice.ConsumerType.Shared)
+        producer.send(b"before")
+        consumer.acknowledge(consumer.receive(10_000))
+        user = client.redis.connection_pool.connection_kwargs["username"]
+        assert world.server is not None
+        world.server.stop()
+        world.server.start()
+        deadline = time.monotonic() + 10
+        while user not in world.users() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert user in world.users()
+        sent = None
+        while sent is None and time.monotonic() < deadline:
+            try:
+                sent = producer.send(b"after")
+            except (sluice.Timeout, sluice.ConnectError):
+                time.sleep(0.2)
+        assert sent is not None
+        assert consumer.receive(15_000).data() == b"after"

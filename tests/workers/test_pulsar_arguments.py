@@ -55,11 +55,11 @@ PULSAR_SEND_ASYNC = ["content", "callback", *PULSAR_SEND[1:]]
 # Implemented and tested in their own files (delayed delivery, Key_Shared).
 IMPLEMENTED_ELSEWHERE = {"deliver_at", "deliver_after", "ordering_key", "key_shared_policy"}
 
-# Implemented by Sluice (each has its own tests in tests/workers), or, for
-# log_conf_file_path, without effect in pulsar-client itself.
+# Implemented by Sluice (each has its own tests in tests/workers; authentication in
+# test_data_plane_acl.py), or, for log_conf_file_path, without effect in pulsar-client itself.
 IMPLEMENTED = {
-    "Client": {"service_url", "operation_timeout_seconds", "connection_timeout_ms",
-               "log_conf_file_path"},
+    "Client": {"service_url", "authentication", "operation_timeout_seconds",
+               "connection_timeout_ms", "log_conf_file_path"},
     "create_producer": {"topic", "producer_name", "initial_sequence_id", "send_timeout_millis",
                         "max_pending_messages", "max_pending_messages_across_partitions",
                         "block_if_queue_full", "batching_enabled", "batching_max_messages",
@@ -82,7 +82,7 @@ class Foreign:
 
 # A non-default value for each argument Sluice refuses.
 NON_DEFAULT = {
-    "authentication": Foreign(), "io_threads": 4, "message_listener_threads": 2,
+    "io_threads": 4, "message_listener_threads": 2,
     "concurrent_lookup_requests": 10, "use_tls": True, "tls_trust_certs_file_path": "/ca.pem",
     "tls_allow_insecure_connection": True, "tls_validate_hostname": True, "logger": Foreign(),
     "listener_name": "external", "tls_private_key_file_path": "/k.pem",
@@ -155,6 +155,11 @@ def test_send_refuses_what_it_does_not_implement(client, namespace, name):
     with pytest.raises(sluice.NotSupported, match=name):
         producer.send_async(b"x", None, **{name: NON_DEFAULT[name]})
     producer.close()
+
+
+def test_authentication_other_than_a_token_is_refused(admin_server):
+    with pytest.raises(sluice.NotSupported, match="authentication"):
+        sluice.Client(admin_server.url, authentication=Foreign())
 
 
 def test_defaults_are_pulsar_clients(client, namespace):

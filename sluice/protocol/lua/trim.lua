@@ -12,6 +12,7 @@ local call = redis.call
 if ARGV[2] ~= '' and call('GET', KEYS[2]) ~= ARGV[2] then
   return redis.error_reply('FENCED partition lease lost')
 end
+if call('EXISTS', KEYS[1]) == 0 then return 0 end  -- no stream yet: nothing to trim
 local function ms(id) return tonumber(string.match(id, '^(%d+)')) end
 local floor = tonumber(ARGV[1])
 for _, info in ipairs(call('XINFO', 'GROUPS', KEYS[1])) do
