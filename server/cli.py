@@ -5,6 +5,7 @@ sluice api [--host H] [--port P]    the admin service alone (database must be mi
 sluice worker [--http-port P] ...   a broker worker (--redis-url, --database-url, --id)
 sluice migrate [--revision R]       upgrade (or --downgrade) the control-plane schema
 sluice tokens ...                   create keys and authentication tokens
+sluice redis-acl-file [--output F]  the Redis ACL file of a secured data plane (service users)
 """
 
 from __future__ import annotations
@@ -160,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     from server.tokens_cli import add_tokens_parser
 
     add_tokens_parser(commands)
+
+    from server.acl_file import add_acl_file_parser
+
+    add_acl_file_parser(commands, [common])
     return parser
 
 

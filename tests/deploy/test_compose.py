@@ -1,12 +1,15 @@
 """docker-compose.yml: valid against the Compose specification, and wired the way Sluice needs
 (health checks, start order, scalable workers, named volumes, every setting from the
 environment), with and without the ``cluster`` profile (six Redis Cluster nodes, the job that
-joins them, and ``redis-cluster.env`` that selects it)."""
+joins them, and ``redis-cluster.env`` that selects it) and the ``secured`` profile
+(``secured.env``: authentication on, Redis loading the ACL file ``sluice redis-acl-file`` writes,
+each service connecting as its own Redis user)."""
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -21,12 +24,27 @@ from sqlalchemy.engine import make_url
 
 from models.settings import Settings
 from reports.celery_app import make_celery
-from server.cli import build_parser
+from server.cli import build_parser, main
 from server.embedded_redis import free_port
 from tests.deploy.helpers import ROOT
 
 COMPOSE = ROOT / "docker-compose.yml"
 CLUSTER_ENV = ROOT / "redis-cluster.env"
+SECURED_ENV = ROOT / "secured.env"
+SECURED_SERVICES = ("secured-init",)
+# The Redis user each Sluice service connects as with the secured profile.
+REDIS_USERS = {
+    "api": "sluice-api",
+    "worker": "sluice-worker",
+    "celery-worker": "sluice-reports",
+    "celery-beat": "sluice-reports",
+}
+# What an operator adds to secured.env (in .env): the service users' passwords.
+REDIS_PASSWORDS = {
+    "SLUICE_REDIS_API_PASSWORD": "api-pw-1",
+    "SLUICE_REDIS_WORKER_PASSWORD": "worker-pw-2",
+    "SLUICE_REDIS_REPORTS_PASSWORD": "reports-pw-3",
+}
 SLUICE_SERVICES = ("migrate", "api", "worker", "celery-worker", "celery-beat")
 LONG_RUNNING = ("api", "worker", "celery-worker", "celery-beat")
 CLUSTER_NODES = tuple(f"redis-node-{n}" for n in range(1, 7))
@@ -43,8 +61,53 @@ AUTH_SETTINGS = {
     "SLUICE_TOKEN_PUBLIC_KEY_FILE",
 }
 
-# Compose interpolation: $$ is a literal $, ${VAR}, ${VAR:-default}, ${VAR-default}.
-_VARIABLE = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|([A-Za-z_]\w*))")
+# Compose interpolation: $$ is a literal $, $VAR, ${VAR}, ${VAR:-default}, ${VAR-default},
+# ${VAR:+replacement}, ${VAR+replacement}; defaults and replacements may nest.
+_BRACED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])(.*))?", re.DOTALL)
+_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _substitute(text: str, environ: dict[str, str]) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] != "$":
+            out.append(text[i])
+            i += 1
+        elif text.startswith("$$", i):
+            out.append("$")
+            i += 2
+        elif text.startswith("${", i):
+            depth, j = 0, i + 1
+            while True:  # the matching brace (a missing one is an error, as in Compose)
+                depth += {"{": 1, "}": -1}.get(text[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            braced = _BRACED.fullmatch(text[i + 2 : j])
+            assert braced, f"not a Compose variable: {text[i : j + 1]!r}"
+            name, operator, argument = braced.group(1), braced.group(2), braced.group(3) or ""
+            value = environ.get(name)
+            if operator == ":-":
+                out.append(value or _substitute(argument, environ))
+            elif operator == "-":
+                out.append(value if value is not None else _substitute(argument, environ))
+            elif operator == ":+":
+                out.append(_substitute(argument, environ) if value else "")
+            elif operator == "+":
+                out.append(_substitute(argument, environ) if value is not None else "")
+            else:
+                out.append(value or "")
+            i = j + 1
+        else:
+            bare = _BARE.match(text, i + 1)
+            if bare:
+                out.append(environ.get(bare.group(0), ""))
+                i = bare.end()
+            else:
+                out.append("$")
+                i += 1
+    return "".join(out)
 
 
 def interpolate(value: Any, environ: dict[str, str]) -> Any:
@@ -55,19 +118,7 @@ def interpolate(value: Any, environ: dict[str, str]) -> Any:
         return [interpolate(v, environ) for v in value]
     if not isinstance(value, str):
         return value
-
-    def substitute(match: re.Match[str]) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name = match.group(1) or match.group(4)
-        operator, default = match.group(2), match.group(3) or ""
-        if operator == ":-":
-            return environ.get(name) or default
-        if operator == "-":
-            return environ.get(name, default)
-        return environ.get(name, "")
-
-    return _VARIABLE.sub(substitute, value)
+    return _substitute(value, environ)
 
 
 def raw() -> dict[str, Any]:
@@ -105,17 +156,27 @@ def with_profile(config: dict[str, Any], profiles: set[str]) -> dict[str, dict[s
 def test_is_valid_against_the_compose_specification():
     spec = compose_spec.PyCompose.from_json(json.dumps(resolved()))
     spec.validate()
-    assert set(spec.service_names()) == {"postgres", "redis", *SLUICE_SERVICES, *CLUSTER_SERVICES}
+    assert set(spec.service_names()) == {
+        "postgres",
+        "redis",
+        *SLUICE_SERVICES,
+        *CLUSTER_SERVICES,
+        *SECURED_SERVICES,
+    }
     with_cluster = compose_spec.PyCompose.from_json(json.dumps(resolved(env_file(CLUSTER_ENV))))
     with_cluster.validate()
+    secured = resolved(env_file(SECURED_ENV) | REDIS_PASSWORDS)
+    compose_spec.PyCompose.from_json(json.dumps(secured)).validate()
 
 
 def test_the_default_services_are_those_without_a_profile():
     config = resolved()
     assert set(with_profile(config, set())) == {"postgres", "redis", *SLUICE_SERVICES}
-    assert set(with_profile(config, {"cluster"})) == set(config["services"])
+    assert set(with_profile(config, {"cluster", "secured"})) == set(config["services"])
     for name in CLUSTER_SERVICES:
         assert config["services"][name]["profiles"] == ["cluster"], name
+    for name in SECURED_SERVICES:
+        assert config["services"][name]["profiles"] == ["secured"], name
 
 
 def test_specification_check_rejects_a_wrong_condition():
@@ -154,7 +215,7 @@ def test_start_order_waits_for_health_and_the_migration():
             if condition == "service_healthy":
                 assert not svc[dependency]["healthcheck"].get("disable")
             elif condition == "service_completed_successfully":
-                assert dependency in {"migrate", "redis-cluster-create"}
+                assert dependency in {"migrate", "redis-cluster-create", "secured-init"}
                 assert svc[dependency]["restart"] == "no"
             else:
                 pytest.fail(f"{name} waits for {dependency} only to start ({condition})")
@@ -183,7 +244,7 @@ def test_named_volumes_are_declared_and_used():
     config = resolved()
     declared = set(config["volumes"])
     nodes = {f"{node}-data" for node in CLUSTER_NODES}
-    assert declared == {"postgres-data", "redis-data", "lake", *nodes}
+    assert declared == {"postgres-data", "redis-data", "lake", "redis-acl", "sluice-keys", *nodes}
     used = set()
     for service in config["services"].values():
         for volume in service.get("volumes", []):
@@ -205,7 +266,8 @@ def test_every_setting_comes_from_the_environment_with_a_default():
         assert {"DATABASE_URL", "REDIS_URL", "SLUICE_CLUSTER_NAME"} <= set(environment)
         for variable, value in environment.items():
             assert variable in known, f"{variable} is not a Sluice setting"
-            assert re.fullmatch(rf"\$\{{{variable}:-[^}}]*\}}", value), (variable, value)
+            # (A default may hold variables of its own, as REDIS_URL's does.)
+            assert re.fullmatch(rf"\$\{{{variable}:-.*\}}", value, re.DOTALL), (variable, value)
 
 
 def test_defaults_connect_to_the_bundled_servers():
@@ -430,3 +492,189 @@ def test_without_the_profile_celery_follows_redis_url(monkeypatch):
     celery = make_celery(Settings(_env_file=None))
     assert celery.conf.broker_url == "redis://cache:6380/3"
     assert celery.conf.result_backend == "redis://cache:6380/3"
+
+
+# --- the secured profile: authentication on, data-plane ACLs ---------------------------------
+
+
+def _secured() -> tuple[dict[str, str], dict[str, Any]]:
+    variables = env_file(SECURED_ENV) | REDIS_PASSWORDS
+    return variables, resolved(variables)
+
+
+def test_secured_env_selects_the_profile_and_turns_authentication_on():
+    variables = env_file(SECURED_ENV)
+    assert variables["COMPOSE_PROFILES"] == "secured"
+    assert variables["SLUICE_AUTHENTICATION_ENABLED"] == "true"
+    assert variables["SLUICE_AUTHORIZATION_ENABLED"] == "true"
+    # The passwords are the operator's to choose: the committed file holds none.
+    assert not set(REDIS_PASSWORDS) & set(variables)
+    variables, config = _secured()
+    running = with_profile(config, set(variables["COMPOSE_PROFILES"].split(",")))
+    assert set(SECURED_SERVICES) <= set(running)
+    api = config["services"]["api"]
+    assert api["environment"]["SLUICE_AUTHENTICATION_ENABLED"] == "true"
+    # The admin service gives clients the Redis they reach in this network, no credentials.
+    assert api["environment"]["SLUICE_DATAPLANE_URL"] == "redis://redis:6379/0"
+    # The token key secured-init makes is in the volume the API reads.
+    key = api["environment"]["SLUICE_TOKEN_SECRET_KEY_FILE"]
+    assert key.startswith("/etc/sluice/keys/")
+    assert "sluice-keys:/etc/sluice/keys:ro" in api["volumes"]
+    assert api["depends_on"]["secured-init"] == {
+        "condition": "service_completed_successfully",
+        "required": False,
+    }
+
+
+def test_secured_services_connect_as_their_own_redis_users(monkeypatch):
+    _, config = _secured()
+    for name, user in REDIS_USERS.items():
+        url = urlsplit(config["services"][name]["environment"]["REDIS_URL"])
+        service = user.removeprefix("sluice-").upper()
+        assert (url.username, url.password) == (
+            user,
+            REDIS_PASSWORDS[f"SLUICE_REDIS_{service}_PASSWORD"],
+        ), name
+        assert (url.hostname, url.port, url.path) == ("redis", 6379, "/0")
+    # Celery follows REDIS_URL: the report worker's broker and results as sluice-reports.
+    for variable, value in config["services"]["celery-worker"]["environment"].items():
+        monkeypatch.setenv(variable, value)
+    celery = make_celery(Settings(_env_file=None))
+    assert urlsplit(celery.conf.broker_url).username == "sluice-reports"
+    assert urlsplit(celery.conf.result_backend).username == "sluice-reports"
+    # No service's environment holds another's password (secured-init holds them all).
+    for name in SLUICE_SERVICES:
+        environment = config["services"][name]["environment"]
+        assert not set(REDIS_PASSWORDS) & set(environment), name
+
+
+def test_without_the_secured_profile_redis_and_the_urls_are_as_before():
+    svc = services()
+    for name in REDIS_USERS:
+        assert svc[name]["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+    assert svc["api"]["environment"]["SLUICE_DATAPLANE_URL"] == ""
+    command = svc["redis"]["command"]
+    assert _option(command, "--aclfile") == ""  # an empty ACL file name is none
+    # Passwords alone (say, in .env) change nothing: only secured.env's ACL file does.
+    config = resolved(REDIS_PASSWORDS)
+    for name in REDIS_USERS:
+        assert config["services"][name]["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+    # A Redis of one's own still replaces the bundled one, for every service.
+    mine = resolved({"REDIS_URL": "redis://u:p@cache:6380/1"} | env_file(SECURED_ENV))
+    for name in REDIS_USERS:
+        assert mine["services"][name]["environment"]["REDIS_URL"] == "redis://u:p@cache:6380/1"
+
+
+def test_secured_redis_loads_the_file_secured_init_writes():
+    variables, config = _secured()
+    svc = config["services"]
+    acl_file = _option(svc["redis"]["command"], "--aclfile")
+    assert acl_file == variables["SLUICE_REDIS_ACL_FILE"]
+    init = svc["secured-init"]
+    assert init["environment"]["SLUICE_REDIS_ACL_FILE"] == acl_file
+    mounts = {v.split(":")[1]: v for v in svc["redis"]["volumes"]}
+    assert acl_file.startswith(mounts["/etc/redis-acl"].split(":")[1] + "/")
+    assert mounts["/etc/redis-acl"] == "redis-acl:/etc/redis-acl:ro"
+    assert "redis-acl:/etc/redis-acl" in init["volumes"]
+    assert svc["redis"]["depends_on"]["secured-init"] == {
+        "condition": "service_completed_successfully",
+        "required": False,
+    }
+    # secured-init: a one-off, run as root for the chowns, with the three passwords.
+    assert init["restart"] == "no"
+    assert init["user"] == "0:0"
+    assert init["healthcheck"] == {"disable": True}
+    for variable, password in REDIS_PASSWORDS.items():
+        assert init["environment"][variable] == password
+    shell, flag, script = init["command"]
+    assert (shell, flag) == ("sh", "-c")
+    check = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    assert script.startswith("set -eu\n")
+    commands = [
+        shlex.split(line) for line in script.splitlines() if line.strip().startswith("sluice ")
+    ]
+    parser = build_parser()
+    parsed = [parser.parse_args(words[1:]) for words in commands]
+    assert [p.command for p in parsed] == ["redis-acl-file", "tokens"]
+    assert commands[0][-2:] == ["--output", "$SLUICE_REDIS_ACL_FILE"]
+    assert 'chown "$REDIS_UID:$REDIS_UID" "$SLUICE_REDIS_ACL_FILE"' in script
+    assert init["environment"]["REDIS_UID"] == "999"  # the redis image's redis user
+
+
+@pytest.fixture
+def secured_redis(tmp_path, monkeypatch):
+    """The bundled Redis's command from the file, with the ACL file that `secured-init`'s
+    `sluice redis-acl-file` writes from its environment (paths and port made local)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed")
+    _, config = _secured()
+    svc = config["services"]
+    for variable, value in svc["secured-init"]["environment"].items():
+        monkeypatch.setenv(variable, value)
+    acl = tmp_path / "users.acl"
+    assert main(["redis-acl-file", "--output", str(acl)]) == 0
+    command = list(svc["redis"]["command"])
+    command[command.index("--aclfile") + 1] = str(acl)
+    port = free_port()
+    local = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path)]
+    process = subprocess.Popen(
+        [binary, *command[1:], *local], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        yield config, port, process
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_secured_services_log_in_to_the_secured_redis(secured_redis):
+    config, port, process = secured_redis
+    for name, user in REDIS_USERS.items():
+        url = config["services"][name]["environment"]["REDIS_URL"]
+        client = redis.Redis.from_url(url.replace("@redis:6379", f"@127.0.0.1:{port}"))
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert client.acl_whoami() == user, name
+                break
+            except redis.ConnectionError:
+                assert process.poll() is None, "redis-server refused the command or the file"
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+        client.close()
+    # The health check's unauthenticated PING is answered (NOAUTH): the server is up.
+    anonymous = redis.Redis(port=port)
+    with pytest.raises((redis.AuthenticationError, redis.ResponseError)):
+        anonymous.ping()
+    anonymous.close()
+
+
+def test_the_default_redis_command_runs_without_an_acl_file(tmp_path):
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed")
+    command = services()["redis"]["command"]
+    port = free_port()
+    local = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path)]
+    process = subprocess.Popen(
+        [binary, *command[1:], *local], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    client = redis.Redis(port=port, decode_responses=True)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert client.ping() is True  # the default user, no password: as before
+                break
+            except redis.ConnectionError:
+                assert process.poll() is None, "redis-server refused the command"
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+        assert client.config_get("aclfile") == {"aclfile": ""}
+        assert client.acl_whoami() == "default"
+    finally:
+        client.close()
+        process.kill()
+        process.wait()

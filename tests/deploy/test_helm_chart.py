@@ -47,6 +47,13 @@ KUBE_VERSIONS = (max(_MINIMUM.group(1), _BUNDLED[0], key=_version_key), _BUNDLED
 # structural checks of test_service_monitor_selects_the_worker_metrics instead.
 CUSTOM_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 SLUICE_COMPONENTS = ("api", "worker", "celery-worker", "celery-beat")
+# The Redis ACL user (sluice-<service>) each component connects as when data-plane ACLs are on.
+ACL_SERVICES = {
+    "api": "api",
+    "worker": "worker",
+    "celery-worker": "reports",
+    "celery-beat": "reports",
+}
 ALL_COMPONENTS = (*SLUICE_COMPONENTS, "migration")
 
 
@@ -171,7 +178,8 @@ def test_references_resolve(name):
     values = values_file(name)
     rel = _release(name)
     existing_secrets = {values.get("existingSecret")} | {
-        values.get("auth", {}).get("token", {}).get("existingSecret")
+        values.get("auth", {}).get("token", {}).get("existingSecret"),
+        values.get("redis", {}).get("acl", {}).get("existingSecret"),
     }
     # Secrets an operator's extra environment variables name exist outside the chart too.
     for component in ("api", "worker", "celeryWorker", "celeryBeat", "migration"):
@@ -445,10 +453,15 @@ def test_existing_secrets_replace_the_chart_made_ones():
             "name": "sluice-connections",
             "key": "database-url",
         }
-        assert env["REDIS_URL"]["valueFrom"]["secretKeyRef"] == {
-            "name": "sluice-connections",
-            "key": "redis-url",
-        }
+        # Authentication is on, so data-plane ACLs are: the component's Redis user has its
+        # password in the operator's ACL Secret, its address is redis.dataplaneUrl.
+        service = ACL_SERVICES[component]
+        password = env[f"SLUICE_REDIS_{service.upper()}_PASSWORD"]["valueFrom"]["secretKeyRef"]
+        assert password == {"name": "sluice-redis-acl", "key": f"{service}-password"}
+        assert env["REDIS_URL"]["value"] == (
+            f"redis://sluice-{service}:$(SLUICE_REDIS_{service.upper()}_PASSWORD)"
+            "@redis-master.databases.svc:6379/0"
+        )
         spec = rel.pod_spec(component)
         assert spec["serviceAccountName"] == "sluice-runner"
         assert spec["imagePullSecrets"] == [{"name": "registry-credentials"}]
@@ -584,17 +597,28 @@ CELERY_VARIABLES = ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")
 CELERY_COMPONENTS = ("api", "celery-worker", "celery-beat")
 
 
+def _secret_data(rel: Release, name: str) -> dict[str, str]:
+    """The (decoded) keys of a Secret the chart makes."""
+    secret = rel.get("Secret", name)
+    data = dict(secret.get("stringData", {}))
+    data |= {k: base64.b64decode(v).decode() for k, v in secret.get("data", {}).items()}
+    return data
+
+
 def _resolved_env(rel: Release, component: str) -> dict[str, str]:
-    """A container's environment with the chart's ConfigMap and Secret filled in."""
-    secret = rel.get("Secret", FULLNAME)["stringData"]
+    """A container's environment with the chart's ConfigMap and Secrets filled in, and the
+    $(NAME) references Kubernetes expands (from variables defined before) expanded."""
     environment = dict(rel.configmap_data())
-    for name, env in _env(rel.container(component)).items():
+    for env in rel.container(component)["env"]:
+        name = env["name"]
         ref = env.get("valueFrom", {}).get("secretKeyRef")
         if ref:
-            assert ref["name"] == FULLNAME
-            environment[name] = secret[ref["key"]]
+            assert ref["name"] in {FULLNAME, f"{FULLNAME}-redis-acl"}
+            environment[name] = _secret_data(rel, ref["name"])[ref["key"]]
         elif "value" in env:
-            environment[name] = env["value"]
+            environment[name] = _DEPENDENT.sub(
+                lambda m: environment.get(m.group(1), m.group(0)), env["value"]
+            )
     return environment
 
 
@@ -609,6 +633,22 @@ def test_redis_cluster_keeps_celery_on_its_own_broker(monkeypatch):
     assert secret["CELERY_BROKER_URL"] == values["redis"]["celeryBrokerUrl"]
     for component in CELERY_COMPONENTS:
         env = _env(rel.container(component))
+        # Authentication is on, so data-plane ACLs are: Celery's Redis too is reached as the
+        # component's own ACL user.
+        service = ACL_SERVICES[component]
+        for variable in CELERY_VARIABLES:
+            assert env[variable]["value"] == (
+                f"redis://sluice-{service}:$(SLUICE_REDIS_{service.upper()}_PASSWORD)"
+                "@celery-broker-redis-master.databases.svc:6379/0"
+            ), (component, variable)
+    off = release(
+        merged(
+            values,
+            {"auth": {"authentication": {"enabled": False}, "authorization": {"enabled": False}}},
+        )
+    )
+    for component in CELERY_COMPONENTS:
+        env = _env(off.container(component))
         for variable in CELERY_VARIABLES:
             ref = env[variable]["valueFrom"]["secretKeyRef"]
             assert ref == {"name": FULLNAME, "key": "CELERY_BROKER_URL"}, (component, variable)
@@ -618,14 +658,19 @@ def test_redis_cluster_keeps_celery_on_its_own_broker(monkeypatch):
     assert "Redis Cluster (redis.cluster=true)" in rel.notes
 
     # What the report worker makes of its environment: Sluice's data plane on the cluster,
-    # Celery's broker and results on the single Redis.
-    for name, value in _resolved_env(rel, "celery-worker").items():
+    # Celery's broker and results on the single Redis, both as sluice-reports.
+    environment = _resolved_env(rel, "celery-worker")
+    password = _secret_data(rel, f"{FULLNAME}-redis-acl")["reports-password"]
+    for name, value in environment.items():
         monkeypatch.setenv(name, value)
     settings = Settings(_env_file=None)
-    assert settings.effective_redis_url == values["redis"]["url"]
+    assert settings.effective_redis_url == (
+        f"redis://sluice-reports:{password}@redis-redis-cluster.databases.svc:6379/0"
+    )
     celery = make_celery(settings)
-    assert celery.conf.broker_url == values["redis"]["celeryBrokerUrl"]
-    assert celery.conf.result_backend == values["redis"]["celeryBrokerUrl"]
+    broker = f"redis://sluice-reports:{password}@celery-broker-redis-master.databases.svc:6379/0"
+    assert celery.conf.broker_url == broker
+    assert celery.conf.result_backend == broker
 
 
 def test_without_redis_cluster_celery_uses_the_redis_url():
@@ -719,3 +764,216 @@ def test_report_worker_drives_a_spark_cluster_from_its_pod_ip():
     assert conf["spark.hadoop.fs.s3a.access.key"] == "AKIDEXAMPLE"
     # Only the report worker drives Spark.
     assert "SLUICE_SPARK_CONF" not in _env(rel.container("api"))
+
+
+# --- data-plane ACLs (on exactly when authentication is) -------------------------------------
+
+ACL_SECRET = f"{FULLNAME}-redis-acl"
+ACL_PASSWORDS = {"api": "api-Pw.1", "worker": "worker~Pw-2", "reports": "reports_Pw3"}
+
+
+def _password_variable(service: str) -> str:
+    return f"SLUICE_REDIS_{service.upper()}_PASSWORD"
+
+
+def test_acl_file_is_the_one_sluice_renders_for_the_same_passwords():
+    from dataplane.acl import render_acl_file
+
+    values = merged(values_file("default"), {"redis": {"acl": {"passwords": ACL_PASSWORDS}}})
+    data = _secret_data(release(values), ACL_SECRET)
+    assert {k: data[f"{k}-password"] for k in ACL_PASSWORDS} == ACL_PASSWORDS
+    assert data["users.acl"] == render_acl_file(ACL_PASSWORDS)
+
+
+def test_generated_passwords_make_the_same_file_and_are_kept():
+    from dataplane.acl import render_acl_file
+
+    rel = _release("default")
+    secret = rel.get("Secret", ACL_SECRET)
+    assert secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    data = _secret_data(rel, ACL_SECRET)
+    passwords = {s: data[f"{s}-password"] for s in ("api", "worker", "reports")}
+    assert all(re.fullmatch(r"[A-Za-z0-9]{32}", p) for p in passwords.values())
+    assert len(set(passwords.values())) == 3
+    assert data["users.acl"] == render_acl_file(passwords)
+    # On upgrade the Secret is looked up and its passwords reused (the lookup finds nothing
+    # offline); the template reads them under the keys it writes.
+    template = (CHART / "templates" / "redis-acl-secret.yaml").read_text()
+    assert 'lookup "v1" "Secret" .Release.Namespace $name' in template
+    assert "hasKey $existing.data $key" in template
+
+
+def test_each_component_connects_as_its_own_acl_user(monkeypatch):
+    from urllib.parse import urlsplit
+
+    from models.settings import Settings
+    from reports.celery_app import make_celery
+
+    values = merged(values_file("default"), {"redis": {"acl": {"passwords": ACL_PASSWORDS}}})
+    rel = release(values)
+    for component, service in ACL_SERVICES.items():
+        env = rel.container(component)["env"]
+        names = [e["name"] for e in env]
+        variable = _password_variable(service)
+        ref = env[names.index(variable)]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": ACL_SECRET, "key": f"{service}-password"}
+        # Kubernetes expands $(NAME) only from variables defined before it.
+        assert names.index(variable) < names.index("REDIS_URL")
+        # No other component's password is in its environment.
+        assert [n for n in names if n.startswith("SLUICE_REDIS_")] == [variable]
+        url = urlsplit(_resolved_env(rel, component)["REDIS_URL"])
+        assert (url.username, url.password) == (f"sluice-{service}", ACL_PASSWORDS[service])
+        assert (url.hostname, url.port, url.path) == ("redis-master.databases.svc", 6379, "/0")
+    # The migration Job (a hook, before the ACL Secret exists) uses no Redis.
+    assert "REDIS_URL" not in _env(rel.container("migration"))
+    # Celery (beat and worker) takes its broker and results from REDIS_URL: sluice-reports.
+    for name, value in _resolved_env(rel, "celery-beat").items():
+        monkeypatch.setenv(name, value)
+    celery = make_celery(Settings(_env_file=None))
+    assert urlsplit(celery.conf.broker_url).username == "sluice-reports"
+    assert urlsplit(celery.conf.result_backend).username == "sluice-reports"
+
+
+def test_admin_service_gives_clients_the_address_without_credentials(monkeypatch):
+    from models.settings import Settings
+
+    rel = _release("default")
+    assert _env(rel.container("api"))["SLUICE_DATAPLANE_URL"]["value"] == (
+        "redis://redis-master.databases.svc:6379/0"  # redis.url without ":s3cret@"
+    )
+    for component in ("worker", "celery-worker", "celery-beat", "migration"):
+        assert "SLUICE_DATAPLANE_URL" not in _env(rel.container(component))
+    for name, value in _resolved_env(rel, "api").items():
+        monkeypatch.setenv(name, value)
+    assert Settings(_env_file=None).dataplane_url == "redis://redis-master.databases.svc:6379/0"
+    # TLS options stay; another address for clients is redis.dataplaneUrl.
+    tls = merged(
+        values_file("default"),
+        {"redis": {"url": "rediss://:pw@redis.db.svc:6380/0?ssl_ca_certs=/etc/ca.pem"}},
+    )
+    env = _env(release(tls).container("api"))
+    assert env["SLUICE_DATAPLANE_URL"]["value"] == (
+        "rediss://redis.db.svc:6380/0?ssl_ca_certs=/etc/ca.pem"
+    )
+    assert env["REDIS_URL"]["value"] == (
+        "rediss://sluice-api:$(SLUICE_REDIS_API_PASSWORD)@redis.db.svc:6380/0"
+        "?ssl_ca_certs=/etc/ca.pem"
+    )
+    public = merged(
+        values_file("default"), {"redis": {"dataplaneUrl": "redis://redis.example.com:6379/0"}}
+    )
+    assert _env(release(public).container("api"))["SLUICE_DATAPLANE_URL"]["value"] == (
+        "redis://redis.example.com:6379/0"
+    )
+    # The components themselves still connect to redis.url.
+    assert (
+        "@redis-master.databases.svc:6379/0"
+        in _env(release(public).container("worker"))["REDIS_URL"]["value"]
+    )
+
+
+@pytest.mark.parametrize("name", ["auth-off"])
+def test_without_authentication_redis_is_used_as_before(name):
+    rel = _release(name)
+    assert not rel.has("Secret", ACL_SECRET)
+    assert "sluice/templates/redis-acl-secret.yaml" not in {
+        path for path, text in rel.files.items() if text.strip()
+    }
+    for component in SLUICE_COMPONENTS:
+        env = _env(rel.container(component))
+        assert env["REDIS_URL"]["valueFrom"]["secretKeyRef"] == {
+            "name": FULLNAME,
+            "key": "REDIS_URL",
+        }
+        assert not [n for n in env if n.startswith("SLUICE_REDIS_")]
+        assert "SLUICE_DATAPLANE_URL" not in env
+    assert "Data-plane ACLs" not in rel.notes
+    on = release(merged(values_file(name), {"auth": {"authentication": {"enabled": True}}}))
+    assert on.has("Secret", ACL_SECRET)
+
+
+def test_acls_with_an_existing_secret_need_the_dataplane_url():
+    values = values_file("existing-secret")
+    rel = _release("existing-secret")
+    assert not rel.has("Secret", ACL_SECRET)  # the operator's sluice-redis-acl holds them
+    assert "sluice redis-acl-file --output users.acl" in rel.notes
+    assert (
+        _env(rel.container("api"))["SLUICE_DATAPLANE_URL"]["value"]
+        == (values["redis"]["dataplaneUrl"])
+    )
+    without = merged(values, {"redis": {"dataplaneUrl": ""}})
+    with pytest.raises(helm.HelmRenderError, match=r"set redis\.dataplaneUrl"):
+        render(without)
+
+
+def test_notes_say_how_to_load_the_acl_file():
+    rel = _release("default")
+    assert "Data-plane ACLs are on" in rel.notes
+    assert f"get secret {ACL_SECRET}" in rel.notes
+    assert "users\\.acl" in rel.notes
+    assert "redis-server --aclfile" in rel.notes
+    assert "every cluster node" in _release("redis-cluster").notes
+
+
+def test_pods_roll_when_the_acl_passwords_change():
+    base = values_file("default")
+    before = release(base).workload("worker")["spec"]["template"]["metadata"]["annotations"]
+    changed = release(merged(base, {"redis": {"acl": {"passwords": ACL_PASSWORDS}}}))
+    after = changed.workload("worker")["spec"]["template"]["metadata"]["annotations"]
+    assert before["checksum/redis-acl"] != after["checksum/redis-acl"]
+    assert before["checksum/config"] == after["checksum/config"]
+
+
+@pytest.mark.parametrize(
+    ("override", "where"),
+    [
+        ({"redis": {"acl": {"passwords": {"api": "has space"}}}}, "/redis/acl/passwords/api"),
+        ({"redis": {"acl": {"passwords": {"worker": "p@ss"}}}}, "/redis/acl/passwords/worker"),
+        ({"redis": {"acl": {"passwords": {"admin": "x"}}}}, "/redis/acl/passwords"),
+        ({"redis": {"dataplaneUrl": "redis://u:pw@redis:6379/0"}}, "/redis/dataplaneUrl"),
+        ({"redis": {"dataplaneUrl": "redis:6379"}}, "/redis/dataplaneUrl"),
+    ],
+)
+def test_values_schema_rejects_wrong_acl_values(override, where):
+    with pytest.raises(helm.HelmValuesError, match=re.escape(where)):
+        render(merged(values_file("default"), override))
+
+
+def test_a_redis_server_loads_the_charts_file_and_admits_each_component(tmp_path):
+    """The chart's ACL file in a real redis-server: each component's resolved REDIS_URL logs
+    in as its own user; nobody gets in as the default user."""
+    import shutil
+    import time
+
+    import redis
+
+    from server.embedded_redis import EmbeddedRedis
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    rel = _release("default")
+    acl = tmp_path / "users.acl"
+    acl.write_text(_secret_data(rel, ACL_SECRET)["users.acl"])
+    server = EmbeddedRedis(tmp_path / "redis", extra_args=("--aclfile", str(acl)))
+    process = server.spawn()
+    try:
+        for component, service in ACL_SERVICES.items():
+            url = _resolved_env(rel, component)["REDIS_URL"]
+            local = re.sub(r"@[^/]+/", f"@127.0.0.1:{server.port}/", url)
+            client = redis.Redis.from_url(local, decode_responses=True)
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    assert client.acl_whoami() == f"sluice-{service}"
+                    break
+                except redis.ConnectionError:
+                    assert process.poll() is None, "redis-server refused the chart's ACL file"
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+            client.close()
+        anonymous = redis.Redis(port=server.port)
+        with pytest.raises((redis.AuthenticationError, redis.ResponseError)):
+            anonymous.ping()
+        anonymous.close()
+    finally:
+        server.stop()

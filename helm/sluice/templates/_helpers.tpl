@@ -100,6 +100,52 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
+{{/* Name of the Secret with the data plane's Redis ACL passwords (and, chart-made, the file). */}}
+{{- define "sluice.redisAclSecretName" -}}
+{{- if .Values.redis.acl.existingSecret -}}
+{{- .Values.redis.acl.existingSecret -}}
+{{- else -}}
+{{- printf "%s-redis-acl" (include "sluice.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A Redis URL without its credentials. */}}
+{{- define "sluice.redisAddress" -}}
+{{- $url := urlParse . -}}
+{{- urlJoin (dict "scheme" $url.scheme "host" $url.host "path" $url.path "query" $url.query) -}}
+{{- end -}}
+
+{{/* A Redis URL with a service user, its password a $(VARIABLE) that Kubernetes expands from
+     the variable defined before it: (dict "url" URL "service" "worker") */}}
+{{- define "sluice.serviceRedisUrl" -}}
+{{- $url := urlParse .url -}}
+{{- printf "%s://sluice-%s:$(%s)@%s%s" $url.scheme .service (include "sluice.redisPasswordVariable" .service) $url.host $url.path -}}
+{{- with $url.query }}?{{ . }}{{ end -}}
+{{- end -}}
+
+{{/* The variable that holds a service user's password, as `sluice redis-acl-file` reads it. */}}
+{{- define "sluice.redisPasswordVariable" -}}
+{{- printf "SLUICE_REDIS_%s_PASSWORD" (upper .) -}}
+{{- end -}}
+
+{{/* The Redis Sluice's components connect to with data-plane ACLs on. */}}
+{{- define "sluice.componentRedis" -}}
+{{- if and (not .Values.existingSecret) .Values.redis.url -}}
+{{- .Values.redis.url -}}
+{{- else -}}
+{{- .Values.redis.dataplaneUrl -}}
+{{- end -}}
+{{- end -}}
+
+{{/* SLUICE_DATAPLANE_URL: the Redis URL clients are given, without credentials. */}}
+{{- define "sluice.dataplaneUrl" -}}
+{{- if .Values.redis.dataplaneUrl -}}
+{{- .Values.redis.dataplaneUrl -}}
+{{- else if .Values.redis.url -}}
+{{- include "sluice.redisAddress" .Values.redis.url -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Fails early on values that cannot work. */}}
 {{- define "sluice.validateValues" -}}
 {{- if not .Values.existingSecret -}}
@@ -123,6 +169,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- if and .Values.auth.authorization.enabled (not .Values.auth.authentication.enabled) -}}
 {{- fail "auth.authorization.enabled needs auth.authentication.enabled" -}}
 {{- end -}}
+{{- if and .Values.auth.authentication.enabled .Values.existingSecret (not .Values.redis.dataplaneUrl) -}}
+{{- fail "auth.authentication.enabled turns data-plane ACLs on: with existingSecret set redis.dataplaneUrl, the Redis address (without credentials) the components connect to with their ACL users" -}}
+{{- end -}}
 {{- if not (has .Values.auth.token.keyType (list "secret" "public")) -}}
 {{- fail "auth.token.keyType must be \"secret\" or \"public\"" -}}
 {{- end -}}
@@ -138,6 +187,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.restartPodsOnConfigMapChange -}}
 {{- $_ := set $annotations "checksum/config" (include (print .Template.BasePath "/configmap.yaml") . | sha256sum) -}}
 {{- $_ := set $annotations "checksum/secret" (include (print .Template.BasePath "/secret.yaml") . | sha256sum) -}}
+{{- if .Values.auth.authentication.enabled -}}
+{{- /* The ACL Secret's generated passwords are random until it exists: sum what the values say. */}}
+{{- $_ := set $annotations "checksum/redis-acl" (toJson .Values.redis.acl | sha256sum) -}}
+{{- end -}}
 {{- end -}}
 {{- with .Values.podAnnotations -}}
 {{- $annotations = merge $annotations . -}}
@@ -150,21 +203,39 @@ app.kubernetes.io/component: {{ .component }}
 {{/* Environment of every Sluice container: settings, connection URLs, extra variables.
      With "celery" true (the processes that use Celery) and redis.cluster, Celery's own
      CELERY_BROKER_URL and CELERY_RESULT_BACKEND, which it reads before its configuration.
-     (dict "root" $ "extraEnvs" .Values.api.extraEnvs "celery" true) */}}
+     "service" (api, worker, reports) is the component's Redis ACL user when data-plane ACLs
+     are on (auth.authentication.enabled): its password from the ACL Secret, then every Redis
+     URL with that user and password; the admin service also gets SLUICE_DATAPLANE_URL.
+     (dict "root" $ "extraEnvs" .Values.api.extraEnvs "celery" true "service" "api") */}}
 {{- define "sluice.env" -}}
+{{- $acl := .root.Values.auth.authentication.enabled -}}
+{{- $password := include "sluice.redisPasswordVariable" .service -}}
 - name: DATABASE_URL
   valueFrom:
     secretKeyRef:
       name: {{ include "sluice.secretName" .root }}
       key: {{ .root.Values.secretKeys.databaseUrl }}
+{{- if $acl }}
+- name: {{ $password }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "sluice.redisAclSecretName" .root }}
+      key: {{ .service }}-password
+- name: REDIS_URL
+  value: {{ include "sluice.serviceRedisUrl" (dict "url" (include "sluice.componentRedis" .root) "service" .service) | quote }}
+{{- else }}
 - name: REDIS_URL
   valueFrom:
     secretKeyRef:
       name: {{ include "sluice.secretName" .root }}
       key: {{ .root.Values.secretKeys.redisUrl }}
+{{- end }}
 {{- if and .celery .root.Values.redis.cluster (or .root.Values.existingSecret .root.Values.redis.celeryBrokerUrl) }}
 {{- range list "CELERY_BROKER_URL" "CELERY_RESULT_BACKEND" }}
 - name: {{ . }}
+{{- if and $acl (not $.root.Values.existingSecret) }}
+  value: {{ include "sluice.serviceRedisUrl" (dict "url" $.root.Values.redis.celeryBrokerUrl "service" $.service) | quote }}
+{{- else }}
   valueFrom:
     secretKeyRef:
       name: {{ include "sluice.secretName" $.root }}
@@ -173,6 +244,11 @@ app.kubernetes.io/component: {{ .component }}
       optional: true
       {{- end }}
 {{- end }}
+{{- end }}
+{{- end }}
+{{- if and (eq .service "api") (or $acl .root.Values.redis.dataplaneUrl) }}
+- name: SLUICE_DATAPLANE_URL
+  value: {{ include "sluice.dataplaneUrl" .root | quote }}
 {{- end }}
 - name: POD_NAME
   valueFrom:
