@@ -131,6 +131,7 @@ class Client:
                 "authentication needs the admin service's URL (http://host:8080), which "
                 "trades the token for Redis credentials; a Redis URL carries its own"
             )
+        self.redis_url = redis_url  # with the session's credentials, when it has some
         try:
             self.redis = connect(
                 redis_url,

@@ -83,10 +83,8 @@ def test_a_granted_role_works_and_is_isolated(secured: tuple[Standalone, Path]) 
         with pytest.raises(sluice.AuthorizationError, match=f"consume from {secret_topic}"):
             client.subscribe(secret_topic, "books")
 
-        kwargs = client.redis.connection_pool.connection_kwargs
-        raw = redis.Redis(
-            port=server.redis_port, username=kwargs["username"], password=kwargs["password"]
-        )
+        assert "sl-session-" in client.redis_url
+        raw = redis.Redis.from_url(client.redis_url)
         log = "sl:{globex/secret/ledger}:log"
         for attack in (
             lambda: raw.xrange(log),
