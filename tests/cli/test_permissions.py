@@ -56,6 +56,15 @@ def test_permission_errors(cli, ok, namespace):
     missing = cli("topics", "permissions", "persistent://acme/orders/none")
     assert missing.code == 1 and "(HTTP 404)" in missing.err
     assert "404" in cli("namespaces", "permissions", "acme/none").err
-    bad_role = cli("namespaces", "revoke-permission", namespace, "--role", "...")
+    bad_role = cli("namespaces", "revoke-permission", namespace, "--role", "..")
     assert bad_role.code == 1 and "(HTTP 412)" in bad_role.err
 
+
+def test_dot_names_are_sent_as_names_not_dot_segments(cli, ok, topic, namespace):
+    for name in (".", ".."):
+        refused = cli("namespaces", "revoke-permission", namespace, "--role", name)
+        assert refused.code == 1 and "(HTTP 412)" in refused.err, refused
+        refused = cli("topics", "unsubscribe", topic, "-s", name)  # not the topic's DELETE
+        assert refused.code == 1 and "Subscription not found" in refused.err, refused
+    assert ok("namespaces", "list", "acme").json == [namespace]
+    assert ok("topics", "subscriptions", topic).json == ["s1"]
