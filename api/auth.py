@@ -21,7 +21,8 @@ the ``Authorization`` header or, as Pulsar's proxy allows, the ``token`` query p
 browser cannot set headers on a WebSocket); the middleware refuses the handshake with 401,
 and ``authorize_websocket`` applies ``POLICY`` (403), before anything is created.  Producing,
 consuming and reading a tenant's topics needs what managing them needs: a super-user or an
-admin role of the tenant (Sluice has no per-namespace produce/consume grants).
+admin role of the tenant (the produce/consume grants of ``models.permissions`` are not
+consulted here).
 """
 
 from __future__ import annotations
