@@ -379,6 +379,7 @@ def test_the_credential_manager_hears_of_every_durable_change(acl_http):
     assert http.post(f"{NS}/permissions/x", params={"dryRun": "true"}, json=[]).status_code == 200
     assert http.post(f"{NS}/permissions/x", json=["write"]).status_code == 400
     assert http.delete(f"{PLAIN}/permissions/app").status_code == 412
+    assert http.delete(f"{NS}/permissions/nobody").status_code == 204  # nothing to revoke
     assert http.get(f"{TOPIC}/permissions").status_code == 200
     assert acl.seen == []
     # A deletion that takes grants with it refreshes their roles.
