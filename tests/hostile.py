@@ -38,6 +38,7 @@ PATH_VALUES = {
     "expireTimeInSeconds": "1",
     "timestamp": "0",
     "session": "sl-session-0",
+    "role": "app",
 }
 FRESH = "fresh"
 
@@ -54,6 +55,7 @@ VALID_BODIES: dict[str, Any] = {
     "ResetCursorData": {"ledgerId": -1, "entryId": -1},
     "integer": 7,
     "object": {},
+    "array": ["produce", "consume"],  # a grant's actions (the permission routes)
 }
 
 # GET answers that change on their own (workers, clocks, reports) stay out of the snapshot.
@@ -268,6 +270,8 @@ class World:
             ("POST", f"{self.NS}/maxUnackedMessagesPerSubscription", 1000),
             ("POST", f"{self.TOPIC}/maxUnackedMessagesOnConsumer", 10),
             ("POST", f"{ADMIN}/brokers/configuration/dispatchThrottlingRateInMsg/10000", None),
+            ("POST", f"{self.NS}/permissions/app", ["consume"]),
+            ("POST", f"{self.TOPIC}/permissions/app", ["produce"]),
         ]
         for method, path, body in writes:
             answer = self.http.request(method, path, json=body)

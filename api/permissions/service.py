@@ -72,8 +72,10 @@ async def revoke(uow: UnitOfWork, target: PolicyTarget, role: str) -> None:
     slot = grant_slot(target, role)
     if target.topic is not None and await find(uow.session, slot, lock=True) is None:
         raise PreconditionFailed("Permissions are not set at the topic level")
+    recorded = uow.emitted
     await remove(uow, slot)
-    uow.permissions_changed(role)
+    if uow.emitted > recorded:  # a grant was there
+        uow.permissions_changed(role)
 
 
 async def note_roles_granted(

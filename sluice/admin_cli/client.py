@@ -24,7 +24,14 @@ class AdminError(Exception):
 
 
 def segment(value: str) -> str:
-    """One URL path segment, escaped."""
+    """One URL path segment, escaped.
+
+    ``.`` and ``..`` are escaped too (``%2E``): left as they are, the HTTP client resolves
+    them as dot segments, and ``revoke-permission --role ..`` would send ``DELETE`` to the
+    namespace itself.  Escaped, the server sees the name and refuses it (412).
+    """
+    if value in (".", ".."):
+        return value.replace(".", "%2E")
     return quote(value, safe="")
 
 

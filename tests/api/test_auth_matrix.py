@@ -54,6 +54,7 @@ DEFAULT_PARAMS = {
     "name": "dispatchThrottlingRatePerTopicInMsg",
     "value": "100",
     "session": "sl-session-0",
+    "role": "app",
 }
 
 
@@ -139,7 +140,13 @@ SPECS: dict[tuple[str, str], Spec] = {
     ("GET", "/admin/v2/persistent/{tenant}/{namespace}/partitioned"): spec(TENANT),
     ("PUT", TOPIC): spec(TENANT, 204, undo=[("DELETE", TOPIC)], topic="t2"),
     ("DELETE", TOPIC): spec(
-        TENANT, 204, undo=[("PUT", TOPIC), ("PUT", TOPIC + "/subscription/sub")]
+        TENANT,
+        204,
+        undo=[
+            ("PUT", TOPIC),
+            ("PUT", TOPIC + "/subscription/sub"),
+            ("POST", TOPIC + "/permissions/app", ["produce"]),
+        ],
     ),
     ("PUT", TOPIC + "/partitions"): spec(
         TENANT, 204, 2, [("DELETE", TOPIC + "/partitions")], topic="pt2"
@@ -218,6 +225,17 @@ for _path, _body in (
     SPECS[("GET", _path)] = spec(TENANT)
     SPECS[("POST", _path)] = spec(TENANT, 204, _body, [("DELETE", _path)])
     SPECS[("DELETE", _path)] = spec(TENANT, 204)
+
+# Permissions: role app has a grant on namespace ns and on topic t (``Admin.reset``); a
+# revoke is undone by granting again.
+for _path, _body in ((NS + "/permissions", ["consume"]), (TOPIC + "/permissions", ["produce"])):
+    SPECS[("GET", _path)] = spec(TENANT)
+    SPECS[("POST", _path + "/{role}")] = spec(
+        TENANT, 204, ["produce", "consume"], [("POST", _path + "/{role}", _body)]
+    )
+    SPECS[("DELETE", _path + "/{role}")] = spec(
+        TENANT, 204, undo=[("POST", _path + "/{role}", _body)]
+    )
 
 # Subscription and topic operations: subscription sub of topic t has no messages (peek and
 # examine find none) and no worker owns t (the lookup answers 503).
@@ -344,7 +362,8 @@ class Admin:
 
     def reset(self) -> None:
         """Empty the database and Redis; create tenants acme, other, spare and acme's
-        namespaces ns and empty, topic t with subscription sub, partitioned topic pt."""
+        namespaces ns and empty, topic t with subscription sub, partitioned topic pt, and
+        role app's grants on ns and t."""
         truncate(self.db)
         flush_redis(self.redis_url)
         for tenant, admins in (("acme", ["acme-admin"]), ("other", ["other-admin"])):
@@ -355,6 +374,8 @@ class Admin:
         self.ok("PUT", "/admin/v2/persistent/acme/ns/t")
         self.ok("PUT", "/admin/v2/persistent/acme/ns/pt/partitions", 2)
         self.ok("PUT", "/admin/v2/persistent/acme/ns/t/subscription/sub")
+        self.ok("POST", "/admin/v2/namespaces/acme/ns/permissions/app", ["consume"])
+        self.ok("POST", "/admin/v2/persistent/acme/ns/t/permissions/app", ["produce"])
 
 
 @pytest.fixture(scope="module")

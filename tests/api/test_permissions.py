@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 from sqlalchemy import text
 
+from api.app import create_app
 from models.db import make_async_engine, make_session_factory
 from models.permissions import Action, Grant, all_grants, allowed, grants_for_role
+from tests.conftest import ServerThread
 
 ADMIN = "/admin/v2"
 NS = f"{ADMIN}/namespaces/acme/orders"
@@ -332,3 +335,57 @@ def test_the_query_helpers_read_what_the_api_wrote(world, settings):
     assert allowed(mine, "persistent://acme/orders/plain", "consume")
     assert not allowed(mine, "persistent://acme/orders/plain", "produce")
     assert not allowed(mine, "persistent://acme/billing/t", "consume")
+
+
+class RecordingAcl:
+    """Stands in for the data plane's credential manager: records each refresh, with the
+    role's grants as a separate connection sees them then (committed or not at all)."""
+
+    def __init__(self, db) -> None:
+        self.db = db
+        self.seen: list[tuple[str, int]] = []
+
+    async def refresh_role(self, role: str) -> None:
+        with self.db.connect() as connection:
+            count = connection.execute(
+                text("SELECT count(*) FROM permission_grants WHERE role = :role"), {"role": role}
+            ).scalar_one()
+        self.seen.append((role, int(count)))
+
+
+@pytest.fixture
+def acl_http(world, settings, db):
+    """An admin server with a credential manager on ``app.state.dataplane_acl``."""
+    app = create_app(settings)
+    acl = RecordingAcl(db)
+    app.state.dataplane_acl = acl
+    server = ServerThread(app).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            yield client, acl
+    finally:
+        server.stop()
+
+
+def test_the_credential_manager_hears_of_every_durable_change(acl_http):
+    http, acl = acl_http
+    assert http.post(f"{NS}/permissions/app", json=["produce"]).status_code == 204
+    assert acl.seen == [("app", 1)]
+    assert http.post(f"{TOPIC}/permissions/app", json=["consume"]).status_code == 204
+    assert http.delete(f"{NS}/permissions/app").status_code == 204
+    assert acl.seen == [("app", 1), ("app", 2), ("app", 1)]
+    acl.seen.clear()
+    # Dry runs and refusals change nothing and refresh nothing.
+    assert http.post(f"{NS}/permissions/x", params={"dryRun": "true"}, json=[]).status_code == 200
+    assert http.post(f"{NS}/permissions/x", json=["write"]).status_code == 400
+    assert http.delete(f"{PLAIN}/permissions/app").status_code == 412
+    assert http.delete(f"{NS}/permissions/nobody").status_code == 204  # nothing to revoke
+    assert http.get(f"{TOPIC}/permissions").status_code == 200
+    assert acl.seen == []
+    # A deletion that takes grants with it refreshes their roles.
+    assert http.post(f"{PLAIN}/permissions/reader", json=["consume"]).status_code == 204
+    acl.seen.clear()
+    assert http.delete(f"{TOPIC}/partitions").status_code == 204
+    assert acl.seen == [("app", 0)]
+    assert http.delete(PLAIN).status_code == 204
+    assert acl.seen == [("app", 0), ("reader", 0)]

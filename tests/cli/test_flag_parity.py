@@ -54,6 +54,17 @@ CASES = [
     ("namespaces delete tenant/ns", {"force": False}),
     ("namespaces policies tenant/ns", {"namespace": "tenant/ns"}),
     ("namespaces topics tenant/ns", {"namespace": "tenant/ns"}),
+    (
+        "namespaces grant-permission tenant/ns --role r --actions produce,consume",
+        {"namespace": "tenant/ns", "role": "r", "actions": ["produce", "consume"]},
+    ),
+    ("namespaces revoke-permission tenant/ns --role r", {"role": "r", "dry_run": False}),
+    ("namespaces permissions tenant/ns", {"namespace": "tenant/ns"}),
+    (f"topics grant-permission {T} --role r --actions consume", {"actions": ["consume"]}),
+    (f"topics grant-permission {T} -r r -a produce,consume", {"role": "r"}),
+    (f"topics revoke-permission {T} --role r", {"topic": T, "role": "r"}),
+    (f"topics revoke-permission {T} -r r --dry-run", {"dry_run": True}),
+    (f"topics permissions {T}", {"topic": T}),
     # 2.3 topicPolicies
     (
         f"topicPolicies set-dispatch-rate {T} -md 10 -bd -1 -dt 1 -rp -g",
@@ -167,6 +178,9 @@ def test_reference_command_lines_parse(line, expected):
     [
         "topics create-partitioned-topic persistent://t/ns/x",  # -p is required
         "topics create-subscription persistent://t/ns/x",  # -s is required
+        "namespaces grant-permission t/ns --role r",  # --actions is required
+        "namespaces revoke-permission t/ns",  # --role is required
+        "topics grant-permission persistent://t/ns/x --actions consume",  # --role too
         "brokers update-dynamic-config -c k",  # -v is required
         "namespaces set-dispatch-rate t/ns -md many",
         "topics list t/ns -td kafka",

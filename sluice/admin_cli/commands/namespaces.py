@@ -1,5 +1,5 @@
-"""``namespaces``: list, create, delete, policies, topics, the namespace dispatch rates and
-abuse limits."""
+"""``namespaces``: list, create, delete, policies, topics, permissions, the namespace dispatch
+rates and abuse limits."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from sluice.admin_cli.commands.common import (
     rate_body,
 )
 from sluice.admin_cli.commands.limits import register_namespace_limits
+from sluice.admin_cli.commands.permissions import register_permissions
 from sluice.admin_cli.commands.verbs import Policy, register_policy, under
 from sluice.admin_cli.names import namespace_path
 
@@ -88,3 +89,10 @@ def register(commands, parents) -> None:
         register_policy(group, parents, policy)
     register_namespace_limits(group, parents)
     register_namespace_rates(group, parents)
+    register_permissions(
+        group,
+        parents,
+        target=("namespace", "tenant/namespace"),
+        path_of=_ns,
+        short_flags=False,
+    )

@@ -1,5 +1,5 @@
 """``topics``: create, partitions, list, delete, subscriptions, stats, rates, abuse limits,
-provenance."""
+permissions, provenance."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from sluice.admin_cli.client import AdminError, segment
 from sluice.admin_cli.commands.client_rates import register_topic_rates
 from sluice.admin_cli.commands.common import add_command, add_force, add_group
 from sluice.admin_cli.commands.limits import register_topic_limits
+from sluice.admin_cli.commands.permissions import register_permissions
 from sluice.admin_cli.commands.topic_operations import register_operation_commands
 from sluice.admin_cli.commands.topic_rates import register_rate_commands
 from sluice.admin_cli.names import namespace_path, topic_path
@@ -184,6 +185,13 @@ def register(commands, parents) -> None:
     register_topic_limits(group, parents, global_flag=False)
     register_topic_rates(group, parents, global_flag=False)
     register_operation_commands(group, parents)
+    register_permissions(
+        group,
+        parents,
+        target=("topic", "persistent://tenant/namespace/topic"),
+        path_of=lambda args: topic_path(args.topic),
+        short_flags=True,
+    )
 
     _topic_command(
         group,
