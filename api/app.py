@@ -119,21 +119,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings, engine, sessions, redis, relay, data_plane, cache, enforcement, reports
         )
         # With authentication on, clients get Redis users of their own (api.sessions).
-        app.state.dataplane_acl = None
+        acl_sessions = None
         if access_control.authentication:
-            app.state.dataplane_acl = Sessions(
+            acl_sessions = Sessions(
                 redis,
                 functools.partial(role_grants, sessions, access_control),
                 settings.dataplane_session_seconds,
             )
+            app.state.dataplane_acl = acl_sessions
         tasks = [
             asyncio.create_task(relay.run(), name="outbox-relay"),
             asyncio.create_task(relay.mark(), name="outbox-mark"),
             asyncio.create_task(cache.run(), name="policy-cache"),
             asyncio.create_task(enforcement.run(), name="enforcement"),
         ]
-        if app.state.dataplane_acl is not None:
-            tasks.append(asyncio.create_task(app.state.dataplane_acl.run(), name="acl-sessions"))
+        if acl_sessions is not None:
+            tasks.append(asyncio.create_task(acl_sessions.run(), name="acl-sessions"))
         # Objects made at start-up live as long as the process: keeping them out of the
         # collector's generations shortens the full collections that show up as latency spikes.
         gc.freeze()
@@ -166,6 +167,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.router.route_class = SluiceRoute  # the checks of api.routing, on the docs pages too
     app.router.default = not_found
     app.state.access_control = access_control
+    app.state.dataplane_acl = None  # the data-plane sessions, made at start-up (lifespan)
     routers = (
         clusters_router,
         tenants_router,

@@ -56,6 +56,11 @@ BENCHMARKS: tuple[tuple[str, str], ...] = (
     ),
     ("reports_bench", "10 M snapshot rows < 60 s; 20 M < 2.2x the 10 M time; vs DuckDB"),
     (
+        "acl_overhead",
+        "data-plane ACLs: a session user's produce and read calls against a service user's "
+        "(ratio), with 1 and 50 grants",
+    ),
+    (
         "backlog_read",
         "a stats read over a 1 M-entry backlog whose lag Redis cannot tell: no Redis call "
         "over a few ms of work; the next read O(1)",

@@ -196,26 +196,39 @@ def _selector(commands: Iterable[str], patterns: Iterable[str]) -> str:
 
 def scope_selectors(scope: Scope, actions: Iterable[str]) -> list[str]:
     """The ACL selectors that allow ``actions`` (``produce``, ``consume``) on ``scope``."""
-    prefixes = scope.partition_prefixes()
+    return grant_selectors([(scope, actions)])
+
+
+def grant_selectors(grants: Iterable[tuple[Scope, Iterable[str]]]) -> list[str]:
+    """The ACL selectors for every (scope, actions) grant of one role.
+
+    The scopes of one action share its selectors (one pattern per scope in each), so a role
+    with many grants has a few selectors with many patterns: Redis tries a command against
+    the selectors in turn, and one that lacks the command is passed over at once."""
+    prefixes: dict[str, list[str]] = {}
+    for scope, actions in grants:
+        for action in actions:
+            if action not in ("produce", "consume"):
+                raise ValueError(f"unknown action {action!r}")
+            prefixes.setdefault(action, []).extend(scope.partition_prefixes())
     selectors: list[str] = []
     scripts: tuple[str, ...]
-    for action in sorted(set(actions)):
+    for action in sorted(prefixes):
         if action == "produce":
             scripts, rules = PRODUCE_SCRIPTS, PRODUCE_RULES
-        elif action == "consume":
-            scripts, rules = CONSUME_SCRIPTS, CONSUME_RULES
         else:
-            raise ValueError(f"unknown action {action!r}")
+            scripts, rules = CONSUME_SCRIPTS, CONSUME_RULES
+        mine = list(dict.fromkeys(prefixes[action]))
         # The script calls themselves: EVALSHA checks the keys it is given (read and write).
         selectors.append(
-            _selector([f"evalsha|{script_sha(s)}" for s in scripts], [p + "*" for p in prefixes])
+            _selector([f"evalsha|{script_sha(s)}" for s in scripts], [p + "*" for p in mine])
         )
         for commands, suffixes in rules:
             patterns = []
             for suffix in suffixes:
                 read_only = suffix.startswith("%R")
                 bare = suffix.removeprefix("%R")
-                patterns += [("%R" if read_only else "") + p + bare for p in prefixes]
+                patterns += [("%R" if read_only else "") + p + bare for p in mine]
             selectors.append(_selector(commands, patterns))
     return selectors
 
@@ -229,12 +242,9 @@ def session_rules(
     session's password (Redis keeps only that)."""
     rules = ["reset", "on" if enabled else "off", f"#{password_hash}", "resetchannels"]
     rules += list(SESSION_BASE) + list(META_READ)
-    consumes = False
-    for scope, actions in grants:
-        actions = list(actions)
-        consumes = consumes or "consume" in actions
-        rules += scope_selectors(scope, actions)
-    if consumes:
+    grants = [(scope, list(actions)) for scope, actions in grants]
+    rules += grant_selectors(grants)
+    if any("consume" in actions for _, actions in grants):
         rules.append("(" + " ".join(TOMBSTONE_WRITE) + ")")
     return rules
 
@@ -253,7 +263,10 @@ def grants_scopes(
 def render_acl_file(passwords: Mapping[str, str]) -> str:
     """A Redis ACL file: the service users (``passwords``: service -> plain password, for
     ``api``, ``worker``, ``reports``) and the ``default`` user switched off."""
-    lines = ["user default off resetkeys resetchannels -@all"]
+    # "off": no connection can be or become the default user.  Its rights stay whole: Redis
+    # 7.0 replays the transactions of its append-only file as the default user, and without
+    # them every MULTI/EXEC written before a restart would be lost when it loads.
+    lines = ["user default off ~* &* +@all"]
     for service, user in SERVICE_USERS.items():
         secret = passwords[service]
         if not secret or any(c.isspace() for c in secret):
