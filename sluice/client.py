@@ -38,10 +38,10 @@ from sluice.message import Message
 from sluice.options import refuse_unsupported
 from sluice.producer import Producer
 from sluice.protocol import keys
-from sluice.protocol.abuse import auto_created_partitions, topic_create_call
+from sluice.protocol.abuse import auto_create_call
 from sluice.protocol.connection import connect, is_cluster, raw_client
-from sluice.protocol.errors import PreconditionFailed
-from sluice.protocol.frames import SCRIPT_NAMES, script_source, wake_topic
+from sluice.protocol.errors import NotFound, PreconditionFailed
+from sluice.protocol.frames import SCRIPT_NAMES, script_source
 from sluice.protocol.names import TopicName
 from sluice.protocol.urls import redact_url
 from sluice.refusals import refusal
@@ -444,17 +444,13 @@ class Client:
         return self._auto_create(base)
 
     def _auto_create(self, topic: TopicName) -> int:
-        namespaces = self.redis.smembers(keys.NAMESPACES)
-        if namespaces and topic.namespace_name.encode() not in namespaces:
-            raise NamespaceNotFound(f"Namespace {topic.namespace_name} does not exist")
-        raw = cast(dict[bytes, bytes], self.redis.hgetall(keys.CLIENT_CONFIG))
-        partitions = auto_created_partitions({k.decode(): v.decode() for k, v in raw.items()})
-        if partitions is None:
-            raise TopicNotFound(f"Topic {topic.full} does not exist")
-        record = orjson.dumps({"partitions": partitions, "autoCreated": True})
-        # Registered atomically within the namespace's maxTopicsPerNamespace; a topic another
-        # client registered first wins.
-        script_keys, args = topic_create_call(topic, partitions, record, wake_topic(topic.full))
+        namespaces = cast(set[bytes], self.redis.smembers(keys.NAMESPACES))
+        config = cast(dict[bytes, bytes], self.redis.hgetall(keys.CLIENT_CONFIG))
+        try:
+            script_keys, args = auto_create_call(topic, namespaces, config)
+        except NotFound as exc:
+            missing = NamespaceNotFound if exc.reason.startswith("Namespace") else TopicNotFound
+            raise missing(exc.reason) from None
         try:
             stored = self.scripts["topic_create"](keys=script_keys, args=args)
         except ResponseError as exc:

@@ -28,8 +28,7 @@ from models.errors import Forbidden, NotFound, PreconditionFailed
 from models.orm import Tenant
 from models.permissions import grants_for_role
 from sluice.protocol import keys
-from sluice.protocol.abuse import NOT_ALLOWED, auto_created_partitions, topic_create_call
-from sluice.protocol.frames import wake_topic
+from sluice.protocol.abuse import NOT_ALLOWED, auto_create_call
 from sluice.protocol.names import TopicName
 
 BOTH = frozenset({"produce", "consume"})
@@ -93,15 +92,9 @@ async def partitions(
     base = topic.base
     raw = await redis.hget(keys.TOPICS, base.full)
     if raw is None:
-        namespaces = await redis.smembers(keys.NAMESPACES)
-        if namespaces and base.namespace_name.encode() not in namespaces:
-            raise NotFound(f"Namespace {base.namespace_name} does not exist")
+        namespaces = cast(set[bytes], await redis.smembers(keys.NAMESPACES))
         config = cast(dict[bytes, bytes], await redis.hgetall(keys.CLIENT_CONFIG))
-        count = auto_created_partitions({k.decode(): v.decode() for k, v in config.items()})
-        if count is None:
-            raise NotFound(f"Topic {base.full} does not exist")
-        record = orjson.dumps({"partitions": count, "autoCreated": True})
-        script_keys, args = topic_create_call(base, count, record, wake_topic(base.full))
+        script_keys, args = auto_create_call(base, namespaces, config)
         try:
             raw = await scripts["topic_create"](keys=script_keys, args=args)
         except ResponseError as exc:

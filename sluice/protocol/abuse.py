@@ -27,8 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import orjson
+
 from sluice.protocol import keys
-from sluice.protocol.frames import Call
+from sluice.protocol.errors import NotFound
+from sluice.protocol.frames import Call, wake_topic
 from sluice.protocol.names import TopicName
 
 # Fields of ``sl:{P}:limits`` (named as the broker settings; 0 = no limit, but the size and
@@ -75,15 +78,24 @@ def producer_call(partition: TopicName, producer_id: str, expiry_ms: int) -> Cal
     )
 
 
-def auto_created_partitions(config: dict[str, str]) -> int | None:
-    """How many partitions a topic created on first use gets under the broker settings
-    ``config`` (``sl:{meta}:config``): 0 for a non-partitioned topic, None when
-    ``allowAutoTopicCreation`` is off."""
-    if config.get("allowAutoTopicCreation", "true") != "true":
-        return None
-    if config.get("allowAutoTopicCreationType", "non-partitioned") == "partitioned":
-        return int(config.get("defaultNumPartitions", "1"))
-    return 0
+def auto_create_call(topic: TopicName, namespaces: set[bytes], config: dict[bytes, bytes]) -> Call:
+    """``topic_create.lua``'s call for a topic created on first use, from the registered
+    namespaces (``sl:{meta}:namespaces``) and the broker settings (``sl:{meta}:config``);
+    ``NotFound`` when the namespace does not exist ("Namespace ...") or auto-creation is off
+    ("Topic ...").  The topic gets ``defaultNumPartitions`` partitions when
+    ``allowAutoTopicCreationType`` is ``partitioned``."""
+    if namespaces and topic.namespace_name.encode() not in namespaces:
+        raise NotFound(f"Namespace {topic.namespace_name} does not exist")
+    settings = {k.decode(): v.decode() for k, v in config.items()}
+    if settings.get("allowAutoTopicCreation", "true") != "true":
+        raise NotFound(f"Topic {topic.full} does not exist")
+    partitions = 0
+    if settings.get("allowAutoTopicCreationType", "non-partitioned") == "partitioned":
+        partitions = int(settings.get("defaultNumPartitions", "1"))
+    record = orjson.dumps({"partitions": partitions, "autoCreated": True})
+    # Registered atomically within the namespace's maxTopicsPerNamespace; a topic another
+    # client registered first wins.
+    return topic_create_call(topic, partitions, record, wake_topic(topic.full))
 
 
 def topic_create_call(topic: TopicName, partitions: int, record: bytes, wake: str) -> Call:

@@ -331,13 +331,22 @@ def test_the_default_user_is_off(world: World) -> None:
     anonymous.close()
 
 
+def _working_pair(
+    world: World, client: sluice.Client, role: str
+) -> tuple[sluice.Producer, sluice.Consumer]:
+    """A producer and a consumer of ``role`` (granted both actions on the namespace now; the
+    ``client`` is its), one message through them."""
+    world.call("POST", f"/namespaces/acme/orders/permissions/{role}", ["produce", "consume"])
+    producer = client.create_producer(GRANTED)
+    consumer = client.subscribe(GRANTED, role, consumer_type=sluice.ConsumerType.Shared)
+    producer.send(b"before")
+    consumer.acknowledge(consumer.receive(10_000))
+    return producer, consumer
+
+
 def test_a_revoked_grant_stops_live_connections(world: World) -> None:
-    world.call("POST", "/namespaces/acme/orders/permissions/revokee", ["produce", "consume"])
     with world.client("revokee") as client:
-        producer = client.create_producer(GRANTED)
-        consumer = client.subscribe(GRANTED, "revokee", consumer_type=sluice.ConsumerType.Shared)
-        producer.send(b"before")
-        consumer.acknowledge(consumer.receive(10_000))
+        producer, consumer = _working_pair(world, client, "revokee")
         world.call("DELETE", "/namespaces/acme/orders/permissions/revokee")
         started = time.monotonic()
         before = world.snapshot()
@@ -415,12 +424,8 @@ def test_sessions_survive_a_redis_restart(world: World) -> None:
     """Redis forgets the session users and the scripts when it restarts (the ACL file holds
     only the service users): the admin service re-creates the users from their records and
     loads the scripts again, and the client carries on with the same credentials."""
-    world.call("POST", "/namespaces/acme/orders/permissions/steady", ["produce", "consume"])
     with world.client("steady") as client:
-        producer = client.create_producer(GRANTED)
-        consumer = client.subscribe(GRANTED, "steady", consumer_type=sluice.ConsumerType.Shared)
-        producer.send(b"before")
-        consumer.acknowledge(consumer.receive(10_000))
+        producer, consumer = _working_pair(world, client, "steady")
         user = client.redis.connection_pool.connection_kwargs["username"]
         assert world.server is not None
         world.server.stop()
