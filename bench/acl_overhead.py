@@ -32,7 +32,7 @@ from sluice.protocol import keys
 from sluice.protocol.connection import connect_async
 from sluice.protocol.frames import script_source
 from sluice.protocol.names import TopicName
-from sluice.session import with_credentials
+from sluice.protocol.urls import with_credentials
 
 PARTITION = TopicName.from_full("persistent://bench/granted/t")
 BATCH = 100

@@ -36,7 +36,6 @@ from hashlib import sha1
 
 from sluice.protocol import keys
 from sluice.protocol.frames import script_source
-from sluice.protocol.names import TopicName
 
 # The scripts a client calls, by action.
 PRODUCE_SCRIPTS = ("produce", "producer")
@@ -194,11 +193,6 @@ def _selector(commands: Iterable[str], patterns: Iterable[str]) -> str:
     return "(" + " ".join(parts) + ")"
 
 
-def scope_selectors(scope: Scope, actions: Iterable[str]) -> list[str]:
-    """The ACL selectors that allow ``actions`` (``produce``, ``consume``) on ``scope``."""
-    return grant_selectors([(scope, actions)])
-
-
 def grant_selectors(grants: Iterable[tuple[Scope, Iterable[str]]]) -> list[str]:
     """The ACL selectors for every (scope, actions) grant of one role.
 
@@ -247,17 +241,6 @@ def session_rules(
     if any("consume" in actions for _, actions in grants):
         rules.append("(" + " ".join(TOMBSTONE_WRITE) + ")")
     return rules
-
-
-def grants_scopes(
-    grants: Iterable[tuple[str, str, str | None, Iterable[str]]],
-) -> list[tuple[Scope, frozenset[str]]]:
-    """(tenant, namespace, base topic full name or None, actions) rows as (scope, actions)."""
-    merged: dict[Scope, set[str]] = {}
-    for tenant, namespace, topic, actions in grants:
-        local = TopicName.from_full(topic).local if topic else None
-        merged.setdefault(Scope(tenant, namespace, local), set()).update(actions)
-    return [(scope, frozenset(actions)) for scope, actions in merged.items()]
 
 
 def render_acl_file(passwords: Mapping[str, str]) -> str:

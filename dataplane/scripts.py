@@ -33,6 +33,12 @@ async def ensure_loaded(redis: Redis) -> int:
     a single server it does nothing (redis-py's pipelines load scripts themselves)."""
     if not is_cluster(redis):
         return 0
+    return await load_missing(redis)
+
+
+async def load_missing(redis: Redis) -> int:
+    """Load every data-plane script the server (every master of a cluster) lacks, whoever
+    will call it: one ``SCRIPT EXISTS``, then a ``SCRIPT LOAD`` per missing script."""
     sources = [script_source(name) for name in SCRIPT_NAMES]
     present = await redis.script_exists(*(sha1(s.encode()).hexdigest() for s in sources))
     missing = [s for s, ok in zip(sources, present, strict=True) if not ok]

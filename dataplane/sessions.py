@@ -31,9 +31,9 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from dataplane.acl import SESSION_USER_PREFIX, Scope, session_rules
+from dataplane.scripts import load_missing
 from sluice.protocol import keys
 from sluice.protocol.connection import is_cluster
-from sluice.protocol.frames import SCRIPT_NAMES, script_source
 
 log = logging.getLogger(__name__)
 
@@ -104,16 +104,6 @@ class Sessions:
             expires = min(expires, token_expires)
         return int(expires * 1000)
 
-    async def load_scripts(self) -> None:
-        """Load the data-plane scripts (session users may call them, not load them)."""
-        for name in SCRIPT_NAMES:
-            source = script_source(name)
-            if is_cluster(self.redis):
-                for node in self.redis.get_nodes():  # type: ignore[attr-defined]
-                    await self.redis.execute_command("SCRIPT", "LOAD", source, target_nodes=node)
-            else:
-                await self.redis.script_load(source)
-
     async def issue(self, role: str, token_expires: float | None) -> Issued:
         """A new session for ``role``: its user exists with the role's grants on return."""
         user = SESSION_USER_PREFIX + secrets.token_hex(12)
@@ -129,7 +119,7 @@ class Sessions:
             except RedisError:
                 await self.redis.hdel(REGISTRY, user)
                 raise
-        await self.load_scripts()
+        await load_missing(self.redis)  # session users may call the scripts, not load them
         return Issued(user, password, role, expires)
 
     async def renew(self, user: str, role: str, token_expires: float | None) -> Issued:
@@ -142,7 +132,7 @@ class Sessions:
             raise SessionNotFound(user)
         record["expires"] = max(record["expires"], self._expiry_ms(token_expires))
         await self.redis.hset(REGISTRY, user, orjson.dumps(record))
-        await self.load_scripts()
+        await load_missing(self.redis)
         return Issued(user, None, role, record["expires"])
 
     async def close(self, user: str, role: str) -> bool:

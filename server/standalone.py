@@ -41,12 +41,12 @@ from api.app import create_app
 from dataplane.acl import SERVICE_USERS, render_acl_file
 from migrations import upgrade
 from models.settings import Settings
+from server.acl_file import write_private
 from server.embedded_redis import EmbeddedRedis, die_with_parent
 from server.http_protocol import HTTP_PROTOCOL
 from server.ports import Port, check_free
 from server.supervisor import SupervisedProcess, supervise_task
-from sluice.protocol.urls import redact_url
-from sluice.session import with_credentials
+from sluice.protocol.urls import redact_url, with_credentials
 from workers.main import run_worker
 
 log = logging.getLogger("sluice.standalone")
@@ -148,11 +148,8 @@ def embedded_acl(folder: Path) -> dict[str, str]:
         passwords = json.loads(stored.read_text())
     else:
         passwords = {service: secrets.token_urlsafe(24) for service in SERVICE_USERS}
-        stored.touch(mode=0o600)
-        stored.write_text(json.dumps(passwords))
-    acl = folder / ACL_FILE
-    acl.touch(mode=0o600)
-    acl.write_text(render_acl_file(passwords))
+        write_private(stored, json.dumps(passwords))
+    write_private(folder / ACL_FILE, render_acl_file(passwords))
     return passwords
 
 

@@ -43,10 +43,10 @@ from sluice.protocol.connection import connect, is_cluster, raw_client
 from sluice.protocol.errors import NotFound, PreconditionFailed
 from sluice.protocol.frames import SCRIPT_NAMES, script_source
 from sluice.protocol.names import TopicName
-from sluice.protocol.urls import redact_url
+from sluice.protocol.urls import redact_url, with_credentials
 from sluice.refusals import refusal
 from sluice.routing import PartitionsRoutingMode
-from sluice.session import AuthenticationToken, Session, SessionScript, with_credentials
+from sluice.session import AuthenticationToken, Session, SessionScript
 from sluice.ticker import Ticker
 
 log = logging.getLogger(__name__)
@@ -117,15 +117,19 @@ class Client:
         self.heartbeat_interval = heartbeat_interval_seconds
         if authentication is not None and not isinstance(authentication, AuthenticationToken):
             raise NotSupported("Client: authentication takes a sluice.AuthenticationToken")
+        # The session with the admin service, while it gave this client a Redis user.
         self._session: Session | None = None
         redis_url = service_url
-        credentials = None
+        renew_after = None
         if service_url.startswith(("http://", "https://")):
-            self._session = Session(service_url, authentication, connection_timeout_ms / 1000)
-            credentials = self._session.open()
+            session = Session(service_url, authentication, connection_timeout_ms / 1000)
+            credentials = session.open()
             redis_url = credentials.service_url
             if credentials.username and credentials.password:
                 redis_url = with_credentials(redis_url, credentials.username, credentials.password)
+                self._session, renew_after = session, credentials.renew_after
+            else:  # authentication is off: the plain Redis URL is all there is
+                session.close()
         elif authentication is not None:
             raise InvalidConfiguration(
                 "authentication needs the admin service's URL (http://host:8080), which "
@@ -153,9 +157,8 @@ class Client:
         self.raw_redis = raw_client(self.redis)
         self.cluster = is_cluster(self.redis)
         # A session user may call the scripts but not load them: the admin service does.
-        self.acl = credentials is not None and credentials.username is not None
         self.scripts: dict[str, Script]
-        if self._session is not None and self.acl:
+        if self._session is not None:
             self.scripts = {
                 name: SessionScript(self.redis, script_source(name), self._session.renew)
                 for name in SCRIPT_NAMES
@@ -166,8 +169,8 @@ class Client:
             }
         self.host = client_host(self.redis)
         self.ticker = Ticker()
-        if self._session is not None and credentials is not None and credentials.renew_after:
-            self.ticker.every(credentials.renew_after, self._renew_session)
+        if renew_after:
+            self.ticker.every(renew_after, self._renew_session)
         self._closed = False
         self._lock = threading.Lock()
         self._producers: list[Producer] = []
@@ -238,7 +241,7 @@ class Client:
             )
         except ValueError as exc:
             raise InvalidConfiguration(str(exc)) from None
-        partitions = self.lookup_partitions(name)
+        partitions = self.lookup_partitions(name, "produce")
         producer = Producer(
             self,
             name,
@@ -348,7 +351,7 @@ class Client:
         partitions: list[TopicName] = []
         for each in topics:
             name = parse_topic(each)
-            count = self.lookup_partitions(name)
+            count = self.lookup_partitions(name, "consume")
             if count:
                 partitions.extend(name.partition(i) for i in range(count))
             else:
@@ -392,7 +395,7 @@ class Client:
         """Load the data-plane scripts on every master that lacks them (a replica promoted by
         a Redis Cluster failover starts with none, and pipelined calls do not load them); a
         session user asks the admin service to."""
-        if self._session is not None and self.acl:
+        if self._session is not None:
             self._session.renew()
             return
         present = self.redis.script_exists(*(s.sha for s in self.scripts.values()))
@@ -428,8 +431,9 @@ class Client:
 
     # --- topic metadata -------------------------------------------------------------------
 
-    def lookup_partitions(self, topic: TopicName) -> int:
-        """Partition count of ``topic`` (0 = non-partitioned), creating it when allowed."""
+    def lookup_partitions(self, topic: TopicName, action: str | None = None) -> int:
+        """Partition count of ``topic`` (0 = non-partitioned), creating it when allowed;
+        ``action`` (``produce``, ``consume``) is what a refusal of a session user names."""
         base = topic.base
         raw = self.redis.hget(keys.TOPICS, base.full)
         if raw is not None:
@@ -437,10 +441,10 @@ class Client:
             if topic.partition_index >= 0 and topic.partition_index >= partitions:
                 raise TopicNotFound(f"Topic {topic.full} does not exist")
             return 0 if topic.partition_index >= 0 else partitions
-        if self._session is not None and self.acl:
+        if self._session is not None:
             # A session user may not write the registry: the admin service creates the topic
             # when the role may use it.
-            return self._session.partitions(topic)
+            return self._session.partitions(topic, action)
         return self._auto_create(base)
 
     def _auto_create(self, topic: TopicName) -> int:

@@ -55,7 +55,7 @@ def refusal(
 
 
 def denied(
-    topic: str | None, action: str | None, exc: Exception | None = None
+    topic: str | None, action: str | None, exc: Exception | str | None = None
 ) -> AuthorizationError:
     """``AuthorizationError`` for a refused ``action`` (``produce``, ``consume``) on ``topic``."""
     preposition = {"produce": "to", "consume": "from"}.get(action or "", "on")

@@ -16,7 +16,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 from redis.commands.core import Script
@@ -32,6 +31,7 @@ from sluice.errors import (
     TopicNotFound,
 )
 from sluice.protocol.names import TopicName
+from sluice.refusals import denied
 
 log = logging.getLogger(__name__)
 
@@ -128,16 +128,17 @@ class Session:
         if response.status_code != 200:
             raise SluiceException(f"session not renewed: {_reason(response)}")
 
-    def partitions(self, topic: TopicName) -> int:
-        """The partition count of ``topic`` (0: non-partitioned), created on first use."""
+    def partitions(self, topic: TopicName, action: str | None = None) -> int:
+        """The partition count of ``topic`` (0: non-partitioned), created on first use;
+        ``action`` (``produce``, ``consume``) is what a refusal names."""
         base = topic.base
         path = f"/partitions/persistent/{base.tenant}/{base.namespace}/{base.local}"
         response = self._request("GET", path)
         reason = _reason(response)
         if response.status_code == 403:
-            raise AuthorizationError(
-                f"Not authorized to produce on or consume from {topic.full}: {reason}"
-            )
+            if action is None:
+                raise AuthorizationError(f"Not authorized to use {topic.full}: {reason}")
+            raise denied(topic.full, action, reason)
         if response.status_code == 404:
             if reason.startswith("Namespace"):
                 raise NamespaceNotFound(reason)
@@ -181,11 +182,3 @@ class SessionScript(Script):
         except NoScriptError:
             self._reload()
             return self.registered_client.evalsha(self.sha, len(keys), *keys, *args)
-
-
-def with_credentials(url: str, username: str, password: str) -> str:
-    """``url`` carrying ``username`` and ``password`` (quoted for a URL)."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    user = f"{quote(username, safe='')}:{quote(password, safe='')}"
-    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))

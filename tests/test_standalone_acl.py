@@ -82,6 +82,12 @@ def test_a_granted_role_works_and_is_isolated(secured: tuple[Standalone, Path]) 
             client.create_producer(secret_topic)
         with pytest.raises(sluice.AuthorizationError, match=f"consume from {secret_topic}"):
             client.subscribe(secret_topic, "books")
+        # A topic nobody created yet: the admin service's lookup refuses it, as named.
+        unknown = "persistent://globex/secret/not-yet"
+        with pytest.raises(sluice.AuthorizationError, match=f"produce to {unknown}"):
+            client.create_producer(unknown)
+        with pytest.raises(sluice.AuthorizationError, match=f"consume from {unknown}"):
+            client.subscribe(unknown, "books")
 
         assert "sl-session-" in client.redis_url
         raw = redis.Redis.from_url(client.redis_url)

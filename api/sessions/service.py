@@ -26,7 +26,7 @@ from dataplane.scripts import Scripts
 from dataplane.sessions import Grants
 from models.errors import Forbidden, NotFound, PreconditionFailed
 from models.orm import Tenant
-from models.permissions import grants_for_role
+from models.permissions import all_grants, grants_for_role
 from sluice.protocol import keys
 from sluice.protocol.abuse import NOT_ALLOWED, auto_create_call
 from sluice.protocol.names import TopicName
@@ -57,15 +57,20 @@ async def role_grants(
         return out
     async with sessions() as session:
         tenants = (await session.execute(select(Tenant.name, Tenant.admin_roles))).all()
-        for role in rest:
-            grants: Grants = [
-                (Scope(name, "*"), BOTH) for name, admins in tenants if admins and role in admins
-            ]
-            for grant in await grants_for_role(session, role):
-                local = TopicName.from_full(grant.topic).local if grant.topic else None
-                actions = frozenset(str(getattr(a, "value", a)) for a in grant.actions)
-                grants.append((Scope(grant.tenant, grant.namespace, local), actions))
-            out[role] = grants
+        if len(rest) == 1:
+            (role,) = rest
+            by_role = {role: await grants_for_role(session, role)}
+        else:  # the once-a-second reconciliation: one query for every role
+            by_role = await all_grants(session)
+    for role in rest:
+        grants: Grants = [
+            (Scope(name, "*"), BOTH) for name, admins in tenants if admins and role in admins
+        ]
+        for grant in by_role.get(role, []):
+            local = TopicName.from_full(grant.topic).local if grant.topic else None
+            actions = frozenset(action.value for action in grant.actions)
+            grants.append((Scope(grant.tenant, grant.namespace, local), actions))
+        out[role] = grants
     return out
 
 

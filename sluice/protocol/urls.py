@@ -1,4 +1,5 @@
-"""Connection URLs made safe to print: the password is replaced by ``***``.
+"""Connection URLs made safe to print (the password is replaced by ``***``), and given
+credentials.
 
 Redis and database URLs may carry credentials (``redis://user:secret@host/0``); logs and
 error messages show them through ``redact_url`` only.
@@ -6,7 +7,7 @@ error messages show them through ``redact_url`` only.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 
 def redact_url(url: str) -> str:
@@ -21,3 +22,11 @@ def redact_url(url: str) -> str:
     user = parts.username or ""
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def with_credentials(url: str, username: str, password: str) -> str:
+    """``url`` carrying ``username`` and ``password`` (percent-encoded), replacing any it had."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    user = f"{quote(username, safe='')}:{quote(password, safe='')}"
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))

@@ -13,8 +13,8 @@ from dataplane.acl import (
     PRODUCE_RULES,
     PRODUCE_SCRIPTS,
     Scope,
+    grant_selectors,
     render_acl_file,
-    scope_selectors,
     session_rules,
 )
 from sluice.protocol.frames import script_source
@@ -44,10 +44,10 @@ def test_every_command_of_the_actions_scripts_is_allowed(scripts, rules) -> None
 
 
 def test_a_namespace_scope_names_only_its_namespace() -> None:
-    rules = " ".join(scope_selectors(Scope("acme", "orders"), ["produce"]))
+    rules = " ".join(grant_selectors([(Scope("acme", "orders"), ["produce"])]))
     assert "sl:{acme/orders/*}:log" in rules
     assert "acme/orders2" not in rules and "sl:{acme/*" not in rules
-    topic = " ".join(scope_selectors(Scope("acme", "orders", "created"), ["consume"]))
+    topic = " ".join(grant_selectors([(Scope("acme", "orders", "created"), ["consume"])]))
     assert "sl:{acme/orders/created}:log" in topic
     assert "sl:{acme/orders/created-partition-[0-9]*}:log" in topic
     assert "sl:{acme/orders/*" not in topic

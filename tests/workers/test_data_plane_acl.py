@@ -33,7 +33,7 @@ from models.tokens import create_secret_key, create_token
 from server.embedded_redis import EmbeddedRedis
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
-from sluice.session import with_credentials
+from sluice.protocol.urls import with_credentials
 from tests.conftest import ServerThread, truncate
 from tests.workers.conftest import ADMIN, WorkerThread
 
