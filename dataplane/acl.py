@@ -36,6 +36,7 @@ from hashlib import sha1
 
 from sluice.protocol import keys
 from sluice.protocol.frames import script_source
+from sluice.protocol.names import TopicName
 
 # The scripts a client calls, by action.
 PRODUCE_SCRIPTS = ("produce", "producer")
@@ -162,6 +163,13 @@ class Scope:
     tenant: str
     namespace: str
     topic: str | None = None  # the base topic's local name
+
+    @property
+    def base_topic(self) -> str | None:
+        """The full name of the scope's topic (None for a namespace scope)."""
+        if self.topic is None:
+            return None
+        return TopicName(self.tenant, self.namespace, self.topic).full
 
     def partition_prefixes(self) -> tuple[str, ...]:
         """Glob patterns of the ``sl:{P}:`` prefixes of every partition in the scope (names

@@ -70,15 +70,22 @@ def allowed(grants: Iterable[Grant], topic_full_name: str, action: Action | str)
         wanted = Action(action)
     except (SluiceError, ValueError):
         return False
-    names = {topic.full, topic.base.full}
-    for grant in grants:
-        if wanted not in grant.actions:
-            continue
-        if grant.tenant != topic.tenant or grant.namespace != topic.namespace:
-            continue
-        if grant.topic is None or grant.topic in names:
-            return True
-    return False
+    return any(
+        wanted in grant.actions and covers(grant.tenant, grant.namespace, grant.topic, topic)
+        for grant in grants
+    )
+
+
+def covers(tenant: str, namespace: str, base_topic: str | None, topic: TopicName) -> bool:
+    """Whether a grant on ``tenant``/``namespace`` (``"*"``: any, which no name can be) and
+    ``base_topic`` (a base topic's full name, or None for the whole namespace) covers
+    ``topic`` or, for a partition, its partitioned topic: the one rule every check uses."""
+    base = topic.base
+    return (
+        tenant in ("*", base.tenant)
+        and namespace in ("*", base.namespace)
+        and base_topic in (None, base.full)
+    )
 
 
 def check_role(role: str) -> str:
@@ -177,6 +184,7 @@ __all__ = [
     "all_grants",
     "allowed",
     "check_role",
+    "covers",
     "grants_for_role",
     "parse_actions",
 ]

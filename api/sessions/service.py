@@ -26,7 +26,7 @@ from dataplane.scripts import Scripts
 from dataplane.sessions import Grants
 from models.errors import Forbidden, NotFound, PreconditionFailed
 from models.orm import Tenant
-from models.permissions import all_grants, grants_for_role
+from models.permissions import all_grants, covers, grants_for_role
 from sluice.protocol import keys
 from sluice.protocol.abuse import NOT_ALLOWED, auto_create_call
 from sluice.protocol.names import TopicName
@@ -77,15 +77,12 @@ async def role_grants(
 def may_use(grants: Grants, topic: TopicName, action: str | None = None) -> bool:
     """Whether ``grants`` allow ``action`` (None: producing or consuming) on ``topic`` or its
     partitions."""
-    base = topic.base
-    for scope, actions in grants:
-        if not actions or (action is not None and action not in actions):
-            continue
-        if scope.tenant not in ("*", base.tenant) or scope.namespace not in ("*", base.namespace):
-            continue
-        if scope.topic is None or scope.topic == base.local:
-            return True
-    return False
+    return any(
+        actions
+        and (action is None or action in actions)
+        and covers(scope.tenant, scope.namespace, scope.base_topic, topic)
+        for scope, actions in grants
+    )
 
 
 async def partitions(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from models.errors import InvalidInput, PreconditionFailed
-from models.permissions import Action, Grant, allowed, check_role, parse_actions
+from models.permissions import Action, Grant, allowed, check_role, covers, parse_actions
+from sluice.protocol.names import TopicName
 
 PRODUCE, CONSUME = Action.PRODUCE, Action.CONSUME
 BOTH = frozenset({PRODUCE, CONSUME})
@@ -127,3 +128,13 @@ def test_role_names():
     for role in ("", " ", "  app", "app ", ".", "...", "r" * 256, "a\nb", "a\x00", "a\x7f"):
         with pytest.raises(PreconditionFailed):
             check_role(role)
+
+
+def test_covers_takes_a_star_for_any_tenant_or_namespace_and_no_partial_names():
+    partition = TopicName.from_full("persistent://acme/orders/t").partition(3)
+    assert covers("*", "*", None, partition)
+    assert covers("acme", "*", None, partition)
+    assert covers("acme", "orders", "persistent://acme/orders/t", partition)
+    assert not covers("acme", "orders", "persistent://acme/orders/t2", partition)
+    assert not covers("acme", "order", None, partition)
+    assert not covers("acm", "*", None, partition)
