@@ -77,4 +77,10 @@ def test_a_node_client_produces_consumes_and_acknowledges(admin_server, http, na
         time.sleep(0.1)
         stats = subscription()
     assert stats["msgBacklog"] == 0 and stats["unackedMessages"] == 0, stats
-    assert http.get(f"{ADMIN}/{TOPIC_PATH}/stats").json()["msgInCounter"] == COUNT
+    # Counters come from the owning worker's stats document, published every second (the
+    # backlog above is read live): wait for the document that has them all.
+    counted = http.get(f"{ADMIN}/{TOPIC_PATH}/stats").json()["msgInCounter"]
+    while counted != COUNT and time.monotonic() < deadline + 3:
+        time.sleep(0.1)
+        counted = http.get(f"{ADMIN}/{TOPIC_PATH}/stats").json()["msgInCounter"]
+    assert counted == COUNT
