@@ -48,6 +48,7 @@ PRODUCE_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("xadd",), ("log",)),
     (("hincrby",), ("stats",)),
     (("scard", "del"), ("idle",)),
+    (("del",), ("dormant",)),
     (("get", "hget", "hmget"), ("%Rquota", "%Rlimits")),
     (("hget", "hmget", "hset", "pexpireat", "del"), ("pubrate",)),
     (("zadd", "zcard", "zremrangebyscore", "zscore", "zrem"), ("producers",)),
@@ -68,6 +69,7 @@ CONSUME_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (("sadd", "srem", "sismember", "smembers", "scard"), ("subs",)),
     (("srem", "sismember"), ("idle",)),
+    (("del",), ("dormant",)),
     (("hget", "hmget", "hgetall"), ("%Rlimits",)),
     (("get", "incr", "pexpire", "pttl"), ("subrate:*",)),
     # The subscription's own state; the SUBSCRIPTION limiter ("lim") and the Key_Shared ring

@@ -199,13 +199,12 @@ class Cursors:
 
     async def wake(self, pairs: Sequence[Pair]) -> None:
         """Let the dispatchers of the pairs look again (one may wait for acks)."""
-        await in_batches(
-            self.redis,
-            pairs,
-            lambda pipe, pair: pipe.publish(
-                keys.WAKE_CHANNEL, wake_dispatch(pair[0].full, pair[1])
-            ),
-        )
+
+        def queue(pipe: Pipeline, pair: Pair) -> Any:
+            pipe.delete(keys.dormant(pair[0]))  # a dormant partition's state changed
+            return pipe.publish(keys.WAKE_CHANNEL, wake_dispatch(pair[0].full, pair[1]))
+
+        await in_batches(self.redis, pairs, queue)
 
     # --- resetting the cursor -------------------------------------------------------------
 

@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     worker_lease_ttl_seconds: float = 3.0
     # "lease" (a fleet of workers sharing partitions) or "local" (one worker owns everything).
     worker_ownership: str = "lease"
+    # A partition whose stats did not change for this many seconds, and that has nothing to do
+    # until a client acts, goes dormant: no runner, no per-second work (workers.dormancy).
+    worker_dormant_after_seconds: float = 7.0
     # Seconds between full resynchronisations of policies from the database.
     worker_resync_seconds: float = 30.0
     # Connections a worker opens to Redis at most (its dispatchers wait for a free one).

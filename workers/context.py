@@ -12,7 +12,7 @@ and the ``DispatchSettings`` in force (replaced, never changed, on each policy c
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
 
@@ -82,6 +82,9 @@ class SharedDispatch:
     alarms: AlarmClock
     script: PackedScript  # dispatch.lua, calls of one loop turn pipelined
     settings: DispatchSettings
+    # Each owned partition's abuse limits as last written to Redis (awake or dormant), so a
+    # runner that starts again or a policy change writes only what changed.
+    limits_written: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

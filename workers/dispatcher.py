@@ -109,6 +109,11 @@ class Dispatcher:
         self.unacked_bound: int | None = None  # upper bound of pending entries; None = unknown
         self.unacked_checks = 0
         self.blocked_on_unacked = False
+        # True while the last step parked where only a client's event can give it work (no
+        # data, no permits, max unacked reached, no active consumer) and nothing is scheduled:
+        # the partition may then go dormant (``workers.dormancy``).
+        self.settled = False
+        self.in_call = False  # a dispatch call is on its way
         self._stopped = False
         self._task: asyncio.Task | None = None
         self._keys = dispatch_keys(partition, subscription)
@@ -194,6 +199,7 @@ class Dispatcher:
             await self._wait_for_broker()
             return
         if self.sub_type in SINGLE_CONSUMER_TYPES and not self.active:
+            self.settled = not self.refresh_needed
             await self._park(-1)
             return
         max_entries = config.max_entries
@@ -234,6 +240,8 @@ class Dispatcher:
             key_shared=self.sub_type == KEY_SHARED,
         )
         self.wake.clear()
+        self.settled = False
+        self.in_call = True
         gate = shared.gate
         generation = gate.enter()
         try:
@@ -252,6 +260,8 @@ class Dispatcher:
             if broker.enabled:
                 broker.settle(reserve_msgs, reserve_bytes, 0, 0)
             raise
+        finally:
+            self.in_call = False
         result = DispatchResult.from_reply(reply)
         self.dispatch_calls += 1
         if result.unacked >= 0:
@@ -305,6 +315,7 @@ class Dispatcher:
             await self._wait_for_quota(result)
         else:
             # Consumers that join or leave send a wake-up that reads them again.
+            self.settled = result.next_due_ms < 0 and not self.refresh_needed
             await self._park(result.next_due_ms)
 
     async def _wait_for_quota(self, result: DispatchResult) -> None:

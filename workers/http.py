@@ -87,7 +87,16 @@ class WorkerCollector:
                         [*key, reason], sub[f"dispatchThrottledBytesEventsBy{label}Limit"]
                     )
         owned = GaugeMetricFamily("sluice_worker_owned_partitions", "Partitions this worker owns")
-        owned.add_metric([], len(self.worker.runners))
+        owned.add_metric([], len(self.worker.runners) + len(self.worker.dormancy))
+        dormant = GaugeMetricFamily(
+            "sluice_worker_dormant_partitions",
+            "Owned partitions that are quiet: no runner, woken by clients' events",
+        )
+        dormant.add_metric([], len(self.worker.dormancy))
+        woken = CounterMetricFamily(
+            "sluice_worker_partition_wakeups", "Dormant partitions woken (events, timers)"
+        )
+        woken.add_metric([], self.worker.dormancy.woken)
         yield from (
             rate_in,
             msg_in,
@@ -101,6 +110,8 @@ class WorkerCollector:
             throttled_msg,
             throttled_bytes,
             owned,
+            dormant,
+            woken,
         )
 
 

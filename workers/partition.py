@@ -45,9 +45,20 @@ TRIM_EVERY_SECONDS = 10.0
 LIMITS_EVERY_SECONDS = 10.0  # abuse limits are written again this often, changed or not
 
 
+_INTERNED: dict[tuple, dict[str, int]] = {}
+
+
 def limit_values(flow: FlowLimits) -> dict[str, int]:
     """A partition's abuse limits and publish and subscribe rates as ``sl:{P}:limits`` holds
-    them."""
+    them (equal values are one shared dict: a worker keeps them for every partition)."""
+    values = _limit_values(flow)
+    key = tuple(values.values())
+    if len(_INTERNED) > 10_000:
+        _INTERNED.clear()
+    return _INTERNED.setdefault(key, values)
+
+
+def _limit_values(flow: FlowLimits) -> dict[str, int]:
     abuse, rates = flow.abuse, flow.rates
     subscribes, period = rates.subscribes
     return {
@@ -96,8 +107,15 @@ class PartitionRunner:
         self._last_trim = 0.0
         self._lock = asyncio.Lock()
         self._stopped = False
-        self._limits_written: dict[str, int] | None = None
-        self._limits_at = 0.0
+        self._limits_at = time.monotonic()
+        # Quiet detection (see workers.dormancy): what the stats tick last read, and since when
+        # it has not changed; acknowledgements counted when the runner started and since.
+        self.fingerprint: object = None
+        self.quiet_since = time.monotonic()
+        self.acked_first: int | None = None
+        self.acked_last = 0
+        self.retiring = False
+        self.retire_aborted = False  # a wake-up came while it was going dormant
         self._limits_lock = asyncio.Lock()
 
     async def start(self) -> None:
@@ -215,7 +233,8 @@ class PartitionRunner:
         never replaces a newer one.  A lost lease stops the partition."""
         async with self._limits_lock:
             values = limit_values(self.limits.flow)
-            if values == self._limits_written and not force:
+            written = self.shared.limits_written
+            if values == written.get(self.partition.full) and not force:
                 return
             script_keys, args = limits_call(self.partition, self.fencing_token, values)
             try:
@@ -225,7 +244,7 @@ class PartitionRunner:
                     self.fenced()
                     return
                 raise
-            self._limits_written = values
+            written[self.partition.full] = values
             self._limits_at = time.monotonic()
 
     def note_publish(self, now: float) -> None:
@@ -240,6 +259,31 @@ class PartitionRunner:
         """True when a limiter of this partition follows the publish rate."""
         rates = [self.topic_rate] + [d.rate for d in self.dispatchers.values()]
         return any(rate is not None and rate.rate.relative for rate in rates)
+
+    # --- quiet detection ------------------------------------------------------------------
+
+    def observe(self, fingerprint: object, acked: int, now: float) -> None:
+        """What a stats read found (``fingerprint``: every counter and gauge of the partition;
+        ``acked``: acknowledgements of all its subscriptions): quiet since it last changed."""
+        if self.acked_first is None:
+            self.acked_first = acked
+        self.acked_last = acked
+        if fingerprint != self.fingerprint:
+            self.fingerprint = fingerprint
+            self.quiet_since = now
+
+    def quiet(self, now: float, seconds: float) -> bool:
+        """True when nothing changed for ``seconds`` and nothing is left for the worker to do
+        by itself: every dispatcher is parked until a client's event (see
+        ``Dispatcher.settled``), no backlog quota is breached, no limit follows the publish
+        rate."""
+        if now - self.quiet_since < seconds or self.flow.breach is not None or self.flow.flag_set:
+            return False
+        if self.relative:
+            return False
+        return all(
+            d.settled and not d.in_call and not d.refresh_needed for d in self.dispatchers.values()
+        )
 
     # --- housekeeping ---------------------------------------------------------------------
 

@@ -11,10 +11,12 @@ stats interval over which ``publishRateLimitedTimes`` counts, as Pulsar's does o
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import orjson
 from redis.exceptions import RedisError
@@ -30,6 +32,7 @@ from workers.samples import RateMeter, SubscriptionSample
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 DOC_TTL_SECONDS = 30
 REASONS = ("broker", "topic", "subscription")
 
@@ -100,15 +103,21 @@ class StatsPublisher:
         self.docs.pop(partition, None)
         self.publish_limited_base.pop(partition, None)
 
-    async def tick(self, runners: Iterable[PartitionRunner]) -> None:
-        """Read every owned partition (``runners``), publish its document; snapshot when
-        due."""
+    async def tick(
+        self,
+        runners: Iterable[PartitionRunner],
+        dormant_rows: Callable[[int], list[StatsSnapshot]] = lambda _interval_ms: [],
+    ) -> None:
+        """Read every running partition (``runners``, a few at a time), publish its document
+        and note what it found (quiet detection); snapshot when due, with ``dormant_rows``
+        for the partitions that do not run."""
         context = self.context
         now = time.monotonic()
         interval_ms = int((now - self._last_snapshot) * 1000)
         snapshot_due = interval_ms >= context.settings.stats_interval_seconds * 1000
         snapshots: list[StatsSnapshot] = []
-        for runner in list(runners):
+
+        async def one(runner: PartitionRunner) -> None:
             samples = await self._read(runner)
             try:
                 await runner.flow.check_quota(samples, runner.msg_in, runner.bytes_in)
@@ -116,6 +125,7 @@ class StatsPublisher:
                 log.warning("backlog quota check of %s: %s", runner.partition.full, exc)
             runner.note_publish(now)
             doc = self._document(runner, samples, now)
+            runner.observe(fingerprint(runner, samples), acked(samples), now)
             self.docs[runner.partition.full] = doc
             await context.redis.set(
                 keys.doc(runner.partition), orjson.dumps(doc), ex=DOC_TTL_SECONDS
@@ -123,18 +133,62 @@ class StatsPublisher:
             if snapshot_due:
                 snapshots.extend(self._snapshots(runner, samples, interval_ms))
                 self.publish_limited_base[runner.partition.full] = runner.publish_throttled
+
+        await bounded(list(runners), one)
         if snapshot_due:
+            snapshots.extend(dormant_rows(interval_ms))
             self._last_snapshot = now
-            if snapshots:
-                pipe = context.redis.pipeline(transaction=False)
-                for snap in snapshots:
-                    pipe.xadd(
-                        SNAPSHOT_STREAM,
-                        {SNAPSHOT_FIELD: snap.to_json()},
-                        maxlen=context.settings.stats_stream_maxlen,
-                        approximate=True,
-                    )
-                await pipe.execute()
+            await self.append(snapshots)
+
+    async def append(self, snapshots: list[StatsSnapshot], doc: tuple[str, bytes] | None = None):
+        """Append snapshot rows to the reporting stream (and, with ``doc``, store a final
+        document without expiry: key, JSON), in one round trip."""
+        if not snapshots and doc is None:
+            return
+        pipe = self.context.redis.pipeline(transaction=False)
+        if doc is not None:
+            pipe.set(doc[0], doc[1])
+        for snap in snapshots:
+            pipe.xadd(
+                SNAPSHOT_STREAM,
+                {SNAPSHOT_FIELD: snap.to_json()},
+                maxlen=self.context.settings.stats_stream_maxlen,
+                approximate=True,
+            )
+        await pipe.execute()
+
+    async def read(self, runner: PartitionRunner) -> dict[str, SubscriptionSample]:
+        """One read of a partition's counters and gauges (no document written)."""
+        return await self._read(runner)
+
+    def retire(
+        self, runner: PartitionRunner, samples: dict[str, SubscriptionSample]
+    ) -> tuple[bytes, list[StatsSnapshot], list[StatsSnapshot]]:
+        """A partition goes dormant with what ``samples`` read: its final document (to keep
+        without expiry: the admin service serves it while the partition sleeps), the snapshot
+        rows of the interval so far (reported now: nothing is lost between the last snapshot
+        and now), and the rows reports keep seeing while it sleeps (its subscriptions with a
+        backlog, nothing moving).  Forgets the partition."""
+        now = time.monotonic()
+        doc = orjson.dumps(self._document(runner, samples, now))
+        rows = self._snapshots(runner, samples, int((now - self._last_snapshot) * 1000))
+        sleeping = [
+            replace(
+                row,
+                msg_in=0,
+                bytes_in=0,
+                msg_out=0,
+                bytes_out=0,
+                msg_redelivered=0,
+                throttled_broker=0,
+                throttled_topic=0,
+                throttled_subscription=0,
+            )
+            for row in rows
+            if row.backlog_msgs > 0
+        ]
+        self.forget(runner.partition.full)
+        return doc, rows, sleeping
 
     async def _read(self, runner: PartitionRunner) -> dict[str, SubscriptionSample]:
         redis = self.context.redis
@@ -350,6 +404,54 @@ class StatsPublisher:
                 )
             )
         return rows
+
+
+def fingerprint(runner: PartitionRunner, samples: dict[str, SubscriptionSample]) -> tuple:
+    """Every counter and gauge one read found: equal fingerprints, nothing happened."""
+    return (
+        runner.msg_in,
+        runner.bytes_in,
+        runner.quota_rejected,
+        runner.publish_throttled,
+        tuple(
+            (
+                name,
+                tuple(sorted(sample.counters.items())),
+                sample.lag,
+                sample.pending,
+                tuple((cid, permits, unacked) for cid, permits, unacked, _info in sample.consumers),
+            )
+            for name, sample in sorted(samples.items())
+        ),
+    )
+
+
+def acked(samples: dict[str, SubscriptionSample]) -> int:
+    """Acknowledgements counted by every subscription of a partition."""
+    return sum(_int(sample.counters, b"acked") for sample in samples.values())
+
+
+async def bounded(
+    items: list[T], job: Callable[[T], Awaitable[None]], concurrency: int = 32
+) -> None:
+    """Run ``job`` on every item, at most ``concurrency`` at a time (a tick over many
+    partitions waits for Redis round trips side by side, not one after another); the first
+    error is raised once every job has ended."""
+    if not items:
+        return
+    position = iter(items)
+    errors: list[BaseException] = []
+
+    async def lane() -> None:
+        for item in position:
+            try:
+                await job(item)
+            except Exception as exc:
+                errors.append(exc)
+
+    await asyncio.gather(*(lane() for _ in range(min(concurrency, len(items)))))
+    if errors:
+        raise errors[0]
 
 
 def _throttled(dispatcher: Dispatcher | None) -> dict[str, int]:

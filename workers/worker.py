@@ -21,24 +21,28 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from dataplane.batches import in_batches
 from dataplane.events import ChangeEvent, latest_position
 from dataplane.legacy_keys import migrate_legacy_keys
 from dataplane.scripts import register_scripts
 from models.resolution import Limiter
 from models.settings import Settings
-from sluice.protocol.frames import script_source
+from sluice.protocol import keys
+from sluice.protocol.abuse import limits_call
+from sluice.protocol.frames import partitions_of, script_source
 from sluice.protocol.names import TopicName
 from workers.alarms import AlarmClock
 from workers.catalog import Catalog
 from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, WorkerContext
+from workers.dormancy import CONSUMER_CHECK_MARGIN_MS, Dormancy, Timer
 from workers.events import EventFollower, split_events
 from workers.gate import DispatchGate
 from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
-from workers.partition import PartitionRunner
+from workers.partition import PartitionRunner, limit_values
 from workers.policy import PolicyState
 from workers.scriptcall import PackedScript
-from workers.stats import StatsPublisher
+from workers.stats import StatsPublisher, bounded, fingerprint
 from workers.wakeups import listen_for_wakeups
 
 __all__ = ["DispatchSettings", "Worker", "WorkerMetrics"]
@@ -89,7 +93,12 @@ class Worker:
         self.stats = StatsPublisher(self.context)
         self.metrics = WorkerMetrics()
         self.events: EventFollower | None = None
-        self.runners: dict[str, PartitionRunner] = {}
+        self.runners: dict[str, PartitionRunner] = {}  # the partitions awake
+        self.dormancy = Dormancy()  # the partitions owned but dormant
+        self._waking: dict[str, asyncio.Task] = {}
+        self._probing: asyncio.Task | None = None
+        # Abuse limits last written to every dormant partition of a topic (base name).
+        self._topic_limits: dict[str, dict[str, int]] = {}
         self.ready = False
         self._tasks: list[asyncio.Task] = []
         self._rebalance_lock = asyncio.Lock()
@@ -174,8 +183,12 @@ class Worker:
         # With the loops go the tasks started on demand (reading subscriptions again,
         # adopting new topics, recording subscriptions): a database connection one of them
         # holds goes back before the caller disposes of the engine.
-        on_demand = (self._rereading, self._adopting, self.catalog.recorder)
-        tasks = [*self._tasks, *(t for t in on_demand if t is not None)]
+        on_demand = (self._rereading, self._adopting, self._probing, self.catalog.recorder)
+        tasks = [
+            *self._tasks,
+            *(t for t in on_demand if t is not None),
+            *self._waking.values(),
+        ]
         for task in tasks:
             task.cancel()
         if tasks:
@@ -200,11 +213,15 @@ class Worker:
                 log.exception("%s failed; will run again", job.__name__)
 
     async def _tick(self) -> None:
+        """Once a second: the running partitions' housekeeping and stats (side by side), then
+        the quiet ones go dormant and the dormant ones whose time came are checked."""
         if self._rebalance_pending:
             await self.rebalance()
-        for runner in list(self.runners.values()):
-            await runner.housekeeping()
-        await self.stats.tick(self.runners.values())
+        runners = list(self.runners.values())
+        await bounded(runners, lambda runner: runner.housekeeping())
+        await self.stats.tick(runners, self.dormancy.report_rows)
+        await self._retire_quiet()
+        await self._run_timers()
 
     async def resync(self) -> None:
         """Reload policies and the catalog from the database (heals missed events)."""
@@ -238,7 +255,7 @@ class Worker:
             else:
                 await self.policy.reload_parts({n for n in namespaces if n is not None}, broker)
             self.apply_limits()
-            await self.write_limits()
+            await self.write_limits(None if None in namespaces or broker else namespaces)
             self.metrics.policy_reload_seconds = time.monotonic() - started
             if broker:
                 await self.catalog.publish_client_config()
@@ -274,33 +291,245 @@ class Worker:
             if name in wanted and runner.fencing_token != self.ownership.token(wanted[name])
         }
         for name in (set(self.runners) - set(wanted)) | stale:
-            runner = self.runners.pop(name)
+            runner = self.runners.pop(name, None)
+            if runner is None:
+                continue  # fenced meanwhile (partition_lost stopped it)
             await runner.stop()
             self.stats.forget(name)
-        for name in set(wanted) - set(self.runners):
-            partition = wanted[name]
-            runner = PartitionRunner(
-                self.context,
-                self.shared,
-                partition,
-                self.policy.for_partition(partition),
-                self.ownership.token(partition),
-                on_lost=self.partition_lost,
-                on_subscription=self.catalog.note_subscription,
+        for name in self.dormancy.retain(wanted):
+            self.shared.limits_written.pop(name, None)
+        new = [
+            partition
+            for name, partition in wanted.items()
+            if name not in self.runners and name not in self.dormancy and name not in self._waking
+        ]
+        for partition in await self._adopt_asleep(new):
+            await self._start_runner(partition)
+
+    async def _adopt_asleep(self, partitions: list[TopicName]) -> list[TopicName]:
+        """Take partitions new to this worker asleep where that is safe; the ones to run.
+
+        A partition whose flag is there was dormant and nothing happened since; one that has
+        neither entries nor subscriptions has nothing to do: both sleep (the flag is set
+        first, so an event after it wakes them).  A partition whose flag an event deleted
+        before the partition was registered as dormant (its wake-up found none) is woken by
+        the check that follows."""
+        if not partitions:
+            return []
+
+        def probe(pipe, partition: TopicName) -> None:
+            pipe.set(keys.dormant(partition), 0, nx=True, get=True)
+            pipe.exists(keys.log(partition))
+            pipe.scard(keys.subs(partition))
+
+        replies = await in_batches(self.redis, partitions, probe)
+        run, asleep = [], []
+        for i, partition in enumerate(partitions):
+            flag, stream, subs = replies[3 * i : 3 * i + 3]
+            if flag is not None:
+                due = int(flag)
+                asleep.append((partition, Timer(due, wake_ms=due) if due else None))
+            elif not stream and not subs:
+                asleep.append((partition, None))
+            else:
+                run.append(partition)
+        if run:
+            await in_batches(self.redis, run, lambda pipe, p: pipe.delete(keys.dormant(p)))
+        for partition, timer in asleep:
+            self.dormancy.add(partition.full, timer)
+            self.dormancy.gone_dormant -= 1  # taken asleep, not gone to sleep here
+        present = await in_batches(
+            self.redis, [p for p, _ in asleep], lambda pipe, p: pipe.exists(keys.dormant(p))
+        )
+        for (partition, _timer), there in zip(asleep, present, strict=True):
+            if not there:
+                self.wake_partition(partition.full)
+        return run
+
+    async def _start_runner(self, partition: TopicName) -> PartitionRunner:
+        """Start running an owned partition and register its runner."""
+        runner = PartitionRunner(
+            self.context,
+            self.shared,
+            partition,
+            self.policy.for_partition(partition),
+            self.ownership.token(partition),
+            on_lost=self.partition_lost,
+            on_subscription=self.catalog.note_subscription,
+        )
+        try:
+            await runner.start()
+            await self.stats.adopt(runner)
+        except BaseException:
+            await runner.stop()  # no dispatcher of a runner the worker does not know
+            raise
+        self.runners[partition.full] = runner
+        # Its dispatchers run since start(): wake-ups that came meanwhile found no runner
+        # to go to (a consumer's permits, a producer's data), so they look again now
+        # rather than at their fallback poll.
+        runner.look_again()
+        # A subscription created meanwhile has no dispatcher to look again: read them.
+        await runner.sync_subscriptions()
+        return runner
+
+    # --- dormant partitions (workers.dormancy) ---------------------------------------------
+
+    def wake_partition(self, name: str) -> None:
+        """Start running a dormant partition again (a client's event, a timer)."""
+        if name in self._waking or not self.dormancy.remove(name):
+            return
+        self.dormancy.woken += 1
+        self._waking[name] = asyncio.create_task(self._wake(name), name=f"wake {name}")
+
+    async def _wake(self, name: str) -> None:
+        partition = TopicName.from_full(name)
+        try:
+            await self.redis.delete(keys.dormant(partition))
+            if self.ownership.owns(partition) and name not in self.runners:
+                runner = await self._start_runner(partition)
+                if not self.ownership.owns(partition):  # given up meanwhile
+                    self.runners.pop(name, None)
+                    await runner.stop()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # Neither running nor dormant: the next tick's rebalance starts it.
+            log.warning("could not wake %s yet: %s", name, exc)
+            self._rebalance_pending = True
+        finally:
+            self._waking.pop(name, None)
+
+    async def _retire_quiet(self) -> None:
+        after = self.settings.worker_dormant_after_seconds
+        if after <= 0:
+            return  # turned off: every owned partition runs
+        now = time.monotonic()
+        quiet = [r for r in self.runners.values() if not r.retiring and r.quiet(now, after)]
+        await bounded(quiet, self._retire)
+
+    async def _retire(self, runner: PartitionRunner) -> None:
+        """Let a quiet partition go dormant (the protocol is in ``workers.dormancy``)."""
+        name, partition = runner.partition.full, runner.partition
+        flag = keys.dormant(partition)
+        redis = self.redis
+        runner.retiring, runner.retire_aborted = True, False
+        try:
+            await redis.set(flag, 0)
+            samples = await self.stats.read(runner)
+            if fingerprint(runner, samples) != runner.fingerprint:
+                await redis.delete(flag)
+                return
+            timer = await self._timer_for(runner, samples)
+            kept = await redis.set(flag, timer.due_ms if timer else 0, xx=True)
+            if not kept:
+                return  # a client's event deleted it and woke this worker
+            if (
+                runner.retire_aborted
+                or self.runners.get(name) is not runner
+                or not runner.quiet(time.monotonic(), self.settings.worker_dormant_after_seconds)
+            ):
+                await redis.delete(flag)
+                return
+            del self.runners[name]
+            doc, rows, sleeping = self.stats.retire(runner, samples)
+            self.dormancy.add(name, timer, sleeping)
+        finally:
+            runner.retiring = False
+        await runner.stop()
+        await self.stats.append(rows, (keys.doc(partition), doc))
+
+    async def _timer_for(self, runner: PartitionRunner, samples: dict) -> Timer | None:
+        """When a partition going dormant must be looked at again: its consumers' oldest
+        heartbeat plus the consumer timeout; the first undelivered entry's expiry under a
+        message TTL; the end of the retention grace period when it acknowledged entries it
+        could not trim yet."""
+        partition = runner.partition
+        redis = self.redis
+        names = sorted(samples)
+        ttl = runner.flow.limits.message_ttl.value
+        lagging = [n for n in names if ttl > 0 and samples[n].lag > 0]
+        acked_any = runner.acked_last > (runner.acked_first or 0)
+        async with redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.zrange(keys.sub_key(partition, name, "alive"), 0, 0, withscores=True)
+            for name in lagging:
+                pipe.get(keys.sub_key(partition, name, "cursor"))
+            pipe.xlen(keys.log(partition))
+            replies = await pipe.execute()
+        oldest = {n: r[0][1] for n, r in zip(names, replies, strict=False) if r}
+        cursors = replies[len(names) : len(names) + len(lagging)]
+        length = replies[-1]
+        wake = []
+        if lagging:
+            async with redis.pipeline(transaction=False) as pipe:
+                for cursor in cursors:
+                    start = b"(" + (cursor or b"0-0")
+                    pipe.xrange(keys.log(partition), min=start, max="+", count=1)
+                firsts = await pipe.execute()
+            for first in firsts:
+                if first:
+                    published = int(first[0][0].split(b"-")[0])
+                    wake.append(published + ttl * 1000)
+        backlog = max((s.lag + s.pending for s in samples.values()), default=0)
+        if acked_any and length > backlog:
+            wake.append(
+                int(time.time() * 1000) + int(self.settings.retention_grace_seconds * 1000) + 1000
             )
-            try:
-                await runner.start()
-                await self.stats.adopt(runner)
-            except BaseException:
-                await runner.stop()  # no dispatcher of a runner the worker does not know
-                raise
-            self.runners[name] = runner
-            # Its dispatchers run since start(): wake-ups that came meanwhile found no runner
-            # to go to (a consumer's permits, a producer's data), so they look again now
-            # rather than at their fallback poll.
-            runner.look_again()
-            # A subscription created meanwhile has no dispatcher to look again: read them.
-            await runner.sync_subscriptions()
+        check = (
+            int(min(oldest.values())) + self.consumer_timeout_ms + CONSUMER_CHECK_MARGIN_MS
+            if oldest
+            else 0
+        )
+        return Timer.of(check, min(wake, default=0), tuple(oldest))
+
+    async def _run_timers(self) -> None:
+        """Wake the dormant partitions whose time came; check the consumers' heartbeats of
+        those that only watch them, and wake a partition only when one stopped."""
+        now_ms = int(time.time() * 1000)
+        checks: list[tuple[str, Timer]] = []
+        for name, timer in self.dormancy.due(now_ms):
+            if (timer.wake_ms and timer.wake_ms <= now_ms) or not timer.watch:
+                self.wake_partition(name)
+            else:
+                checks.append((name, timer))
+        if not checks:
+            return
+        pairs = [(TopicName.from_full(name), sub) for name, timer in checks for sub in timer.watch]
+        replies = iter(
+            await in_batches(
+                self.redis,
+                pairs,
+                lambda pipe, pair: pipe.zrange(
+                    keys.sub_key(pair[0], pair[1], "alive"), 0, 0, withscores=True
+                ),
+            )
+        )
+        cutoff = now_ms - self.consumer_timeout_ms
+        for name, timer in checks:
+            watched = [(sub, next(replies)) for sub in timer.watch]
+            oldest = {sub: r[0][1] for sub, r in watched if r}
+            if name not in self.dormancy:
+                continue
+            if any(score < cutoff for score in oldest.values()):
+                self.wake_partition(name)
+                continue
+            check = (
+                int(min(oldest.values())) + self.consumer_timeout_ms + CONSUMER_CHECK_MARGIN_MS
+                if oldest
+                else 0
+            )
+            self.dormancy.schedule(name, Timer.of(check, timer.wake_ms, tuple(oldest)))
+
+    async def _probe_dormant(self) -> None:
+        """Wake every dormant partition whose flag is gone: wake-ups may have been lost (the
+        channel was down)."""
+        names = list(self.dormancy.partitions)
+        flags = await in_batches(
+            self.redis, names, lambda pipe, n: pipe.exists(keys.dormant(TopicName.from_full(n)))
+        )
+        for name, present in zip(names, flags, strict=True):
+            if not present:
+                self.wake_partition(name)
 
     async def claim_partitions(self) -> None:
         """The catalog changed: let ownership claim what is ours now, then run it."""
@@ -338,12 +567,51 @@ class Worker:
             for dispatcher in runner.dispatchers.values():
                 dispatcher.wake.set()
 
-    async def write_limits(self) -> None:
+    async def write_limits(self, namespaces: set[str] | None = None) -> None:
         """Put the abuse limits in force where the scripts clients call read them: each owned
         partition's, and each namespace's ``maxTopicsPerNamespace``.  Awaited before a change
-        is confirmed, so a write the admin service answered is checked by Redis."""
+        is confirmed, so a write the admin service answered is checked by Redis.  Dormant
+        partitions are compared topic by topic (``namespaces``: only theirs; None: all) and
+        written only where the values changed."""
         await asyncio.gather(*(r.write_limits() for r in list(self.runners.values())))
+        await self._write_dormant_limits(namespaces)
         await self.catalog.publish_topic_limits()
+
+    async def _write_dormant_limits(self, namespaces: set[str] | None) -> None:
+        if not self.dormancy:
+            return
+        written = self.shared.limits_written
+        calls = []
+        for name, count in list(self.catalog.topics.items()):
+            topic = TopicName.from_full(name)
+            if namespaces is not None and f"{topic.tenant}/{topic.namespace}" not in namespaces:
+                continue
+            values = limit_values(self.policy.flow(topic))
+            if self._topic_limits.get(name) is values:
+                continue
+            for partition in partitions_of(topic, count):
+                if partition.full in self.dormancy and written.get(partition.full) != values:
+                    calls.append((partition, values))
+            self._topic_limits[name] = values
+        if not calls:
+            return
+        script = self.context.scripts["limits"]
+
+        def queue(pipe, call):
+            partition, values = call
+            script_keys, args = limits_call(partition, self.ownership.token(partition), values)
+            return script(keys=script_keys, args=args, client=pipe)
+
+        replies = await in_batches(self.redis, calls, queue, raise_on_error=False)
+        for (partition, values), reply in zip(calls, replies, strict=True):
+            if isinstance(reply, Exception):
+                if str(reply).startswith("FENCED"):
+                    self.ownership.lost(partition)
+                    self.dormancy.remove(partition.full)
+                    self._rebalance_pending = True
+                    continue
+                raise reply
+            written[partition.full] = values
 
     # --- wake-ups -------------------------------------------------------------------------
 
@@ -355,6 +623,8 @@ class Worker:
         self._subscriptions_stale = True
         if self._rereading is None or self._rereading.done():
             self._rereading = asyncio.create_task(self._reread_subscriptions())
+        if self.dormancy and (self._probing is None or self._probing.done()):
+            self._probing = asyncio.create_task(self._probe_dormant())
 
     async def _reread_subscriptions(self) -> None:
         while self._subscriptions_stale:
@@ -373,12 +643,18 @@ class Worker:
         if kind == "d":
             runner = self.runners.get(rest)
             if runner is not None:
+                runner.retire_aborted = True
                 runner.wake_all()
+            elif rest in self.dormancy:
+                self.wake_partition(rest)
         elif kind in ("s", "p"):
             partition, _, subscription = rest.partition("\t")
             runner = self.runners.get(partition)
             if runner is not None:
+                runner.retire_aborted = True
                 await runner.wake_subscription(subscription, consumers_changed=kind == "s")
+            elif partition in self.dormancy:
+                self.wake_partition(partition)
         elif kind == "t":
             # A client created a topic on first use: record it and take its partitions
             # (wake-ups of a burst of new topics are handled together).

@@ -33,6 +33,10 @@ one of them, which plain hashing would leave to chance.  Keys::
     sl:{P}:epoch                   counter the fencing tokens are numbered from
     sl:{P}:lim                     hash: the partition's TOPIC limiter (see dispatch.lua)
     sl:{P}:doc                     JSON stats document published by the owning worker
+    sl:{P}:dormant                 set while the owning worker does not watch the partition (it
+                                   was quiet): the time (ms) of its next scheduled check, or 0.
+                                   Every script a client calls deletes it and then wakes the
+                                   worker, so its presence means nothing happened since
     sl:{P}:quota                   "policy<TAB>reason" while the backlog quota refuses producers
     sl:{P}:limits                  hash: the partition's abuse limits, written by its owning worker
                                    (``sluice.protocol.abuse``)
@@ -177,6 +181,12 @@ def limiter(partition: TopicName) -> str:
 def doc(partition: TopicName) -> str:
     """The stats document the owning worker publishes."""
     return partition_prefix(partition) + "doc"
+
+
+def dormant(partition: TopicName) -> str:
+    """Set while the partition is dormant (see ``workers.dormancy``); clients' scripts delete it
+    and wake the worker."""
+    return partition_prefix(partition) + "dormant"
 
 
 def quota(partition: TopicName) -> str:

@@ -11,5 +11,8 @@ for i = 5, #ARGV do
     n = n + 1
   end
 end
-if n > 0 then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
+if n > 0 then
+  redis.call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant')
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
+end
 return n

@@ -6,7 +6,8 @@
 -- KEYS[6] (optional) the partition's publish-rate window (when absent, the partition's key
 -- next to KEYS[1]): hash e (end of the window, ms of Redis time), m and b (messages and
 -- payload bytes written in it); it expires when the window ends
--- ARGV[1] wake channel, ARGV[2] wake payload, ARGV[3] number of entries N, then per entry:
+-- ARGV[1] wake channel, ARGV[2] wake payload (sent when a subscription waits for data, or when the
+-- partition is dormant), ARGV[3] number of entries N, then per entry:
 --   field count F (pairs), then F field/value pairs (field "d" = payload, "n" = messages)
 -- Returns the array of new entry ids.  Nothing is written when it returns an error:
 -- "MessageTooBig <reason>" when an entry's payload (a message, or a batch of them) is over the
@@ -107,8 +108,12 @@ redis.call('HINCRBY', KEYS[2], 'bytes_in', bytes)
 if batches > 0 then redis.call('HINCRBY', KEYS[2], 'batch_entries', batches) end
 -- ... and while it has no delayed entries (deliver-at field "a").
 if delayed > 0 then redis.call('HINCRBY', KEYS[2], 'delayed_entries', delayed) end
+-- A dormant partition (sl:{P}:dormant, set by its worker when it stopped watching it) is
+-- woken too; the worker deletes the flag itself otherwise.
+local wake = redis.call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant') == 1
 if redis.call('SCARD', KEYS[3]) > 0 then
   redis.call('DEL', KEYS[3])
-  redis.call('PUBLISH', ARGV[1], ARGV[2])
+  wake = true
 end
+if wake then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
 return ids

@@ -24,5 +24,6 @@ end
 if count == 0 then
   redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
 end
+redis.call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant')
 redis.call('PUBLISH', ARGV[4], ARGV[5])
 return count

@@ -99,5 +99,6 @@ for _, consumer in ipairs(call('HKEYS', KEYS[5])) do
   end
 end
 call('DEL', KEYS[6], KEYS[7])
+call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant')
 call('PUBLISH', ARGV[6], ARGV[7])
 return {after, dropped, returned}

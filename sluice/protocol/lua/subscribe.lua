@@ -147,5 +147,6 @@ if consumer == '' then return 'OK' end
 redis.call('ZADD', KEYS[6], now, consumer)
 redis.call('HSET', KEYS[7], consumer, ARGV[6])
 redis.call('HSETNX', KEYS[5], consumer, 0)
+redis.call('DEL', ARGV[11] .. 'dormant')
 redis.call('PUBLISH', ARGV[7], ARGV[8])
 return 'OK'

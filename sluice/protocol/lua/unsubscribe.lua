@@ -21,5 +21,6 @@ end
 redis.pcall('XGROUP', 'DESTROY', KEYS[1], ARGV[1])
 redis.call('SREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])
+redis.call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant')
 redis.call('PUBLISH', ARGV[6], ARGV[7])
 return 1

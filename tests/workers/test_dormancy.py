@@ -1,0 +1,167 @@
+"""Quiet partitions go dormant, cost nothing, and wake on every event a client causes.
+
+Every test drives the worker as a user would (REST, the client) and looks at the worker only
+to know whether a partition sleeps; what must hold is seen from the outside: messages arrive
+promptly after a sleep, stats stay served, dead consumers are still released, policies still
+reach a sleeping partition, and a sleeping worker makes (almost) no Redis calls.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+
+import sluice
+from sluice.protocol import keys
+from sluice.protocol.names import TopicName
+from tests.workers.conftest import ADMIN, WorkerThread, drain, wait_until
+
+TOPIC = "persistent://acme/orders/quiet"
+PATH = f"{ADMIN}/persistent/acme/orders/quiet"
+SHARED = sluice.ConsumerType.Shared
+
+
+@pytest.fixture
+def worker_settings(worker_settings):
+    """Partitions sleep after 1.5 quiet seconds (7 s by default)."""
+    return worker_settings.model_copy(update={"worker_dormant_after_seconds": 1.5})
+
+
+def dormant(worker: WorkerThread) -> set[str]:
+    return worker.call(lambda w: set(w.dormancy.partitions))
+
+
+def awake(worker: WorkerThread) -> set[str]:
+    return worker.call(lambda w: set(w.runners))
+
+
+def partitions(count: int, topic: str = TOPIC) -> set[str]:
+    base = TopicName.from_full(topic)
+    return {base.partition(i).full for i in range(count)} if count else {base.full}
+
+
+def test_a_quiet_partition_sleeps_and_wakes_on_a_produce(http, namespace, worker, client):
+    assert http.put(f"{PATH}/partitions", json=4).status_code == 204
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=SHARED)
+    producer = client.create_producer(TOPIC)
+    for i in range(8):
+        producer.send(f"m{i}".encode(), partition_key=str(i))
+    got = drain(consumer, 8, timeout=10)
+    assert len(got) == 8
+    wait_until(lambda: dormant(worker) == partitions(4), timeout=15)
+    assert not awake(worker)
+    # Stats stay served while every partition sleeps: counters and the consumer.
+    stats = http.get(f"{PATH}/partitioned-stats", params={"perPartition": "true"}).json()
+    assert stats["msgInCounter"] == 8
+    sub = stats["subscriptions"]["sub"]
+    assert sub["msgOutCounter"] == 8 and sub["msgBacklog"] == 0
+    assert len(sub["consumers"]) == 4  # one per partition
+    # A produce wakes its partition at once, and only that one.
+    for i in range(3):
+        started = time.monotonic()
+        producer.send(f"late{i}".encode(), partition_key="k")
+        message = consumer.receive(timeout_millis=5_000)
+        assert message.data() == f"late{i}".encode()
+        assert time.monotonic() - started < 1.0
+        consumer.acknowledge(message)
+    assert len(awake(worker)) == 1
+    wait_until(lambda: dormant(worker) == partitions(4), timeout=15)
+
+
+def test_a_sleeping_subscription_without_permits_wakes_on_a_receive(
+    http, namespace, worker, client
+):
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=SHARED, receiver_queue_size=2)
+    producer = client.create_producer(TOPIC)
+    for i in range(6):
+        producer.send(f"m{i}".encode())
+    # The consumer's queue is full: the partition sleeps with a backlog.
+    wait_until(lambda: dormant(worker) == partitions(0), timeout=15)
+    got = drain(consumer, 6, timeout=10)
+    assert [m.data() for _t, m in got] == [f"m{i}".encode() for i in range(6)]
+
+
+def test_a_dead_consumer_of_a_sleeping_partition_is_released(http, namespace, worker, redis_server):
+    assert http.put(PATH).status_code == 204
+    crashed = sluice.Client(redis_server.url, heartbeat_interval_seconds=0.5)
+    consumer = crashed.subscribe(TOPIC, "sub", consumer_type=SHARED)
+    with sluice.Client(redis_server.url) as healthy:
+        producer = healthy.create_producer(TOPIC)
+        for i in range(3):
+            producer.send(str(i).encode())
+        held = [consumer.receive(timeout_millis=5000) for _ in range(3)]
+        assert len(held) == 3
+        wait_until(lambda: dormant(worker) == partitions(0), timeout=15)
+        woken = worker.call(lambda w: w.dormancy.woken)
+        # No heartbeat, no ack, never closed: like a killed process.  Nothing else happens on
+        # the partition, yet its consumer is released after the timeout.
+        crashed.ticker.stop()
+        alive = keys.sub_key(TopicName.from_full(TOPIC), "sub", "alive")
+        plain = redis.Redis.from_url(redis_server.url)
+        try:
+            timeout = worker.settings.consumer_timeout_seconds
+            wait_until(lambda: plain.zcard(alive) == 0, timeout=timeout + 5)
+        finally:
+            plain.close()
+        assert worker.call(lambda w: w.dormancy.woken) > woken
+        other = healthy.subscribe(TOPIC, "sub", consumer_type=SHARED)
+        got = drain(other, 3, timeout=8)
+        assert sorted(m.data() for _t, m in got) == [b"0", b"1", b"2"]
+
+
+def test_a_policy_reaches_a_sleeping_partition(http, namespace, worker, client):
+    assert http.put(PATH).status_code == 204
+    client.subscribe(TOPIC, "sub", consumer_type=SHARED)
+    wait_until(lambda: dormant(worker) == partitions(0), timeout=15)
+    limit = f"{ADMIN}/namespaces/acme/orders/maxConsumersPerSubscription"
+    assert http.post(limit, json=1).status_code == 204
+    # Answered once enforced: the sleeping partition's limits are in Redis already.
+    with pytest.raises(sluice.ConsumerBusy):
+        client.subscribe(TOPIC, "sub", consumer_type=SHARED)
+    assert dormant(worker) == partitions(0)
+
+
+def test_a_new_worker_takes_sleeping_partitions_over_asleep(
+    http, namespace, worker_settings, redis_server
+):
+    first = WorkerThread(worker_settings).start()
+    try:
+        assert http.put(f"{PATH}/partitions", json=3).status_code == 204
+        with sluice.Client(redis_server.url) as client:
+            client.subscribe(TOPIC, "sub", consumer_type=SHARED).close()
+        wait_until(lambda: dormant(first) == partitions(3), timeout=15)
+    finally:
+        first.stop()
+    successor = WorkerThread(worker_settings.model_copy(update={"worker_id": "next"})).start()
+    try:
+        assert dormant(successor) == partitions(3)
+        assert not awake(successor)
+        with sluice.Client(redis_server.url) as client:
+            consumer = client.subscribe(TOPIC, "sub", consumer_type=SHARED)
+            producer = client.create_producer(TOPIC)
+            producer.send(b"after", partition_key="x")
+            assert consumer.receive(timeout_millis=5_000).data() == b"after"
+    finally:
+        successor.stop()
+
+
+def test_sleeping_partitions_cost_no_redis_calls(http, namespace, worker, redis_server):
+    """A worker with 200 sleeping partitions (a subscription each) makes as few Redis calls
+    as with none: its own heartbeat and change-event reads, no call per partition."""
+    assert http.put(f"{PATH}/partitions", json=200).status_code == 204
+    assert http.put(f"{PATH}/subscription/sub").status_code == 204
+    wait_until(lambda: len(dormant(worker)) == 200, timeout=30)
+    plain = redis.Redis.from_url(redis_server.url)
+    try:
+        plain.config_resetstat()
+        time.sleep(4)
+        stats = plain.info("commandstats")
+    finally:
+        plain.close()
+    calls = sum(v["calls"] for k, v in stats.items() if k != "cmdstat_info")
+    # The worker's fixed cost per second: a fleet heartbeat, event reads (tolerance x2).
+    assert calls / 4 < 40, f"{calls / 4:.0f} calls/s with 200 sleeping partitions: {stats}"
+    assert len(dormant(worker)) == 200
