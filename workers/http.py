@@ -16,7 +16,8 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from models.resolution import ResolvedRate
+from models.resolution import PublishRate, ResolvedRate
+from sluice.protocol.names import TopicName
 
 if TYPE_CHECKING:
     from workers.worker import Worker
@@ -141,6 +142,13 @@ def create_http_app(worker: Worker) -> Starlette:
                 "topic": _rate_json(runner.topic_rate),
                 "subscriptions": {sub: _rate_json(d.rate) for sub, d in runner.dispatchers.items()},
             }
+        # A dormant partition has no limiter until it wakes: what it would enforce now.
+        for name in sorted(worker.dormancy.partitions):
+            if wanted and not name.startswith(wanted):
+                continue
+            partition = TopicName.from_full(name)
+            topic = worker.policy.for_partition(partition).resolve(None, PublishRate()).topic
+            partitions[name] = {"topic": _rate_json(topic), "subscriptions": {}, "dormant": True}
         body = {
             "worker": worker.id,
             "policyVersion": worker.policy.version,
