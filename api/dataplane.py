@@ -10,6 +10,7 @@ published yet, a document is assembled from the raw counters.
 from __future__ import annotations
 
 import time
+import zlib
 from typing import Any
 
 import orjson
@@ -58,7 +59,7 @@ class DataPlane(CatalogProjection):
         produce and acknowledgement that completed before the request."""
         raws = await in_batches(self.redis, partitions, lambda pipe, p: pipe.get(keys.doc(p)))
         read = list(zip(partitions, raws, strict=True))
-        docs = {p.full: orjson.loads(raw) for p, raw in read if raw is not None}
+        docs = {p.full: _load_document(raw) for p, raw in read if raw is not None}
         docs.update(await self._assemble([p for p, raw in read if raw is None]))
         backlogs = await read_backlogs(self.redis, self.scripts, partitions)
         return {p.full: _with_backlog(docs[p.full], backlogs.get(p.full, {})) for p in partitions}
@@ -85,6 +86,11 @@ class DataPlane(CatalogProjection):
         return {
             p.full: _document(raw[2 * i], subs[p.full], replies) for i, p in enumerate(partitions)
         }
+
+
+def _load_document(raw: bytes) -> dict[str, Any]:
+    """A worker's stats document: JSON, or zlib-compressed JSON (a dormant partition's)."""
+    return orjson.loads(raw if raw[:1] == b"{" else zlib.decompress(raw))
 
 
 def _subscription_document(stats: Any = None, sub_type: Any = None) -> dict[str, Any]:

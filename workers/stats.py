@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -165,13 +166,19 @@ class StatsPublisher:
         self, runner: PartitionRunner, samples: dict[str, SubscriptionSample]
     ) -> tuple[bytes, list[StatsSnapshot], list[StatsSnapshot]]:
         """A partition goes dormant with what ``samples`` read: its final document (to keep
-        without expiry: the admin service serves it while the partition sleeps), the snapshot
-        rows of the interval so far (reported now: nothing is lost between the last snapshot
-        and now), and the rows reports keep seeing while it sleeps (its subscriptions with a
-        backlog, nothing moving).  Forgets the partition."""
+        without expiry, zlib-compressed: the admin service serves it while the partition
+        sleeps), the snapshot rows of the interval so far that counted anything or have a
+        backlog (reported now: nothing is lost between the last snapshot and now), and the
+        rows reports keep seeing while it sleeps (its subscriptions with a backlog, nothing
+        moving).  Forgets the partition."""
         now = time.monotonic()
-        doc = orjson.dumps(self._document(runner, samples, now))
-        rows = self._snapshots(runner, samples, int((now - self._last_snapshot) * 1000))
+        # Kept for as long as the partition sleeps: compressed (a third of the size).
+        doc = zlib.compress(orjson.dumps(self._document(runner, samples, now)), 1)
+        rows = [
+            row
+            for row in self._snapshots(runner, samples, int((now - self._last_snapshot) * 1000))
+            if _moved(row) or row.backlog_msgs > 0
+        ]
         sleeping = [
             replace(
                 row,
@@ -404,6 +411,20 @@ class StatsPublisher:
                 )
             )
         return rows
+
+
+def _moved(row: StatsSnapshot) -> bool:
+    """True when a snapshot row counted anything in its interval."""
+    return bool(
+        row.msg_in
+        or row.bytes_in
+        or row.msg_out
+        or row.bytes_out
+        or row.msg_redelivered
+        or row.throttled_broker
+        or row.throttled_topic
+        or row.throttled_subscription
+    )
 
 
 def fingerprint(runner: PartitionRunner, samples: dict[str, SubscriptionSample]) -> tuple:

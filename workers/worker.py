@@ -316,6 +316,9 @@ class Worker:
         the check that follows."""
         if not partitions:
             return []
+        if self.settings.worker_dormant_after_seconds <= 0:  # turned off: everything runs
+            await in_batches(self.redis, partitions, lambda pipe, p: pipe.delete(keys.dormant(p)))
+            return partitions
 
         def probe(pipe, partition: TopicName) -> None:
             pipe.set(keys.dormant(partition), 0, nx=True, get=True)

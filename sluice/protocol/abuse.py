@@ -62,11 +62,24 @@ PUBLISH_RATE_LIMITED = "PublishRateLimited"
 SUBSCRIBE_RATE_LIMITED = "SubscribeRateLimited"
 
 
+def is_default(values: Mapping[str, int]) -> bool:
+    """True when ``values`` are what the scripts assume without a limits hash: no limit, and
+    the default ``maxMessageSize`` (the subscribe period means nothing without a rate)."""
+    return all(
+        int(values[name])
+        == (DEFAULT_MAX_MESSAGE_SIZE if name == "maxMessageSize" else 0)
+        for name in LIMIT_FIELDS
+        if name != "subscribeRatePeriodPerConsumerInSecond"
+    )
+
+
 def limits_call(partition: TopicName, fencing_token: str, values: Mapping[str, int]) -> Call:
-    """``limits.lua``: replace the partition's limits (``values`` by ``LIMIT_FIELDS`` name)."""
+    """``limits.lua``: replace the partition's limits (``values`` by ``LIMIT_FIELDS`` name);
+    defaults delete the hash (thousands of quiet partitions need no copy of them)."""
     pairs: list[str | int] = []
-    for name in LIMIT_FIELDS:
-        pairs += [name, int(values[name])]
+    if not is_default(values):
+        for name in LIMIT_FIELDS:
+            pairs += [name, int(values[name])]
     return [keys.lease(partition), keys.limits(partition)], [fencing_token, *pairs]
 
 

@@ -32,14 +32,15 @@ one of them, which plain hashing would leave to chance.  Keys::
     sl:{P}:lease                   fencing token of the worker that owns the partition
     sl:{P}:epoch                   counter the fencing tokens are numbered from
     sl:{P}:lim                     hash: the partition's TOPIC limiter (see dispatch.lua)
-    sl:{P}:doc                     JSON stats document published by the owning worker
+    sl:{P}:doc                     JSON stats document published by the owning worker (zlib-
+                                   compressed JSON, kept, while the partition is dormant)
     sl:{P}:dormant                 set while the owning worker does not watch the partition (it
                                    was quiet): the time (ms) of its next scheduled check, or 0.
                                    Every script a client calls deletes it and then wakes the
                                    worker, so its presence means nothing happened since
     sl:{P}:quota                   "policy<TAB>reason" while the backlog quota refuses producers
     sl:{P}:limits                  hash: the partition's abuse limits, written by its owning worker
-                                   (``sluice.protocol.abuse``)
+                                   (``sluice.protocol.abuse``); absent while they are the defaults
     sl:{P}:producers               zset: producer id -> last heartbeat (ms of Redis time)
     sl:{P}:pubrate                 hash: the publish rate's current window (produce.lua);
                                    expires when the window ends

@@ -183,10 +183,15 @@ def test_resync_heals_a_missed_event(http, namespace, worker_settings, db, clien
     from tests.workers.conftest import WorkerThread
 
     assert http.put(PATH).status_code == 204
-    # A second worker beside the fixture's: it owns every partition without a lease.
+    # A second worker beside the fixture's: it owns every partition without a lease, and runs
+    # them all (none sleeps: the test reads the running partition's limiter).
     quick = WorkerThread(
         worker_settings.model_copy(
-            update={"worker_resync_seconds": 0.5, "worker_ownership": "local"}
+            update={
+                "worker_resync_seconds": 0.5,
+                "worker_ownership": "local",
+                "worker_dormant_after_seconds": 0,
+            }
         )
     )
     quick.start()

@@ -6,10 +6,11 @@
 -- maxConsumersPerSubscription, maxMessageSize, publishThrottlingRateInMsg,
 -- publishThrottlingRateInByte, subscribeThrottlingRatePerConsumer,
 -- subscribeRatePeriodPerConsumerInSecond)
--- Replaces the hash.  Returns 1, or the error "FENCED" (nothing written).
+-- Replaces the hash; no pairs (the defaults: no limit, 5 MB messages) leave no hash.
+-- Returns 1, or the error "FENCED" (nothing written).
 if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('FENCED partition lease lost')
 end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], unpack(ARGV, 2))
+if #ARGV > 1 then redis.call('HSET', KEYS[2], unpack(ARGV, 2)) end
 return 1
