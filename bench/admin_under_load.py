@@ -9,8 +9,8 @@ Redis in a temporary folder) and measures ``GET /admin/v2/brokers/health`` at a 
   messages through the worker as fast as they can, unthrottled (the producer keeps at most
   ``MAX_AHEAD`` messages ahead of the consumer); the achieved msg/s is what the consumer
   received and acknowledged during the measurement;
-* idle partitions: ``PARTITIONS`` partitions with a subscription each, owned by the worker,
-  no traffic; then the same with the dispatch load on top.
+* idle partitions: 1,000 partitions (250 with ``--quick``) with a subscription each, owned by
+  the worker, no traffic; then the same with the dispatch load on top.
 
 Target: health p99 under 10 ms in every phase, at 50,000 msg/s of dispatch (on 2 shared
 cores the pair reaches less: the figure is printed).  Also printed: the CPU each process used
@@ -175,10 +175,10 @@ class Dispatch:
                 raise RuntimeError("the consumer did not subscribe")
             self.processes[1].start()
             # Until messages flow at a steady rate.
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 120
             while self.received.value < 10_000:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("no dispatch")
+                    raise RuntimeError(f"{self.received.value} messages dispatched in 120 s")
                 time.sleep(0.1)
         except BaseException:
             self.__exit__()
@@ -217,8 +217,10 @@ def progress(began: float, what: str) -> None:
 def main() -> None:
     args = arguments(__doc__.split("\n")[0])
     seconds = 5.0 if args.quick else 20.0
-    partitions = 500 if args.quick else 2_000
-    per_topic = 500
+    # Idle partitions are not free for the worker: about 0.6 ms of CPU each per second were
+    # measured on the loaded 2-core machine, so 2,000 of them starved it of its lease renewals.
+    partitions = 250 if args.quick else 1_000
+    per_topic = 250
     load = os.getloadavg()[0]
     began = time.monotonic()
     runs: list[tuple[str, dict]] = []
