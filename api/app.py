@@ -34,6 +34,7 @@ from api.docs import install_docs
 from api.enforcement import Enforcement
 from api.errors import install_error_handlers
 from api.flow.router import router as flow_router
+from api.liveness import LivenessProbe
 from api.middleware import RequestContextMiddleware
 from api.namespaces.router import router as namespaces_router
 from api.operations.router import router as operations_router
@@ -195,6 +196,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if access_control.authentication:
         # Innermost of the middlewares: CORS preflights and body limits come first.
         app.add_middleware(AuthenticationMiddleware, control=access_control)
+    # The liveness probe answered before routing (it is open: no token needed either).
+    app.add_middleware(LivenessProbe)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

@@ -32,6 +32,11 @@ BENCHMARKS: tuple[tuple[str, str], ...] = (
         "for enforcement included",
     ),
     (
+        "admin_under_load",
+        "sluice standalone: admin health p99 < 10 ms while its worker dispatches unthrottled "
+        "(target 50k msg/s) and while it owns many idle partitions",
+    ),
+    (
         "partition_churn",
         "health p99 < 50 ms while a topic of maxNumPartitionsPerPartitionedTopic partitions "
         "is created, used and deleted",

@@ -2,16 +2,22 @@
 
 Like ``pulsar standalone``: nothing to configure.  The control plane lives in a SQLite file
 and the data plane in an embedded Redis server, both under the data folder, unless
-``DATABASE_URL`` / ``REDIS_URL`` point elsewhere.  The schema is migrated on start; the admin
-service and one broker worker share one event loop.  When the reporting extra is installed,
-a Celery worker with an embedded beat (one process, solo pool) lands stats and runs the
-report jobs on schedule (``--no-reports`` leaves it out).
+``DATABASE_URL`` / ``REDIS_URL`` point elsewhere.  The schema is migrated on start.  The admin
+service runs in the standalone's own process; the broker worker is a child process
+(``sluice worker``, on ``SLUICE_WORKER_HTTP_PORT``, default 8081), so a busy worker (many
+partitions, a high dispatch rate) shares neither an event loop nor an interpreter lock with
+the admin API.  Both open the same SQLite file (WAL, with a busy timeout: a writer waits for
+the other's transaction instead of failing).  When the reporting extra is installed, a
+Celery worker with an embedded beat (one process, solo pool) lands stats and runs the report
+jobs on schedule (``--no-reports`` leaves it out).
 
-What the standalone starts, it supervises (``server.supervisor``): the embedded Redis and the
-report scheduler are restarted when they die, the worker when it fails, with exponential
-backoff.  The embedded Redis keeps an append-only file (fsync every second) in its folder, so
-a restarted server has every write it acknowledged before it was killed; it comes back on the
-same port, and the admin service, the worker and clients reconnect by themselves.
+What the standalone starts, it supervises (``server.supervisor``): the embedded Redis, the
+broker worker and the report scheduler are restarted when they die, with exponential
+backoff; each child dies with the standalone, and writes its log lines to the same terminal.
+The embedded Redis keeps an append-only file (fsync every second) in its folder, so a
+restarted server has every write it acknowledged before it was killed; it comes back on the
+same port, and the admin service, the worker and clients reconnect by themselves.  Ctrl-C or
+SIGTERM stops the admin service, then the worker, the report scheduler, and Redis last.
 
 With authentication on (``SLUICE_AUTHENTICATION_ENABLED``), the embedded Redis runs with an
 ACL file (``dataplane.acl``): the ``default`` user is off, the admin service, the worker and
@@ -33,6 +39,10 @@ import secrets
 import signal
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
@@ -45,12 +55,12 @@ from server.acl_file import write_private
 from server.embedded_redis import EmbeddedRedis, die_with_parent
 from server.http_protocol import HTTP_PROTOCOL
 from server.ports import Port, check_free
-from server.supervisor import SupervisedProcess, supervise_task
+from server.supervisor import SupervisedProcess, describe_exit
 from sluice.protocol.urls import redact_url, with_credentials
-from workers.main import run_worker
 
 log = logging.getLogger("sluice.standalone")
 ACL_FILE = "users.acl"
+WORKER_START_SECONDS = 60.0  # a (re)started worker must answer /healthz within this long
 
 
 def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
@@ -117,9 +127,6 @@ def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
                 "session users from the admin service",
                 ", ".join(SERVICE_USERS.values()),
             )
-    worker_settings = settings
-    if "worker" in service_urls:
-        worker_settings = settings.model_copy(update={"redis_url": service_urls["worker"]})
     try:
         upgrade(settings.effective_database_url)
         log.info("database: %s", redact_url(settings.effective_database_url))
@@ -131,9 +138,18 @@ def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
             )
             if scheduler is not None:
                 children.append(scheduler.start())
-        asyncio.run(_serve(settings, args.log_level, children, worker_settings))
+        # Not waited for: the admin service serves while the worker starts.
+        worker = broker_worker(settings, args.log_level, run_dir, service_urls.get("worker"))
+        children.append(worker.start(wait=False))
+        log.info(
+            "broker worker: pid %d (%s), sluice worker with /healthz, /readyz and /metrics %s",
+            worker.process.pid if worker.process else 0,
+            worker.pid_file,
+            f"on port {settings.worker_http_port}" if settings.worker_http_port else "off",
+        )
+        asyncio.run(_serve(settings, args.log_level, children))
     finally:
-        # The report scheduler first, the Redis everything uses last.
+        # The worker first, then the report scheduler, the Redis everything uses last.
         for child in reversed(children):
             child.stop()
     return 0
@@ -196,15 +212,70 @@ def report_scheduler(
     return SupervisedProcess("report-scheduler", spawn, pid_dir=run_dir)
 
 
-async def _serve(
-    settings: Settings,
-    log_level: str,
-    children: list[SupervisedProcess],
-    worker_settings: Settings | None = None,
-) -> None:
-    """The admin service and a worker in one loop (``worker_settings``: the worker's own,
-    by default the admin service's), the children supervised, until SIGINT/SIGTERM."""
-    worker_settings = worker_settings or settings
+def broker_worker(
+    settings: Settings, log_level: str, run_dir: Path, redis_url: str | None = None
+) -> SupervisedProcess:
+    """``sluice worker`` as a supervised child (not started yet), on the standalone's
+    database, Redis (``redis_url``: the worker's own Redis user) and data folder, serving
+    /healthz, /readyz and /metrics on ``worker_http_port`` (0: none)."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "DATABASE_URL": settings.effective_database_url,
+            "REDIS_URL": redis_url or settings.effective_redis_url,
+            "SLUICE_DATA_DIR": str(settings.data_dir.resolve()),
+            "SLUICE_HTTP_HOST": settings.http_host,
+            "SLUICE_HTTP_PORT": str(settings.http_port),
+            "SLUICE_WORKER_HTTP_PORT": str(settings.worker_http_port),
+        }
+    )
+    command = [sys.executable, "-m", "server.cli", "--log-level", log_level, "worker"]
+    if settings.worker_http_port:
+        command += ["--http-port", str(settings.worker_http_port)]
+
+    def spawn() -> subprocess.Popen:
+        # A session of its own, like the other children: the standalone stops it on Ctrl-C,
+        # after the admin service and before the Redis it uses.
+        return subprocess.Popen(
+            command, env=env, preexec_fn=die_with_parent, start_new_session=True
+        )
+
+    ready = None
+    if settings.worker_http_port:
+        ready = healthz_ready(settings.http_host, settings.worker_http_port)
+    return SupervisedProcess("worker", spawn, ready=ready, pid_dir=run_dir)
+
+
+def healthz_ready(
+    host: str, port: int, timeout: float = WORKER_START_SECONDS
+) -> Callable[[subprocess.Popen], None]:
+    """A readiness check for a worker child: it answers on ``/healthz`` (its event loop runs);
+    raises when the child exits first or does not answer within ``timeout`` seconds."""
+    local = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    url = f"http://{f'[{local}]' if ':' in local else local}:{port}/healthz"
+
+    def ready(process: subprocess.Popen) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"the worker exited at start: {describe_exit(process.returncode)}"
+                )
+            try:
+                with urllib.request.urlopen(url, timeout=1.0) as answer:
+                    if answer.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the worker did not answer {url} within {timeout:.0f} s")
+            time.sleep(0.1)
+
+    return ready
+
+
+async def _serve(settings: Settings, log_level: str, children: list[SupervisedProcess]) -> None:
+    """The admin service, the children supervised, until SIGINT/SIGTERM."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -221,11 +292,7 @@ async def _serve(
     )
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
     api = asyncio.create_task(server.serve())
-    # The worker shares this loop: when it dies with an exception it is run again.
-    worker = asyncio.create_task(
-        supervise_task("worker", lambda: run_worker(worker_settings, stop), stop)
-    )
     supervisors = [asyncio.create_task(child.supervise(stop)) for child in children]
     await stop.wait()
     server.should_exit = True
-    await asyncio.gather(api, worker, *supervisors, return_exceptions=True)
+    await asyncio.gather(api, *supervisors, return_exceptions=True)

@@ -1,11 +1,10 @@
 """Supervision for ``sluice standalone``: restart what dies, with exponential backoff.
 
-``SupervisedProcess`` watches a child process (the embedded ``redis-server``, the Celery
-report scheduler); ``supervise_task`` reruns a coroutine (the in-process broker worker).  A
-child that dies is logged with its exit code or signal and started again after a delay that
-starts at 0.5 s and doubles up to 10 s; the delay goes back to 0.5 s once a child has run
-for 30 s.  Nothing is restarted once the standalone is stopping.  Each process child's pid
-is kept in ``<data dir>/run/<name>.pid`` while it runs.
+``SupervisedProcess`` watches a child process (the embedded ``redis-server``, the broker
+worker, the Celery report scheduler).  A child that dies is logged with its exit code or
+signal and started again after a delay that starts at 0.5 s and doubles up to 10 s; the delay
+goes back to 0.5 s once a child has run for 30 s.  Nothing is restarted once the standalone
+is stopping.  Each child's pid is kept in ``<data dir>/run/<name>.pid`` while it runs.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import logging
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,10 +88,11 @@ class SupervisedProcess:
         self.process: subprocess.Popen | None = None
         self.restarts = 0
 
-    def start(self) -> SupervisedProcess:
-        """Start the child and wait until it is ready (raises when it is not)."""
+    def start(self, *, wait: bool = True) -> SupervisedProcess:
+        """Start the child and, with ``wait``, wait until it is ready (raises when it is not;
+        without ``wait`` only its restarts are waited for)."""
         process = self._launch()
-        if self._ready is not None:
+        if wait and self._ready is not None:
             self._ready(process)
         return self
 
@@ -160,30 +160,3 @@ class SupervisedProcess:
     def _forget(self) -> None:
         if self.pid_file is not None:
             self.pid_file.unlink(missing_ok=True)
-
-
-async def supervise_task(
-    name: str,
-    run: Callable[[], Awaitable[None]],
-    stop: asyncio.Event,
-    backoff: Backoff | None = None,
-) -> None:
-    """Run ``run()`` until ``stop`` is set, again (after a backoff) whenever it raises or
-    returns before that."""
-    backoff = backoff or Backoff()
-    while not stop.is_set():
-        started = time.monotonic()
-        try:
-            await run()
-            outcome = "returned"
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.error("%s died: %s: %s", name, type(exc).__name__, exc, exc_info=exc)
-            outcome = "died"
-        if stop.is_set():
-            return
-        delay = backoff.next_delay(time.monotonic() - started)
-        log.warning("%s %s; restarting in %.1f s", name, outcome, delay)
-        if await _stopped_within(stop, delay):
-            return

@@ -18,12 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 class Standalone:
     """Start ``sluice standalone`` (admin, worker, embedded Redis) and wait until it is ready;
-    ``env`` adds environment variables (security settings, say)."""
+    ``env`` adds environment variables (security settings, say).  The worker is a child
+    process of the standalone, serving /healthz and /readyz on ``worker_port``."""
 
     def __init__(self, folder: Path, *extra_args: str, env: dict[str, str] | None = None) -> None:
         self.folder = folder
         self.env = dict(env or {})
-        self.port, self.redis_port = free_port(), free_port()
+        self.port, self.redis_port, self.worker_port = free_port(), free_port(), free_port()
         self.data = folder / "data"
         self.extra_args = extra_args
         self.process: subprocess.Popen | None = None
@@ -38,14 +39,20 @@ class Standalone:
         """The embedded Redis (the client's service URL)."""
         return f"redis://127.0.0.1:{self.redis_port}/0"
 
+    @property
+    def worker_url(self) -> str:
+        """The worker's HTTP endpoint (/healthz, /readyz, /metrics)."""
+        return f"http://127.0.0.1:{self.worker_port}"
+
     def log(self) -> str:
         """What the standalone printed."""
         return (self.folder / "standalone.log").read_text(errors="replace")
 
     def start(self, timeout: float = 60) -> Standalone:
-        """Start and wait until ``/admin/v2/brokers/ready`` answers 200."""
+        """Start and wait until ``/admin/v2/brokers/ready`` and the worker's ``/readyz``
+        answer 200."""
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-        env["SLUICE_WORKER_HTTP_PORT"] = str(free_port())
+        env["SLUICE_WORKER_HTTP_PORT"] = str(self.worker_port)
         env.update(self.env)
         # A file, not a pipe: nobody reads the output until the end, and a full pipe would block.
         with open(self.folder / "standalone.log", "w+b") as output:
@@ -69,16 +76,18 @@ class Standalone:
                 stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(f"{self.url}/admin/v2/brokers/ready", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.process.kill()
-                raise RuntimeError(self.log()[-3000:])
-            time.sleep(0.2)
+        for url in (f"{self.url}/admin/v2/brokers/ready", f"{self.worker_url}/readyz"):
+            while True:
+                try:
+                    if httpx.get(url, timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.process.kill()
+                    raise RuntimeError(self.log()[-3000:])
+                time.sleep(0.2)
+        return self
 
     def interrupt(self, timeout: float = 30) -> int:
         """Ctrl-C, as a user stops it; return the exit code."""

@@ -9,19 +9,16 @@ A real standalone runs on free ports (``tests.standalone_process``).
   the kernel survive, so afterwards a consumer receives all 2,000 messages, and a producer
   made before the kill sends again without being recreated.
 * Its Celery report scheduler is SIGKILLed: it is started again and answers a ping.
-* The worker shares the standalone's event loop, so it is supervised as a task
-  (``server.supervisor.supervise_task`` around ``workers.main.run_worker``, as the standalone
-  runs it): when one of its loops ends, the worker stops, raises, and a new one starts and
-  takes the partitions again.  Here it runs on the session's database and Redis, and the
-  loop is cancelled from outside.
+* Its broker worker is a child process of its own (``sluice worker``), not a task of the
+  admin service's event loop: it is SIGKILLed after a message went through it; it is
+  started again, the admin API answers meanwhile, and the next message goes through the new
+  worker (once the dead one's leases have expired).
 
 The pids come from the standalone's pid files (``<data dir>/run/<name>.pid``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
 import signal
 import time
@@ -33,14 +30,10 @@ import pytest
 import redis
 
 import sluice
-import workers.main
-from server.supervisor import Backoff, supervise_task
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from tests.standalone_process import Standalone
 from tests.workers.conftest import ADMIN
-from workers.main import build_worker
-from workers.worker import Worker
 
 pytestmark = pytest.mark.faults
 
@@ -183,45 +176,80 @@ def test_killed_report_scheduler_is_restarted(tmp_path):
         assert server.interrupt() == 0, server.log()[-3000:]
 
 
-def test_a_worker_whose_loop_dies_is_started_again(http, settings, monkeypatch, caplog):
-    caplog.set_level(logging.INFO)
-    built: list[Worker] = []
-
-    def build(*args, **kwargs) -> Worker:
-        worker = build_worker(*args, **kwargs)
-        built.append(worker)
-        return worker
-
-    monkeypatch.setattr(workers.main, "build_worker", build)
-    worker_settings = settings.model_copy(update={"worker_http_port": 0, "worker_id": "w-sup"})
-
-    async def scenario() -> None:
-        stop = asyncio.Event()
-        supervisor = asyncio.create_task(
-            supervise_task(
-                "worker",
-                lambda: workers.main.run_worker(worker_settings, stop),
-                stop,
-                Backoff(initial=0.1),
-            )
-        )
-        try:
-            await until(lambda: built and built[0].ready)
-            loop = next(task for task in built[0].loops if task.get_name() == "events")
-            loop.cancel()
-            await until(lambda: len(built) == 2 and built[1].ready)
-            assert not built[0].ready
-        finally:
-            stop.set()
-            await asyncio.wait_for(supervisor, 30)
-
-    asyncio.run(scenario())
-    assert "worker died: RuntimeError: worker w-sup: its events loop was cancelled" in caplog.text
-    assert "worker died; restarting in 0.1 s" in caplog.text
+def parent_of(pid: int) -> int:
+    """The parent pid of a running process (``/proc/<pid>/status``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("PPid:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no PPid for {pid}")
 
 
-async def until(predicate, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met"
-        await asyncio.sleep(0.05)
+def registered_pids(http: httpx.Client, redis_url: str) -> list[int]:
+    """The pids of the live workers the admin API lists (from their registrations)."""
+    with redis.Redis.from_url(redis_url) as client:
+        return [
+            int(client.hget(keys.worker_info(worker_id), "pid") or 0)
+            for worker_id in http.get(f"{ADMIN}/brokers/standalone").json()
+        ]
+
+
+def round_trip(server: Standalone, body: bytes, timeout_ms: int = 30_000) -> None:
+    """One message produced and received (and acknowledged) through the worker."""
+    with sluice.Client(server.redis_url) as client:
+        topic = "persistent://acme/orders/through-worker"
+        consumer = client.subscribe(topic, "sub", consumer_type=sluice.ConsumerType.Shared)
+        client.create_producer(topic).send(body)
+        message = consumer.receive(timeout_millis=timeout_ms)
+        assert message.data() == body
+        consumer.acknowledge(message)
+        consumer.close()
+
+
+def test_the_worker_is_a_child_process_restarted_when_killed(standalone):
+    http = httpx.Client(base_url=standalone.url, timeout=10)
+    assert (
+        http.put(f"{ADMIN}/tenants/acme", json={"allowedClusters": ["standalone"]}).status_code
+        == 204
+    )
+    assert http.put(f"{ADMIN}/namespaces/acme/orders").status_code == 204
+    assert http.put(f"{ADMIN}/persistent/acme/orders/through-worker").status_code == 204
+    assert standalone.process is not None
+    old = read_pid(standalone.data, "worker")
+    assert old is not None, standalone.log()[-3000:]
+    # Its own process, a child of the standalone, registered under its own pid.
+    assert old != standalone.process.pid
+    assert parent_of(old) == standalone.process.pid
+    assert registered_pids(http, standalone.redis_url) == [old]
+    assert httpx.get(f"{standalone.worker_url}/healthz").status_code == 200
+    round_trip(standalone, b"before")
+
+    os.kill(old, signal.SIGKILL)
+    killed_at = time.monotonic()
+    health: list[int] = []
+    deadline = killed_at + RESTART_BOUND_SECONDS
+    while True:
+        health.append(http.get(f"{ADMIN}/brokers/health").status_code)
+        pid = read_pid(standalone.data, "worker")
+        if pid not in (None, old) and alive(pid):
+            try:
+                if httpx.get(f"{standalone.worker_url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+        assert time.monotonic() < deadline, standalone.log()[-3000:]
+        time.sleep(0.05)
+    new = read_pid(standalone.data, "worker")
+    assert new is not None and parent_of(new) == standalone.process.pid
+    assert set(health) == {200}, health  # the admin service does not depend on the worker
+    assert f"worker (pid {old}) died: killed by SIGKILL" in standalone.log()
+    assert f"worker restarted (pid {new}, restart 1)" in standalone.log()
+    # The new worker takes the partitions once the dead one's leases expire (3 s by default).
+    round_trip(standalone, b"after")
+    # The dead worker's registration expires; the live one is the new process.
+    deadline = time.monotonic() + 10
+    while registered_pids(http, standalone.redis_url) != [new]:
+        assert time.monotonic() < deadline, registered_pids(http, standalone.redis_url)
+        time.sleep(0.2)
+    # Ctrl-C stops the worker with the rest (the fixture checks the exit code).
+    assert standalone.interrupt() == 0, standalone.log()[-3000:]
+    assert not alive(new)

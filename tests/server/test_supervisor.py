@@ -1,4 +1,4 @@
-"""``server.supervisor``: backoff, and restarts of real child processes and of coroutines."""
+"""``server.supervisor``: backoff, and restarts of real child processes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from server.supervisor import Backoff, SupervisedProcess, describe_exit, supervise_task
+from server.supervisor import Backoff, SupervisedProcess, describe_exit
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 
@@ -97,27 +97,3 @@ def test_a_failing_restart_is_retried_with_backoff(tmp_path, caplog):
     assert all(gap >= delay for gap, delay in zip(gaps, [0.05, 0.1, 0.2, 0.2], strict=True)), gaps
     assert "flaky: restart 1 failed: no such binary" in caplog.text
     assert "died: exit code 7" in caplog.text
-
-
-def test_a_task_that_raises_is_run_again_until_stopped(caplog):
-    runs: list[int] = []
-
-    async def scenario() -> None:
-        stop = asyncio.Event()
-
-        async def run() -> None:
-            runs.append(len(runs))
-            if len(runs) < 3:
-                raise RuntimeError(f"boom {len(runs)}")
-            await stop.wait()
-
-        supervisor = asyncio.create_task(supervise_task("worker", run, stop, Backoff(initial=0.01)))
-        while len(runs) < 3:
-            await asyncio.sleep(0.01)
-        stop.set()
-        await asyncio.wait_for(supervisor, 2)
-
-    asyncio.run(scenario())
-    assert runs == [0, 1, 2]
-    assert "worker died: RuntimeError: boom 1" in caplog.text
-    assert "worker died: RuntimeError: boom 2" in caplog.text
