@@ -227,6 +227,9 @@ def broker_worker(
             "SLUICE_HTTP_HOST": settings.http_host,
             "SLUICE_HTTP_PORT": str(settings.http_port),
             "SLUICE_WORKER_HTTP_PORT": str(settings.worker_http_port),
+            # One id across restarts: a restarted worker takes its own partitions back at
+            # once instead of waiting for its previous incarnation's heartbeat to expire.
+            "SLUICE_WORKER_ID": settings.worker_id or "standalone",
         }
     )
     command = [sys.executable, "-m", "server.cli", "--log-level", log_level, "worker"]
