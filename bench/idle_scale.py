@@ -119,12 +119,14 @@ def descendants(root: int) -> list[int]:
 def redis_figures(client: redis.Redis) -> dict[str, float]:
     """Redis's own CPU seconds, commands processed, error replies, memory in use and keys."""
     info = client.info()
+    errors = client.info("errorstats")
     return {
         "cpu": float(info["used_cpu_sys"]) + float(info["used_cpu_user"]),
         "commands": float(info["total_commands_processed"]),
         "errors": float(info.get("total_error_replies", 0)),
         "memory": float(info["used_memory"]),
         "keys": float(client.dbsize()),
+        **{f"error {k.removeprefix('errorstat_')}": float(v["count"]) for k, v in errors.items()},
     }
 
 
@@ -323,6 +325,7 @@ class Step:
     probed: dict[str, float] = field(default_factory=dict)  # cores, per part
     commands_per_s: float = 0.0
     errors_per_s: float = 0.0
+    error_kinds: dict[str, float] = field(default_factory=dict)  # per second, by prefix
     redis_keys: float = 0.0
     sluice_rss_kib: int = 0
     redis_memory: float = 0.0
@@ -332,13 +335,13 @@ class Step:
 def wait_owned(
     deployment: Deployment, expected: int, stable: float, limit: float
 ) -> tuple[int | None, int | None]:
-    """Wait until the workers report owning (or running) ``expected`` partitions, or their
-    counts have not changed for ``stable`` seconds (a worker that does not count idle
-    partitions), at most ``limit`` seconds; the counts last reported."""
+    """Wait until the workers report owning and running ``expected`` partitions, or their
+    counts have not changed for ``stable`` seconds (a worker that runs only the partitions
+    that are not dormant), at most ``limit`` seconds; the counts last reported."""
     started = time.monotonic()
     last, since = deployment.owned_partitions(), time.monotonic()
     while time.monotonic() - started < limit:
-        if any(count is not None and count >= expected for count in last):
+        if all(count is not None and count >= expected for count in last):
             return last
         time.sleep(1.0)
         now = deployment.owned_partitions()
@@ -364,22 +367,30 @@ def window(
     rates = {
         "commands": (redis_after["commands"] - redis_before["commands"]) / elapsed,
         "errors": (redis_after["errors"] - redis_before["errors"]) / elapsed,
+        **{
+            kind: (count - redis_before.get(kind, 0.0)) / elapsed
+            for kind, count in redis_after.items()
+            if kind.startswith("error ") and count > redis_before.get(kind, 0.0)
+        },
         "memory": redis_after["memory"],
         "keys": redis_after["keys"],
     }
     return cores, rates
 
 
-def measure_step(deployment: Deployment, step: Step, settle: float, seconds: float) -> None:
+def measure_step(
+    deployment: Deployment, step: Step, settle: float, seconds: float, max_wait: float
+) -> None:
     """Wait for the step to settle, then the quiet and the probed windows."""
     started = time.monotonic()
-    step.owned = wait_owned(deployment, step.partitions, stable=15.0, limit=1800.0)
+    step.owned = wait_owned(deployment, step.partitions, stable=15.0, limit=max_wait)
     time.sleep(settle)
     step.wait_seconds = time.monotonic() - started
     plain = redis.Redis.from_url(deployment.redis_url)
     step.quiet, rates = window(deployment, plain, seconds, lambda: time.sleep(seconds))
     step.commands_per_s = rates["commands"]
     step.errors_per_s = rates["errors"]
+    step.error_kinds = {k.removeprefix("error "): v for k, v in rates.items() if " " in k}
     step.redis_memory = rates["memory"]
     step.redis_keys = rates["keys"]
     step.sluice_rss_kib = deployment.sluice_rss_kib()
@@ -525,7 +536,16 @@ def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
             for s in steps
         ],
     )
-    row("Redis error replies/s", "", [f"{s.errors_per_s:,.1f}" for s in steps])
+
+    def kinds(step: Step) -> str:
+        ranked = sorted(step.error_kinds.items(), key=lambda kv: -kv[1])[:2]
+        return "".join(f", {kind} {rate:,.1f}" for kind, rate in ranked)
+
+    row(
+        "Redis error replies/s (the most frequent kinds)",
+        "",
+        [f"{s.errors_per_s:,.1f}{kinds(s)}" for s in steps],
+    )
     row(
         "Redis keys (per idle partition over the 0 step)",
         "",
@@ -559,6 +579,11 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--steps", help="comma-separated idle partition counts (from 0)")
     parser.add_argument("--window", type=float, help="seconds per measuring window")
     parser.add_argument("--settle", type=float, help="seconds to wait once the worker owns all")
+    parser.add_argument(
+        "--max-wait",
+        type=float,
+        help="seconds to wait at most for the workers' counts (quick 30, else 60 + N/200)",
+    )
     parser.add_argument("--consumer-share", type=float, default=0.1, help="default 0.1")
     parser.add_argument("--max-consumers", type=int, default=1000, help="default 1000")
     parser.add_argument("--concurrency", type=int, default=4, help="REST callers creating")
@@ -603,7 +628,10 @@ def main() -> None:
                 file=sys.stderr,
                 flush=True,
             )
-            measure_step(deployment, step, settle, seconds)
+            max_wait = args.max_wait
+            if max_wait is None:
+                max_wait = 30.0 if args.quick else 60.0 + size / 200
+            measure_step(deployment, step, settle, seconds, max_wait)
             steps.append(step)
     finally:
         if host is not None:
@@ -620,7 +648,8 @@ def main() -> None:
         f"{int(cap / args.consumer_share) if args.consumer_share else 0:,}); each heartbeats "
         "once a second (one Redis call), part of the Redis commands/s and CPU above.  "
         f"Windows: {seconds:.0f} s quiet, then {seconds:.0f} s with {HEALTH_REQUESTS} health "
-        f"requests; settle {settle:.0f} s after the workers' count.  Load average "
+        f"requests; settle {settle:.0f} s after the workers' counts reached the step (or "
+        "stopped changing for 15 s, or the wait ran out).  Load average "
         f"(1/5/15 min) before: {' '.join(f'{v:.2f}' for v in load_before)}, after: "
         f"{' '.join(f'{v:.2f}' for v in load_after)} (the machine is shared)."
     )

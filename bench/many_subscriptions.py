@@ -21,11 +21,12 @@ largest "aggregate period" (the sum over subscriptions of their k-th period) aga
 aggregate limit plus one entry per subscription, and the worker process's CPU (share of one
 core; target < 0.5 core at 10,000 subscriptions) and memory.
 
-    python -m bench.many_subscriptions [--quick]
+    python -m bench.many_subscriptions [--quick] [--rows 10000,100000]
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import math
 import os
@@ -39,7 +40,7 @@ import httpx
 
 import sluice
 from bench.consumers import ConsumerOptions, ConsumerPool
-from bench.harness import Stack, arguments, mean, percentile, report
+from bench.harness import Stack, mean, percentile, report
 from bench.throttle_accuracy import fill
 from sluice.protocol import keys
 from sluice.protocol.connection import connect
@@ -206,6 +207,7 @@ def scenario(case: Scenario) -> list[dict]:
             time.sleep(2.0)  # every subscription is in its periods now
             books = Books(subscriptions)
             every = 2.0 if case.period >= 10 else 0.25 if subscriptions <= 2000 else 0.5
+            errors_before, fenced_before = errors(plain), fenced(plain)
             cpu_before, started = cpu_seconds(worker_pid), time.monotonic()
             while time.monotonic() - started < case.seconds:
                 now = time.monotonic()
@@ -223,8 +225,15 @@ def scenario(case: Scenario) -> list[dict]:
             elapsed = time.monotonic() - started
             cpu = (cpu_seconds(worker_pid) - cpu_before) / elapsed
             memory = rss_mib(worker_pid)
+            health = Health(
+                running=running_partitions(stack),
+                partitions=case.topics,
+                errors=errors(plain) - errors_before,
+                fenced=fenced(plain) - fenced_before,
+                seconds=elapsed,
+            )
             plain.close()
-    return rows_of(case, books, cpu, memory, created, subscribed)
+    return rows_of(case, books, cpu, memory, health, (created, subscribed))
 
 
 def progress(case: Scenario, what: str) -> None:
@@ -232,10 +241,58 @@ def progress(case: Scenario, what: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {case.label}: {what}", file=sys.stderr, flush=True)
 
 
+@dataclass(frozen=True)
+class Health:
+    """Whether the worker held its partitions through the window: the partitions it ran at
+    the end (its /metrics) of those there are, and Redis's error replies (FENCED: a dispatch
+    or trim refused for a lease lost) during the window."""
+
+    running: int | None
+    partitions: int
+    errors: float
+    fenced: float
+    seconds: float
+
+    def text(self) -> str:
+        running = "?" if self.running is None else f"{self.running:,}"
+        return (
+            f"{running} of {self.partitions:,}; {self.errors / self.seconds:,.1f}/s "
+            f"({self.fenced / self.seconds:,.1f}/s FENCED)"
+        )
+
+
+def errors(client) -> float:
+    """Error replies Redis has sent."""
+    return float(client.info("stats").get("total_error_replies", 0))
+
+
+def fenced(client) -> float:
+    """FENCED error replies Redis has sent."""
+    return float(client.info("errorstats").get("errorstat_FENCED", {}).get("count", 0))
+
+
+def running_partitions(stack: Stack) -> int | None:
+    """Partitions the worker runs (``sluice_worker_owned_partitions`` on its /metrics)."""
+    try:
+        answer = httpx.get(f"http://127.0.0.1:{stack.worker_port}/metrics", timeout=10)
+    except httpx.HTTPError:
+        return None
+    for line in answer.text.splitlines():
+        if line.startswith("sluice_worker_owned_partitions"):
+            return int(float(line.split()[-1]))
+    return None
+
+
 def rows_of(
-    case: Scenario, books: Books, cpu: float, memory: float, created: float, subscribed: float
+    case: Scenario,
+    books: Books,
+    cpu: float,
+    memory: float,
+    health: Health,
+    setup: tuple[float, float],
 ) -> list[dict]:
-    """The rows of one scenario."""
+    """The rows of one scenario (``setup``: seconds to create the topics, to subscribe)."""
+    created, subscribed = setup
     subscriptions, permits = case.subscriptions, case.permits
     periods = [books.periods(i) for i in range(subscriptions)]
     # Delivered over the whole periods observed, against what the limit allows in that time.
@@ -282,11 +339,26 @@ def rows_of(
         ),
         row("worker CPU (share of one core)", f"{cpu:.2f}", case.cpu_target),
         row("worker memory (RSS, MiB)", f"{memory:.0f}"),
+        row(
+            "partitions the worker runs at the end; Redis error replies in the window",
+            health.text(),
+            "all; no FENCED",
+        ),
     ]
 
 
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument(
+        "--rows", help="only the scenarios of these subscription counts, e.g. 10000,100000"
+    )
+    return parser.parse_args()
+
+
 def main() -> None:
-    args = arguments(__doc__.split("\n")[0])
+    args = parse_arguments()
     if args.quick:
         cases = [
             Scenario(5, 10, 1, 5, 1.0, 1),
@@ -299,6 +371,9 @@ def main() -> None:
             Scenario(500, 1, 1, 20, 5.0, 2),
             Scenario(5000, 1, 10, 60, 20.0, 4),
         ]
+    if args.rows:
+        wanted = {int(n) for n in args.rows.split(",")}
+        cases = [case for case in cases if case.subscriptions in wanted]
     rows = []
     for case in cases:
         rows += scenario(case)
