@@ -27,6 +27,10 @@ with the targets beside them.  ``--standalone`` runs the real ``sluice standalon
 (free ports, ``--no-reports``, a data folder of its own): "Sluice" is then its whole process
 tree (admin service and worker share one process; the embedded Redis is its child).
 
+The processes measured inherit the environment, so a setting can be tried without code, e.g.
+``SLUICE_WORKER_LEASE_TTL_SECONDS=30`` on a machine too loaded for the worker to renew 3 s
+leases (the "FENCED" replies and the workers' counts in the table tell).
+
     python -m bench.idle_scale [--quick] [--standalone] [--steps 0,1000,10000]
 """
 
