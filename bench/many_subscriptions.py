@@ -1,33 +1,56 @@
-"""Many subscriptions on one worker: 1,000 at 10 msg/s each, and 10,000 at 1 msg/s each.
+"""Many subscriptions on one worker: 1,000 at 10 msg/s, 10,000 at 1 msg/s, 100,000 at 0.1 msg/s.
 
-Topics x 20 subscriptions, namespace ``subscriptionDispatchRate``, a backlog deeper than the
-run on every topic.  Consumers keep permits but do not receive, so the figures are the
-worker's dispatch alone, read exactly from its books: every few hundred ms one atomic read of
-every subscription's limiter period (start, quota left) with its dispatched counter, from
-which each period's deliveries follow exactly (see ``bench.throttle_accuracy``).
+Topics x 20 subscriptions, namespace ``subscriptionDispatchRate`` (0.1 msg/s is one message
+per 10 s period: ``dispatchThrottlingRateInMsg=1, ratePeriodInSecond=10``), a backlog deeper
+than the run on every topic.  Consumers keep permits but do not receive, so the figures are
+the worker's dispatch alone, read exactly from its books: every few hundred ms (2 s for 10 s
+periods) one atomic read per subscription of its limiter period (start, quota left) with its
+dispatched counter, from which each period's deliveries follow exactly (see
+``bench.throttle_accuracy``); the reads go in batches of subscriptions, so no one call holds
+Redis for long.
+
+The consumers live in processes of their own (``bench.consumers``), so their heartbeats do not
+run in the measuring process; they heartbeat every 1 s (1,000 subscriptions), 5 s (10,000) and
+20 s (100,000), the worker releasing consumers silent for six heartbeats (at least 10 s), so
+that the client side of 100,000 consumers fits on the machine next to the worker.
 
 Reported: per-subscription utilisation (delivered / what the limit allows over the periods
-observed; mean, p5, min), the largest period of any subscription, the largest "aggregate
-period" (the sum over subscriptions of their k-th period) against the aggregate limit plus
-one entry per subscription, and the worker process's CPU (share of one core) and memory.
+observed; mean, p5, min; target p5 >= 0.98), the periods over the strict bound (a period
+handing out more than the limit; target none), the largest period of any subscription, the
+largest "aggregate period" (the sum over subscriptions of their k-th period) against the
+aggregate limit plus one entry per subscription, and the worker process's CPU (share of one
+core; target < 0.5 core at 10,000 subscriptions) and memory.
 
-    python -m bench.many_subscriptions [--quick]
+    python -m bench.many_subscriptions [--quick] [--rows 10000,100000]
 """
 
 from __future__ import annotations
 
+import argparse
+import itertools
+import math
 import os
+import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import httpx
 
 import sluice
-from bench.harness import Stack, arguments, mean, percentile, report
-from bench.throttle_accuracy import books_periods, fill
+from bench.consumers import ConsumerOptions, ConsumerPool
+from bench.harness import Stack, mean, percentile, report
+from bench.throttle_accuracy import fill
 from sluice.protocol import keys
 from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
 
 PER_TOPIC = 20
-# One atomic read of (period start, quota left, permits, dispatched) for every subscription.
+BATCH = 2000  # subscriptions per sampling call
+WORKER_CPU_TARGET = 0.5  # core, at 10,000 subscriptions
+UTILISATION_TARGET = 0.98  # p5
+# One atomic read of (period start, quota left, permits, dispatched) for each subscription.
 SAMPLE = """
 local out = {}
 for i = 1, #KEYS, 2 do
@@ -37,6 +60,34 @@ for i = 1, #KEYS, 2 do
 end
 return out
 """
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One row group: topics x ``PER_TOPIC`` subscriptions limited to ``permits`` messages
+    per ``period`` seconds, observed for ``seconds``."""
+
+    topics: int
+    permits: int
+    period: int
+    seconds: int
+    heartbeat: float
+    consumer_processes: int
+
+    @property
+    def subscriptions(self) -> int:
+        return self.topics * PER_TOPIC
+
+    @property
+    def label(self) -> str:
+        rate = self.permits / self.period
+        return f"{self.subscriptions:,} subscriptions at {rate:g} msg/s"
+
+    @property
+    def cpu_target(self) -> str:
+        if self.subscriptions == 10_000:
+            return f"< {WORKER_CPU_TARGET} core"
+        return "stated" if self.subscriptions > 10_000 else "-"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -55,7 +106,20 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def wait_recorded(stack: Stack, names: list[str], timeout: float = 300.0) -> None:
+def create_topics(stack: Stack, names: list[str], concurrency: int = 4) -> None:
+    """Create the non-partitioned topics over REST, ``concurrency`` callers at a time."""
+    local = threading.local()
+
+    def one(name: str) -> None:
+        if not hasattr(local, "http"):
+            local.http = httpx.Client(base_url=stack.admin_url, timeout=300)
+        local.http.put("/admin/v2/persistent/bench/ns/" + name.rsplit("/", 1)[1]).raise_for_status()
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(one, names))
+
+
+def wait_recorded(stack: Stack, names: list[str], timeout: float) -> None:
     """Wait until the admin API lists every subscription (the worker records subscriptions
     consumers create; the run measures the steady state that follows)."""
     deadline = time.monotonic() + timeout
@@ -68,99 +132,254 @@ def wait_recorded(stack: Stack, names: list[str], timeout: float = 300.0) -> Non
                 time.sleep(0.2)
 
 
-def scenario(topics: int, limit: int, seconds: int) -> list[dict]:
+class Books:
+    """Each subscription's periods as its limiter's books show them: for every period seen,
+    its start (ms) and the dispatched counter when it started."""
+
+    def __init__(self, count: int) -> None:
+        self.starts: list[list[tuple[float, int]]] = [[] for _ in range(count)]
+
+    def note(self, index: int, start: float, left: int, permits: int, sent: int) -> None:
+        """One sample of subscription ``index``."""
+        seen = self.starts[index]
+        if not seen or start != seen[-1][0]:
+            seen.append((start, sent - (permits - left)))
+
+    def periods(self, index: int) -> tuple[list[int], list[float]]:
+        """What each whole period handed out, and each period's length (s)."""
+        seen = self.starts[index]
+        pairs = list(itertools.pairwise(seen))
+        return [b[1] - a[1] for a, b in pairs], [(b[0] - a[0]) / 1000 for a, b in pairs]
+
+
+def scenario(case: Scenario) -> list[dict]:
     """Run one scenario; its rows of figures."""
-    subscriptions = topics * PER_TOPIC
-    with Stack() as stack:
+    subscriptions = case.subscriptions
+    timeout_s = max(10.0, 6 * case.heartbeat)
+    env = {"SLUICE_CONSUMER_TIMEOUT_SECONDS": str(timeout_s)}
+    queue = case.permits * (math.ceil(case.seconds / case.period) + 10)
+    names = [f"persistent://bench/ns/many{t}" for t in range(case.topics)]
+    specs = [(name, f"s{s}") for name in names for s in range(PER_TOPIC)]
+    options = ConsumerOptions(
+        heartbeat_seconds=case.heartbeat,
+        receiver_queue_size=queue,
+        per_client=max(250, int(250 * case.heartbeat)),
+    )
+    began = time.monotonic()
+    with Stack(worker_env=env) as stack:
+        progress(case, f"stack up in {time.monotonic() - began:.0f} s")
         stack.setup_namespace()
-        names = [f"persistent://bench/ns/many{t}" for t in range(topics)]
+        started = time.monotonic()
+        create_topics(stack, names)
         with stack.admin() as http:
-            for name in names:
-                http.put("/admin/v2/persistent/bench/ns/" + name.rsplit("/", 1)[1])
             http.post(
                 "/admin/v2/namespaces/bench/ns/subscriptionDispatchRate",
-                json={"dispatchThrottlingRateInMsg": limit, "ratePeriodInSecond": 1},
+                json={
+                    "dispatchThrottlingRateInMsg": case.permits,
+                    "ratePeriodInSecond": case.period,
+                },
             ).raise_for_status()
-        client = sluice.Client(stack.redis_url)
-        consumers = [
-            client.subscribe(
-                name,
-                f"s{s}",
-                consumer_type=sluice.ConsumerType.Shared,
-                receiver_queue_size=limit * (seconds + 10),
-            )
-            for name in names
-            for s in range(PER_TOPIC)
-        ]
-        wait_recorded(stack, names)
-        plain = connect(stack.redis_url)
-        sample = plain.register_script(SAMPLE)
-        sample_keys = []
-        for c in consumers:
-            partition = TopicName.from_full(c.topic())
-            sample_keys += [
-                keys.sub_key(partition, c.subscription_name(), "lim"),
-                keys.sub_key(partition, c.subscription_name(), "stats"),
+        created = time.monotonic() - started
+        with ConsumerPool(stack.redis_url, case.consumer_processes, options) as pool:
+            started = time.monotonic()
+            pool.add(specs)
+            subscribed = time.monotonic() - started
+            wait_recorded(stack, names, timeout=max(300.0, subscriptions / 50))
+            progress(case, f"created {created:.0f} s, subscribed {subscribed:.0f} s, recorded")
+            plain = connect(stack.redis_url)
+            sample = plain.register_script(SAMPLE)
+            sample_keys = []
+            for topic, subscription in specs:
+                partition = TopicName.from_full(topic)
+                sample_keys += [
+                    keys.sub_key(partition, subscription, "lim"),
+                    keys.sub_key(partition, subscription, "stats"),
+                ]
+            batches = [
+                (offset // 2, sample_keys[offset : offset + 2 * BATCH])
+                for offset in range(0, len(sample_keys), 2 * BATCH)
             ]
-        worker_pid = stack.processes[-1].pid
-        for name in names:
-            fill(client, name, limit * (seconds + 10), 64)
-        time.sleep(2.0)  # every subscription is in its periods now
-        series: list[list[tuple]] = [[] for _ in consumers]
-        every = 0.25 if subscriptions <= 2000 else 0.5
-        cpu_before, started = cpu_seconds(worker_pid), time.monotonic()
-        while time.monotonic() - started < seconds:
-            now = time.monotonic()
-            for index, (start, left, permits, sent) in enumerate(sample(keys=sample_keys)):
-                if start:
-                    series[index].append((float(start), int(float(left)), int(permits), int(sent)))
-            time.sleep(max(0.0, every - (time.monotonic() - now)))
-        elapsed = time.monotonic() - started
-        cpu = (cpu_seconds(worker_pid) - cpu_before) / elapsed
-        memory = rss_mib(worker_pid)
-        for consumer in consumers:
-            consumer.close()
-        client.close()
-    periods = [books_periods(samples) for samples in series]
+            worker_pid = stack.processes[-1].pid
+            with sluice.Client(stack.redis_url) as client:
+                for name in names:
+                    fill(client, name, queue, 64)
+            progress(case, "filled")
+            time.sleep(2.0)  # every subscription is in its periods now
+            books = Books(subscriptions)
+            every = 2.0 if case.period >= 10 else 0.25 if subscriptions <= 2000 else 0.5
+            errors_before, fenced_before = errors(plain), fenced(plain)
+            cpu_before, started = cpu_seconds(worker_pid), time.monotonic()
+            while time.monotonic() - started < case.seconds:
+                now = time.monotonic()
+                for first, batch in batches:
+                    for offset, (start, left, permits, sent) in enumerate(sample(keys=batch)):
+                        if start:
+                            books.note(
+                                first + offset,
+                                float(start),
+                                int(float(left)),
+                                int(permits),
+                                int(sent),
+                            )
+                time.sleep(max(0.0, every - (time.monotonic() - now)))
+            elapsed = time.monotonic() - started
+            cpu = (cpu_seconds(worker_pid) - cpu_before) / elapsed
+            memory = rss_mib(worker_pid)
+            health = Health(
+                running=running_partitions(stack),
+                partitions=case.topics,
+                errors=errors(plain) - errors_before,
+                fenced=fenced(plain) - fenced_before,
+                seconds=elapsed,
+            )
+            plain.close()
+    return rows_of(case, books, cpu, memory, health, (created, subscribed))
+
+
+def progress(case: Scenario, what: str) -> None:
+    """A line on stderr about a long scenario's progress."""
+    print(f"{time.strftime('%H:%M:%S')} {case.label}: {what}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Health:
+    """Whether the worker held its partitions through the window: the partitions it ran at
+    the end (its /metrics) of those there are, and Redis's error replies (FENCED: a dispatch
+    or trim refused for a lease lost) during the window."""
+
+    running: int | None
+    partitions: int
+    errors: float
+    fenced: float
+    seconds: float
+
+    def text(self) -> str:
+        running = "?" if self.running is None else f"{self.running:,}"
+        return (
+            f"{running} of {self.partitions:,}; {self.errors / self.seconds:,.1f}/s "
+            f"({self.fenced / self.seconds:,.1f}/s FENCED)"
+        )
+
+
+def errors(client) -> float:
+    """Error replies Redis has sent."""
+    return float(client.info("stats").get("total_error_replies", 0))
+
+
+def fenced(client) -> float:
+    """FENCED error replies Redis has sent."""
+    return float(client.info("errorstats").get("errorstat_FENCED", {}).get("count", 0))
+
+
+def running_partitions(stack: Stack) -> int | None:
+    """Partitions the worker runs (``sluice_worker_owned_partitions`` on its /metrics)."""
+    try:
+        answer = httpx.get(f"http://127.0.0.1:{stack.worker_port}/metrics", timeout=10)
+    except httpx.HTTPError:
+        return None
+    for line in answer.text.splitlines():
+        if line.startswith("sluice_worker_owned_partitions"):
+            return int(float(line.split()[-1]))
+    return None
+
+
+def rows_of(
+    case: Scenario,
+    books: Books,
+    cpu: float,
+    memory: float,
+    health: Health,
+    setup: tuple[float, float],
+) -> list[dict]:
+    """The rows of one scenario (``setup``: seconds to create the topics, to subscribe)."""
+    created, subscribed = setup
+    subscriptions, permits = case.subscriptions, case.permits
+    periods = [books.periods(i) for i in range(subscriptions)]
     # Delivered over the whole periods observed, against what the limit allows in that time.
     utilisation = [
-        sum(amounts) / (limit * sum(lengths)) if lengths else 0.0 for amounts, lengths in periods
+        sum(amounts) / (permits * sum(lengths) / case.period) if lengths else 0.0
+        for amounts, lengths in periods
     ]
     idle = sum(1 for amounts, _lengths in periods if not amounts)
     count = min(len(amounts) for amounts, _lengths in periods)
     aggregate = [sum(amounts[k] for amounts, _lengths in periods) for k in range(count)]
-    allowed = limit * subscriptions
-    label = f"{subscriptions:,} subscriptions at {limit} msg/s"
+    allowed = permits * subscriptions
+    every = [amount for amounts, _lengths in periods for amount in amounts]
+    over = [amount - permits for amount in every if amount > permits]
+    label = case.label
+
+    def row(measure: str, value: str, target: str = "-") -> dict:
+        return {"scenario": label, "measure": measure, "value": value, "target": target}
+
     return [
-        {
-            "scenario": label,
-            "measure": "per-subscription utilisation (mean / p5 / min; never dispatched)",
-            "value": f"{mean(utilisation):.3f} / {percentile(utilisation, 0.05):.3f} / "
+        row(
+            "setup: topics created, consumers subscribed (s); consumer heartbeat (s)",
+            f"{created:.0f}, {subscribed:.0f}; {case.heartbeat:g}",
+        ),
+        row(
+            "per-subscription utilisation (mean / p5 / min; no whole period seen)",
+            f"{mean(utilisation):.3f} / {percentile(utilisation, 0.05):.3f} / "
             f"{min(utilisation):.3f}; {idle}",
-        },
-        {
-            "scenario": label,
-            "measure": "largest aggregate period / aggregate limit (bound: + 1 entry per sub)",
-            "value": f"{max(aggregate, default=0):,} / {allowed:,} "
-            f"(bound {allowed + subscriptions:,})",
-        },
-        {
-            "scenario": label,
-            "measure": "largest single period / limit (any subscription); shortest period",
-            "value": f"{max(max(a, default=0) for a, _l in periods)} / {limit}; "
-            f"{min(min(lengths, default=1) for _a, lengths in periods):.3f} s",
-        },
-        {"scenario": label, "measure": "worker CPU (share of one core)", "value": f"{cpu:.2f}"},
-        {"scenario": label, "measure": "worker memory (RSS, MiB)", "value": f"{memory:.0f}"},
+            f"p5 >= {UTILISATION_TARGET}",
+        ),
+        row(
+            f"periods over the strict bound ({permits} per {case.period} s): count of "
+            "periods observed; largest excess",
+            f"{len(over)} of {len(every):,}; {max(over, default=0)}",
+            "none",
+        ),
+        row(
+            "largest aggregate period / aggregate limit (bound: + 1 entry per sub)",
+            f"{max(aggregate, default=0):,} / {allowed:,} (bound {allowed + subscriptions:,})",
+        ),
+        row(
+            "largest single period / limit (any subscription); shortest period",
+            f"{max(every, default=0)} / {permits}; "
+            f"{min(min(lengths, default=case.period) for _a, lengths in periods):.3f} s",
+        ),
+        row("worker CPU (share of one core)", f"{cpu:.2f}", case.cpu_target),
+        row("worker memory (RSS, MiB)", f"{memory:.0f}"),
+        row(
+            "partitions the worker runs at the end; Redis error replies in the window",
+            health.text(),
+            "all; no FENCED",
+        ),
     ]
 
 
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument(
+        "--rows", help="only the scenarios of these subscription counts, e.g. 10000,100000"
+    )
+    return parser.parse_args()
+
+
 def main() -> None:
-    args = arguments(__doc__.split("\n")[0])
-    seconds = 5 if args.quick else 20
-    rows = scenario(5 if args.quick else 50, 10, seconds)
-    rows += scenario(25 if args.quick else 500, 1, seconds)
+    args = parse_arguments()
+    if args.quick:
+        cases = [
+            Scenario(5, 10, 1, 5, 1.0, 1),
+            Scenario(25, 1, 1, 5, 1.0, 1),
+            Scenario(25, 1, 10, 25, 1.0, 1),
+        ]
+    else:
+        cases = [
+            Scenario(50, 10, 1, 20, 1.0, 1),
+            Scenario(500, 1, 1, 20, 5.0, 2),
+            Scenario(5000, 1, 10, 60, 20.0, 4),
+        ]
+    if args.rows:
+        wanted = {int(n) for n in args.rows.split(",")}
+        cases = [case for case in cases if case.subscriptions in wanted]
+    rows = []
+    for case in cases:
+        rows += scenario(case)
+    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     report("Many limited subscriptions on one worker", rows, args.json)
+    print(f"\nLoad average (1/5/15 min) at the end: {load} (the machine may be shared).")
 
 
 if __name__ == "__main__":
