@@ -105,6 +105,7 @@ class PartitionRunner:
         self.quota_rejected = 0  # sends refused by the backlog quota (counter)
         self.publish_throttled = 0  # sends the publish rate held back (counter)
         self._last_trim = 0.0
+        self._consumers_checked = 0.0
         self._lock = asyncio.Lock()
         self._stopped = False
         self._limits_at = time.monotonic()
@@ -115,6 +116,8 @@ class PartitionRunner:
         self.acked_first: int | None = None
         self.acked_last = 0
         self.retiring = False
+        self.samples: dict | None = None  # what the last stats read found
+        self.stats_read_at = 0.0
         self.retire_aborted = False  # a wake-up came while it was going dormant
         self._limits_lock = asyncio.Lock()
 
@@ -293,12 +296,19 @@ class PartitionRunner:
         redis = self.context.redis
         now_ms = int(time.time() * 1000)
         cutoff = now_ms - self.context.consumer_timeout_ms
-        dispatchers = list(self.dispatchers.items())
-        async with redis.pipeline(transaction=False) as pipe:
-            for name, _dispatcher in dispatchers:
-                alive = keys.sub_key(self.partition, name, "alive")
-                pipe.zrangebyscore(alive, "-inf", f"({cutoff}")
-            silent = await pipe.execute()
+        # Heartbeats are checked a few times per consumer timeout (at most every 2.5 s).
+        every = min(2.5, self.context.consumer_timeout_ms / 4000)
+        dispatchers = []
+        if time.monotonic() - self._consumers_checked >= every:
+            self._consumers_checked = time.monotonic()
+            dispatchers = list(self.dispatchers.items())
+        silent = []
+        if dispatchers:
+            async with redis.pipeline(transaction=False) as pipe:
+                for name, _dispatcher in dispatchers:
+                    alive = keys.sub_key(self.partition, name, "alive")
+                    pipe.zrangebyscore(alive, "-inf", f"({cutoff}")
+                silent = await pipe.execute()
         for (name, dispatcher), dead in zip(dispatchers, silent, strict=True):
             for consumer in dead:
                 consumer_id = consumer.decode()

@@ -1,9 +1,10 @@
 """Worker statistics: Pulsar-shaped stats documents, reporting snapshots, rates.
 
-Every second the worker reads each owned partition's counters (published, dispatched,
+Every second the worker reads each running partition's counters (published, dispatched,
 acknowledged) and gauges (backlog, unacked, consumers, permits) in one pipeline, computes rates
 over a few seconds, and stores a ``TopicStats``-shaped JSON document at ``sl:{P}:doc`` that the
-admin service serves at ``.../stats``.  Every ``stats_interval_seconds`` it appends one
+admin service serves at ``.../stats`` (beyond ``READS_PER_SECOND`` subscriptions, each
+partition less often; a dormant partition keeps its last document, ``workers.dormancy``).  Every ``stats_interval_seconds`` it appends one
 ``StatsSnapshot`` per partition and subscription to the reporting stream; that is also the
 stats interval over which ``publishRateLimitedTimes`` counts, as Pulsar's does over its
 ``statsUpdateFrequencyInSecs`` (``totalPublishRateLimitedCounter`` only grows).
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
@@ -35,6 +37,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 DOC_TTL_SECONDS = 30
+# Subscriptions whose counters one tick reads at most: a worker running more refreshes each
+# partition's document less often than every second (10,000 subscriptions: every 5 s).
+READS_PER_SECOND = 2_000
 REASONS = ("broker", "topic", "subscription")
 
 
@@ -118,8 +123,12 @@ class StatsPublisher:
         snapshot_due = interval_ms >= context.settings.stats_interval_seconds * 1000
         snapshots: list[StatsSnapshot] = []
 
+        runners = list(runners)
+        due = self._due(runners, now)
+
         async def one(runner: PartitionRunner) -> None:
             samples = await self._read(runner)
+            runner.samples = samples
             try:
                 await runner.flow.check_quota(samples, runner.msg_in, runner.bytes_in)
             except RedisError as exc:
@@ -135,8 +144,13 @@ class StatsPublisher:
                 snapshots.extend(self._snapshots(runner, samples, interval_ms))
                 self.publish_limited_base[runner.partition.full] = runner.publish_throttled
 
-        await bounded(list(runners), one)
+        await bounded(due, one)
         if snapshot_due:
+            read = {id(r) for r in due}
+            for runner in runners:
+                if id(runner) not in read and runner.samples is not None:
+                    snapshots.extend(self._snapshots(runner, runner.samples, interval_ms))
+                    self.publish_limited_base[runner.partition.full] = runner.publish_throttled
             snapshots.extend(dormant_rows(interval_ms))
             self._last_snapshot = now
             await self.append(snapshots)
@@ -157,6 +171,21 @@ class StatsPublisher:
                 approximate=True,
             )
         await pipe.execute()
+
+    @staticmethod
+    def _due(runners: list[PartitionRunner], now: float) -> list[PartitionRunner]:
+        """The partitions to read in this tick: all of them while they hold at most
+        ``READS_PER_SECOND`` subscriptions, else the longest unread share of them (each
+        partition is read every ``subscriptions / READS_PER_SECOND`` seconds)."""
+        subscriptions = sum(max(len(r.dispatchers), 1) for r in runners)
+        if subscriptions <= READS_PER_SECOND:
+            due = runners
+        else:
+            share = math.ceil(len(runners) * READS_PER_SECOND / subscriptions)
+            due = sorted(runners, key=lambda r: r.stats_read_at)[:share]
+        for runner in due:
+            runner.stats_read_at = now
+        return due
 
     async def read(self, runner: PartitionRunner) -> dict[str, SubscriptionSample]:
         """One read of a partition's counters and gauges (no document written)."""
