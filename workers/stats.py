@@ -4,8 +4,9 @@ Every second the worker reads each running partition's counters (published, disp
 acknowledged) and gauges (backlog, unacked, consumers, permits) in one pipeline, computes rates
 over a few seconds, and stores a ``TopicStats``-shaped JSON document at ``sl:{P}:doc`` that the
 admin service serves at ``.../stats`` (beyond ``READS_PER_SECOND`` subscriptions, each
-partition less often; a dormant partition keeps its last document, ``workers.dormancy``).  Every ``stats_interval_seconds`` it appends one
-``StatsSnapshot`` per partition and subscription to the reporting stream; that is also the
+partition less often; a dormant partition keeps its last document, ``workers.dormancy``).
+Every ``stats_interval_seconds`` it appends one ``StatsSnapshot`` per partition and
+subscription to the reporting stream; that is also the
 stats interval over which ``publishRateLimitedTimes`` counts, as Pulsar's does over its
 ``statsUpdateFrequencyInSecs`` (``totalPublishRateLimitedCounter`` only grows).
 """
@@ -38,8 +39,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 DOC_TTL_SECONDS = 30
 # Subscriptions whose counters one tick reads at most: a worker running more refreshes each
-# partition's document less often than every second (10,000 subscriptions: every 5 s).
-READS_PER_SECOND = 2_000
+# partition's document less often than every second (10,000 subscriptions: every 10 s; Pulsar
+# refreshes its topic stats every 60 s).
+READS_PER_SECOND = 1_000
 REASONS = ("broker", "topic", "subscription")
 
 
@@ -78,6 +80,7 @@ class StatsPublisher:
         # interval began (``publishRateLimitedTimes`` counts from there, as in Pulsar).
         self.publish_limited_base: dict[str, int] = {}
         self._last_snapshot = time.monotonic()
+        self.read_every = 1.0  # seconds between two reads of one running partition
 
     async def adopt(self, runner: PartitionRunner) -> None:
         """Take counter baselines when this worker starts running a partition: what happened
@@ -138,7 +141,9 @@ class StatsPublisher:
             runner.observe(fingerprint(runner, samples), acked(samples), now)
             self.docs[runner.partition.full] = doc
             await context.redis.set(
-                keys.doc(runner.partition), orjson.dumps(doc), ex=DOC_TTL_SECONDS
+                keys.doc(runner.partition),
+                orjson.dumps(doc),
+                ex=max(DOC_TTL_SECONDS, math.ceil(3 * self.read_every)),
             )
             if snapshot_due:
                 snapshots.extend(self._snapshots(runner, samples, interval_ms))
@@ -172,12 +177,12 @@ class StatsPublisher:
             )
         await pipe.execute()
 
-    @staticmethod
-    def _due(runners: list[PartitionRunner], now: float) -> list[PartitionRunner]:
+    def _due(self, runners: list[PartitionRunner], now: float) -> list[PartitionRunner]:
         """The partitions to read in this tick: all of them while they hold at most
         ``READS_PER_SECOND`` subscriptions, else the longest unread share of them (each
         partition is read every ``subscriptions / READS_PER_SECOND`` seconds)."""
         subscriptions = sum(max(len(r.dispatchers), 1) for r in runners)
+        self.read_every = max(1.0, subscriptions / READS_PER_SECOND)
         if subscriptions <= READS_PER_SECOND:
             due = runners
         else:
