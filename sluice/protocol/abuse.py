@@ -66,8 +66,7 @@ def is_default(values: Mapping[str, int]) -> bool:
     """True when ``values`` are what the scripts assume without a limits hash: no limit, and
     the default ``maxMessageSize`` (the subscribe period means nothing without a rate)."""
     return all(
-        int(values[name])
-        == (DEFAULT_MAX_MESSAGE_SIZE if name == "maxMessageSize" else 0)
+        int(values[name]) == (DEFAULT_MAX_MESSAGE_SIZE if name == "maxMessageSize" else 0)
         for name in LIMIT_FIELDS
         if name != "subscribeRatePeriodPerConsumerInSecond"
     )
