@@ -29,7 +29,9 @@ one of them, which plain hashing would leave to chance.  Keys::
     sl:{P}:s:{S}:ks                hash: Key_Shared state (dispatch.lua): m the consumers the
                                    ring was built for, r the ring, j:{C} the position consumer
                                    C joined at while it is "recently joined"
-    sl:{P}:lease                   fencing token of the worker that owns the partition
+    sl:{P}:lease                   fencing token <worker>:<epoch> of the partition's owner (no
+                                   TTL: another worker takes it once the holder's heartbeat
+                                   in the registry has lapsed)
     sl:{P}:epoch                   counter the fencing tokens are numbered from
     sl:{P}:lim                     hash: the partition's TOPIC limiter (see dispatch.lua)
     sl:{P}:doc                     JSON stats document published by the owning worker
@@ -54,8 +56,9 @@ registry ``sl:{meta}:workers`` (zset: worker id -> heartbeat expiry, ms of Redis
 ``sl:{meta}:applied`` (hash: worker id -> position in the change-event stream up to which it
 enforces every change) with its pub/sub channel ``sl:applied``, and the pub/sub channel
 ``sl:wake`` that wakes workers.  Per worker, ``sl:worker:{id}`` (hash: how to reach it) and
-``sl:worker:{id}:leases`` (set of the partitions whose lease it holds) share the worker's own
-tag.  ``LEGACY`` maps the names they had before the tag to these;
+``sl:worker:{id}:leases`` (set of the partitions whose lease it holds) and
+``sl:worker:{id}:unloaded`` (set of the partitions an unload took from it) share the worker's
+own tag.  ``LEGACY`` maps the names they had before the tag to these;
 ``dataplane.legacy_keys`` renames them on a single server.
 """
 
@@ -101,6 +104,12 @@ def worker_info(worker_id: str) -> str:
 def worker_leases(worker_id: str) -> str:
     """The partitions a worker holds leases on (so a worker can be fenced off as a whole)."""
     return f"sl:worker:{worker_id}:leases"
+
+
+def worker_unloaded(worker_id: str) -> str:
+    """Partitions whose lease the admin service released (unload) while the worker held it:
+    read and cleared by the worker's next heartbeat, which then takes them again."""
+    return f"sl:worker:{worker_id}:unloaded"
 
 
 SLOTS = 16384
