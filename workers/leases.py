@@ -223,9 +223,12 @@ class LeaseOwnership:
             if beat.fenced:
                 return  # nothing is taken before everything was read again
             if beat.lapsed:
-                await self._drop_all(
-                    "the heartbeat of this worker had lapsed (paused or cut off past the lease TTL)"
+                log.warning(
+                    "the heartbeat of worker %s had lapsed (paused or cut off past the lease "
+                    "TTL): it may have lost any lease",
+                    self._ctx.worker_id,
                 )
+                await self._drop_all()
             if beat.unloaded:
                 await self._drop_unloaded(beat.unloaded)
             self._assign()
@@ -297,22 +300,21 @@ class LeaseOwnership:
         give every partition up, re-read everything; True once it may take partitions
         again."""
         log.error("fenced off by the admin service at change %s: re-reading everything", position)
-        await self._drop_all("fenced off")
+        await self._drop_all()
         if not await self._hooks.recover():
             return False  # still behind: stay fenced, try again on the next cycle
         await self._ctx.control.hdel(keys.worker_info(self._ctx.worker_id), "fenced")
         return True
 
-    async def _drop_all(self, why: str) -> None:
+    async def _drop_all(self) -> None:
         """Forget every token and stop every runner: another worker may have taken any of
         these leases.  What the assignment still gives this worker is taken again, with new
         tokens; the rest is released if this worker still holds it."""
         dropped = {**self._releasing, **self.tokens}
         if dropped:
             log.warning(
-                "%s: the lease of each of its %d partition(s) may have been taken over; "
-                "stop dispatching them and take again what is still its own",
-                why,
+                "dropping %d partition lease(s) (any may have been taken over): their runners "
+                "stop, and what is still this worker's is taken again with new tokens",
                 len(dropped),
             )
         self.tokens, self._releasing = {}, {}

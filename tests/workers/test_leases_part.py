@@ -15,8 +15,8 @@ from sluice.protocol import keys
 from sluice.protocol.frames import script_source
 from sluice.protocol.names import TopicName
 from tests.workers.parts import make_context
-from workers.context import OwnershipHooks
 from workers import leases
+from workers.context import OwnershipHooks
 from workers.leases import LeaseOwnership, rendezvous_owner
 
 PARTITIONS = [TopicName("acme", "leases", "t").partition(i) for i in range(6)]
