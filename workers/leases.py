@@ -152,6 +152,7 @@ class LeaseOwnership:
     async def join(self, context: WorkerContext, hooks: OwnershipHooks) -> None:
         """Register in the fleet (heartbeat), holding no partition yet."""
         self.context, self.hooks = context, hooks
+        await ensure_loaded(context.control)  # the heartbeat's script goes in a pipeline
         await self._register()
         await self._heartbeat()
         self._joined = True
