@@ -55,7 +55,6 @@ import os
 import socket
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import mmh3
 from redis.exceptions import RedisError
@@ -102,17 +101,15 @@ def holder(token: str) -> str:
     return token.rpartition(":")[0]
 
 
-@dataclass(frozen=True, slots=True)
-class Beat:
-    """What one heartbeat found."""
-
-    lapsed: bool  # this worker's registry entry had expired or was gone
-    fenced: bool  # fenced off by the admin service and not recovered yet
-    unloaded: list[str]  # partitions an unload took from this worker
-
-
 class LeaseOwnership:
-    """Owns the partitions that rendezvous hashing gives this worker, through leases."""
+    """Owns the partitions that rendezvous hashing gives this worker, through leases.
+
+    Two loops: the heartbeat, every ``interval``, which never waits for anything but Redis
+    (so a worker busy starting thousands of runners stays live), and the reconciliation
+    (release and acquire to match the assignment), right after a heartbeat that changed
+    something and every ``interval`` otherwise, which asks the worker to rebalance without
+    waiting for it (so a takeover is never held up by runners being started).  ``cycle``
+    runs both once, and waits for the rebalance."""
 
     def __init__(self, lease_ttl_seconds: float) -> None:
         self.ttl_ms = max(300, int(lease_ttl_seconds * 1000))
@@ -121,12 +118,19 @@ class LeaseOwnership:
         self.live: list[str] = []
         self.context: WorkerContext | None = None
         self.hooks: OwnershipHooks | None = None
-        self._task: asyncio.Task | None = None
-        self._lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task] = []
+        self._lock = asyncio.Lock()  # one reconciliation at a time
+        self._beat_lock = asyncio.Lock()  # one heartbeat at a time
+        self._wake = asyncio.Event()  # a heartbeat changed something: reconcile now
         self._joined = False
+        self._fenced: str | None = None  # the change the admin service fenced this worker at
+        self._stop_runners = False  # tokens were dropped: runners must stop before more
+        self._generation = 0  # bumped whenever every token is dropped
         # Leases taken or lost since the worker was last asked to rebalance: kept across a
         # cycle that fails after the change (Redis gone again), so the next one still asks.
         self._changed = False
+        self._rebalancing: asyncio.Task | None = None
+        self._rebalance_again = False
         # The assignment, and the (live workers, catalog version) it was computed for.
         self._assigned_for: tuple[tuple[str, ...], int] | None = None
         self._wanted: dict[str, TopicName] = {}
@@ -152,9 +156,8 @@ class LeaseOwnership:
     async def join(self, context: WorkerContext, hooks: OwnershipHooks) -> None:
         """Register in the fleet (heartbeat), holding no partition yet."""
         self.context, self.hooks = context, hooks
-        await ensure_loaded(context.control)  # the heartbeat's script goes in a pipeline
         await self._register()
-        await self._heartbeat()
+        await self.beat()
         self._joined = True
 
     async def start(self) -> None:
@@ -163,14 +166,20 @@ class LeaseOwnership:
         # are no longer this worker's are released (the others are simply taken again).
         self._unsure = {p.full: p for p in self._hooks.partitions()}
         await self.cycle(rebalance=False)
-        self._task = asyncio.create_task(self._run(), name="leases")
+        self._tasks = [
+            asyncio.create_task(self._every_interval(self.beat), name="heartbeat"),
+            asyncio.create_task(self._reconcile_loop(), name="leases"),
+        ]
 
     async def stop(self) -> None:
         """Release every lease (the worker stopped its runners already) and deregister."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        tasks = [*self._tasks, *([self._rebalancing] if self._rebalancing else [])]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks, self._rebalancing = [], None
         context = self.context
         if context is None:
             return
@@ -202,51 +211,36 @@ class LeaseOwnership:
         if self.tokens.pop(name, None) is not None and name in self._wanted:
             self._missing[name] = self._wanted[name]
 
-    # --- the cycle ------------------------------------------------------------------------
+    # --- the loops ------------------------------------------------------------------------
 
-    async def _run(self) -> None:
+    async def _every_interval(self, job) -> None:
         while True:
             await asyncio.sleep(self.interval)
-            try:
-                await self.cycle()
-            except asyncio.CancelledError:
-                raise
-            except RedisError as exc:
-                log.warning("lease cycle: Redis unavailable (%s)", exc)
-            except Exception:
-                log.exception("lease cycle failed; will run again")
+            await self._guarded(job)
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            self._wake.clear()
+            await self._guarded(self.reconcile)
+
+    @staticmethod
+    async def _guarded(job) -> None:
+        try:
+            await job()
+        except asyncio.CancelledError:
+            raise
+        except RedisError as exc:
+            log.warning("lease %s: Redis unavailable (%s)", job.__name__, exc)
+        except Exception:
+            log.exception("lease %s failed; will run again", job.__name__)
 
     async def cycle(self, rebalance: bool = True) -> None:
-        """Heartbeat; then release and acquire leases to match the assignment."""
-        async with self._lock:
-            await ensure_loaded(self._ctx.control)
-            beat = await self._heartbeat()
-            if beat.fenced:
-                return  # nothing is taken before everything was read again
-            if beat.lapsed:
-                log.warning(
-                    "the heartbeat of worker %s had lapsed (paused or cut off past the lease "
-                    "TTL): it may have lost any lease",
-                    self._ctx.worker_id,
-                )
-                await self._drop_all()
-            if beat.unloaded:
-                await self._drop_unloaded(beat.unloaded)
-            self._assign()
-            if self._settle:
-                self._settle_assignment()
-            if self._releasing:
-                self._changed = False
-                await self._hooks.rebalance()  # stops their runners before the leases go
-                await self._release(self._releasing)
-                self._releasing = {}
-            if self._unsure:
-                await self._release_unknown()
-            await self._acquire(list(self._missing.values()))
-        if self._changed:
-            self._changed = False
-            if rebalance:
-                await self._hooks.rebalance()
+        """Heartbeat, then release and acquire leases to match the assignment; then, if the
+        leases changed and ``rebalance``, have the worker run exactly those (awaited)."""
+        await self.beat()
+        await self.reconcile(wait_for_rebalance=True, rebalance=rebalance)
 
     async def _register(self) -> None:
         context = self._ctx
@@ -266,51 +260,58 @@ class LeaseOwnership:
         }
         await context.control.hset(keys.worker_info(context.worker_id), mapping=info)
 
-    async def _heartbeat(self) -> Beat:
-        """Renew this worker's registration and read the live workers; say whether its entry
-        had lapsed, whether it is fenced off, and which partitions were unloaded."""
-        context = self._ctx
-        redis, me = context.control, context.worker_id
-        async with redis.pipeline(transaction=False) as pipe:
-            # Reads this worker's own entry before renewing it, in the same atomic step.
-            await context.scripts["worker_heartbeat"](
-                keys=[keys.WORKERS], args=[me, self.ttl_ms], client=pipe
-            )
-            pipe.hset(keys.worker_info(me), "partitions", len(self.tokens))
-            pipe.pexpire(keys.worker_info(me), self.ttl_ms * 2)
-            pipe.pexpire(keys.worker_leases(me), self.ttl_ms * 2)
-            pipe.hget(keys.worker_info(me), "fenced")
-            pipe.smembers(keys.worker_unloaded(me))
-            results = await pipe.execute()
-        beat, fenced = results[0], results[4]
-        self.live = sorted(w.decode() if isinstance(w, bytes) else w for w in beat[2:])
-        lapsed = self._joined and beat[1] == 1
-        if results[1] == 1:  # the info hash had expired (a long pause): register again
-            await self._register()
-        unloaded = sorted(n.decode() for n in results[5])
-        if unloaded:
-            await redis.srem(keys.worker_unloaded(me), *unloaded)
-        if fenced is not None:
-            if not await self._recover_from_fence(fenced.decode()):
-                return Beat(lapsed=False, fenced=True, unloaded=[])
-            lapsed, unloaded = False, []  # every token was dropped already
-        return Beat(lapsed=lapsed, fenced=False, unloaded=unloaded)
+    async def beat(self) -> None:
+        """Renew this worker's registration and read the live workers.  An entry found
+        lapsed, a fence or an unload drops the tokens concerned at once (the runners stop at
+        the next reconciliation, which this wakes)."""
+        async with self._beat_lock:
+            context = self._ctx
+            redis, me = context.control, context.worker_id
+            await ensure_loaded(redis)  # on a cluster: the script goes in a pipeline
+            async with redis.pipeline(transaction=False) as pipe:
+                # Reads this worker's own entry before renewing it, in one atomic step.
+                await context.scripts["worker_heartbeat"](
+                    keys=[keys.WORKERS], args=[me, self.ttl_ms], client=pipe
+                )
+                pipe.hset(keys.worker_info(me), "partitions", len(self.tokens))
+                pipe.pexpire(keys.worker_info(me), self.ttl_ms * 2)
+                pipe.pexpire(keys.worker_leases(me), self.ttl_ms * 2)
+                pipe.hget(keys.worker_info(me), "fenced")
+                pipe.smembers(keys.worker_unloaded(me))
+                results = await pipe.execute()
+            beat, fenced = results[0], results[4]
+            live = sorted(w.decode() if isinstance(w, bytes) else w for w in beat[2:])
+            if live != self.live:
+                self.live = live
+                self._wake.set()
+            if results[1] == 1:  # the info hash had expired (a long pause): register again
+                await self._register()
+            unloaded = sorted(n.decode() for n in results[5])
+            if unloaded:
+                await redis.srem(keys.worker_unloaded(me), *unloaded)
+            if fenced is not None:
+                if self._fenced is None:
+                    log.error(
+                        "fenced off by the admin service at change %s: re-reading everything",
+                        fenced.decode(),
+                    )
+                self._fenced = fenced.decode()
+                self._drop_all()
+            elif self._joined and beat[1] == 1:
+                log.warning(
+                    "the heartbeat of worker %s had lapsed (paused or cut off past the lease "
+                    "TTL): it may have lost any lease",
+                    me,
+                )
+                self._drop_all()
+            elif unloaded:
+                self._drop_unloaded(unloaded)
 
-    async def _recover_from_fence(self, position: str) -> bool:
-        """The admin service fenced this worker off (it did not confirm a change in time):
-        give every partition up, re-read everything; True once it may take partitions
-        again."""
-        log.error("fenced off by the admin service at change %s: re-reading everything", position)
-        await self._drop_all()
-        if not await self._hooks.recover():
-            return False  # still behind: stay fenced, try again on the next cycle
-        await self._ctx.control.hdel(keys.worker_info(self._ctx.worker_id), "fenced")
-        return True
-
-    async def _drop_all(self) -> None:
-        """Forget every token and stop every runner: another worker may have taken any of
-        these leases.  What the assignment still gives this worker is taken again, with new
-        tokens; the rest is released if this worker still holds it."""
+    def _drop_all(self) -> None:
+        """Forget every token: another worker may have taken any of these leases.  The
+        runners stop at the next reconciliation; what the assignment still gives this
+        worker is taken again, with new tokens, and the rest is released if this worker
+        still holds it."""
         dropped = {**self._releasing, **self.tokens}
         if dropped:
             log.warning(
@@ -321,12 +322,14 @@ class LeaseOwnership:
         self.tokens, self._releasing = {}, {}
         self._unsure.update((name, TopicName.from_full(name)) for name in dropped)
         self._settle = True
-        self._changed = False
-        await self._hooks.rebalance()
+        self._generation += 1
+        self._stop_runners = True
+        self._wake.set()
 
-    async def _drop_unloaded(self, names: list[str]) -> None:
-        """The admin service released these leases (unload): stop their runners; the
-        partitions are taken again, with new tokens, if they are still this worker's."""
+    def _drop_unloaded(self, names: list[str]) -> None:
+        """The admin service released these leases (unload): their runners stop at the
+        next reconciliation; the partitions are taken again, with new tokens, if they are
+        still this worker's."""
         dropped = [name for name in names if self.tokens.pop(name, None) is not None]
         if not dropped:
             return
@@ -334,8 +337,64 @@ class LeaseOwnership:
         for name in dropped:
             if name in self._wanted:
                 self._missing[name] = self._wanted[name]
-        self._changed = False
-        await self._hooks.rebalance()
+        self._stop_runners = True
+        self._wake.set()
+
+    async def reconcile(self, wait_for_rebalance: bool = False, rebalance: bool = True) -> None:
+        """Stop the runners of dropped tokens; re-read everything after a fence; release
+        and acquire leases to match the assignment; then have the worker rebalance if the
+        leases changed (in the background unless ``wait_for_rebalance``)."""
+        async with self._lock:
+            if self._stop_runners:
+                self._stop_runners = False
+                self._changed = False
+                await self._hooks.rebalance()
+            if self._fenced is not None and not await self._recover_from_fence():
+                return  # nothing is taken before everything was read again
+            self._assign()
+            if self._settle:
+                self._settle_assignment()
+            if self._releasing:
+                self._changed = False
+                await self._hooks.rebalance()  # stops their runners before the leases go
+                await self._release(self._releasing)
+                self._releasing = {}
+            if self._unsure:
+                await self._release_unknown()
+            await self._acquire(list(self._missing.values()))
+        if self._changed and rebalance:
+            self._changed = False
+            if wait_for_rebalance:
+                await self._hooks.rebalance()
+            else:
+                self._rebalance_soon()
+
+    def _rebalance_soon(self) -> None:
+        """Have the worker rebalance in the background (once more if one is under way)."""
+        if self._rebalancing is not None and not self._rebalancing.done():
+            self._rebalance_again = True
+            return
+        self._rebalancing = asyncio.create_task(self._rebalance_until_settled(), name="rebalance")
+
+    async def _rebalance_until_settled(self) -> None:
+        while True:
+            self._rebalance_again = False
+            try:
+                await self._hooks.rebalance()
+            except Exception as exc:  # the worker's tick runs a failed rebalance again
+                log.warning("rebalance after a lease change failed: %s", exc)
+            if not self._rebalance_again:
+                return
+
+    async def _recover_from_fence(self) -> bool:
+        """The admin service fenced this worker off (it did not confirm a change in time):
+        every token was dropped and the runners stopped; re-read everything; True once it
+        may take partitions again."""
+        if not await self._hooks.recover():
+            return False  # still behind: stay fenced, try again on the next cycle
+        await self._ctx.control.hdel(keys.worker_info(self._ctx.worker_id), "fenced")
+        self._fenced = None
+        return True
 
     def _assign(self) -> None:
         """Compute the assignment again if the live workers or the catalog changed."""
@@ -366,6 +425,7 @@ class LeaseOwnership:
         redis, me = context.control, context.worker_id
         script = context.scripts["lease_acquire"]
         args = [me, *self.live]
+        generation = self._generation
         taken = 0
         for start in range(0, len(partitions), BATCH):
             batch = partitions[start : start + BATCH]
@@ -385,6 +445,10 @@ class LeaseOwnership:
                 # Some may have been taken without this worker hearing of it.
                 self._unsure.update(zip(names, batch, strict=True))
                 raise
+            if self._generation != generation:
+                # Every token was dropped meanwhile (a lapse, a fence): these too.
+                self._unsure.update(zip(names, batch, strict=True))
+                return
             failed = []
             for partition, token in zip(batch, results, strict=True):
                 if token:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import redis
@@ -30,10 +31,12 @@ class Member:
         self.ownership = LeaseOwnership(1.0)
         self.rebalances = 0
         self.recoveries = 0
+        self.rebalance_seconds = 0.0  # how long a rebalance takes (starting runners)
 
     def hooks(self) -> OwnershipHooks:
         async def rebalance():
             self.rebalances += 1
+            await asyncio.sleep(self.rebalance_seconds)
 
         async def recover():
             self.recoveries += 1
@@ -125,6 +128,12 @@ def test_leases_taken_in_a_cycle_that_then_fails_are_rebalanced_by_the_next(
 
     asyncio.run(scenario())
     sync.close()
+
+
+def crash(ownership: LeaseOwnership) -> None:
+    """The process dies: its loops stop, nothing is released."""
+    for task in ownership._tasks:
+        task.cancel()
 
 
 def _clean(sync: redis.Redis) -> None:
@@ -230,7 +239,7 @@ def test_a_member_restarted_with_the_same_id_takes_its_partitions_again_at_once(
             await a.ownership.start()
             before = {p.full: a.ownership.token(p) for p in PARTITIONS}
             assert all(before.values())
-            a.ownership._task.cancel()  # the process dies: nothing is released
+            crash(a.ownership)  # the process dies: nothing is released
             # The same worker id starts again at once, its registry entry still live.
             await restarted.join()
             await restarted.ownership.start()
@@ -259,7 +268,7 @@ def test_a_restarted_member_lets_go_of_what_is_no_longer_its_own(settings, redis
         try:
             await a.join()
             await a.ownership.start()
-            a.ownership._task.cancel()  # dies holding everything
+            crash(a.ownership)  # dies holding everything
             await b.join()
             await b.ownership.cycle()  # a is live: b cannot take its share yet
             assert set(_holders(sync).values()) == {"a"}
@@ -302,6 +311,50 @@ def test_an_unloaded_partition_is_taken_again_at_the_next_heartbeat(settings, re
             assert not sync.exists(keys.worker_unloaded("a"))
         finally:
             await a.ownership.stop()
+            await client.aclose()
+
+    asyncio.run(scenario())
+    sync.close()
+
+
+def test_a_slow_rebalance_delays_neither_the_heartbeat_nor_a_takeover(settings, redis_server):
+    """A worker starting the runners of many partitions stays live, and takes a dead
+    worker's partitions over within the TTL and a third meanwhile."""
+    sync = redis.Redis.from_url(redis_server.url)
+    _clean(sync)
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        a, b = Member(settings, client, "a"), Member(settings, client, "b")
+        b.rebalance_seconds = 4.0
+        try:
+            await a.join()
+            await a.ownership.start()
+            await b.join()
+            await b.ownership.start()
+            share = sum(rendezvous_owner(["a", "b"], p.full) == "b" for p in PARTITIONS)
+            deadline = time.monotonic() + 10
+            while len(b.ownership.tokens) < share and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert len(b.ownership.tokens) == share
+            assert b.ownership._rebalancing is not None and not b.ownership._rebalancing.done()
+            crash(a.ownership)  # while b starts the runners of its share
+            crashed = time.monotonic()
+            lapsed = []
+            while len(b.ownership.tokens) < len(PARTITIONS) and time.monotonic() < crashed + 10:
+                seconds, micros = sync.time()
+                score = sync.zscore(keys.WORKERS, "b")
+                lapsed += [] if score and score > seconds * 1000 + micros // 1000 else [score]
+                await asyncio.sleep(0.05)
+            took = time.monotonic() - crashed
+            ttl = a.ownership.ttl_ms / 1000
+            assert took < ttl + ttl / 3 + 0.5, took
+            assert not b.ownership._rebalancing.done()  # still busy with the first one
+            assert lapsed == []
+            assert set(_holders(sync).values()) == {"b"}
+        finally:
+            b.rebalance_seconds = 0.0
+            await b.ownership.stop()
             await client.aclose()
 
     asyncio.run(scenario())
