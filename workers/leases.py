@@ -165,11 +165,10 @@ class LeaseOwnership:
         # A previous process with this worker id may have left leases behind: those that
         # are no longer this worker's are released (the others are simply taken again).
         self._unsure = {p.full: p for p in self._hooks.partitions()}
+        # The heartbeat goes on while the first leases are taken (thousands take a while).
+        self._tasks = [asyncio.create_task(self._every_interval(self.beat), name="heartbeat")]
         await self.cycle(rebalance=False)
-        self._tasks = [
-            asyncio.create_task(self._every_interval(self.beat), name="heartbeat"),
-            asyncio.create_task(self._reconcile_loop(), name="leases"),
-        ]
+        self._tasks.append(asyncio.create_task(self._reconcile_loop(), name="leases"))
 
     async def stop(self) -> None:
         """Release every lease (the worker stopped its runners already) and deregister."""
@@ -298,7 +297,9 @@ class LeaseOwnership:
                 self._fenced = fenced.decode()
                 self._drop_all()
             elif self._joined and beat[1] == 1:
-                log.warning(
+                held = bool(self.tokens or self._releasing)
+                log.log(
+                    logging.WARNING if held else logging.INFO,
                     "the heartbeat of worker %s had lapsed (paused or cut off past the lease "
                     "TTL): it may have lost any lease",
                     me,

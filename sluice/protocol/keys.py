@@ -127,7 +127,60 @@ def tag(partition: TopicName) -> str:
     return _tag(partition.tenant, partition.namespace, partition.local)
 
 
-@lru_cache(maxsize=65536)
+# ``_tag`` tries the suffixes 0, 1, 2, ... until "body~suffix" hashes into the partition's
+# window of SPREAD_WINDOW slots, about SLOTS / SPREAD_WINDOW tries.  The same first suffix is
+# found without hashing each try: a CRC without final XOR is linear, so the CRC of "body~"
+# continued over a suffix's digits is the CRC of those digits from 0 (``code``) XOR the CRC of
+# as many zero bytes continued from the CRC of "body~" (``continued``).  The window covers the
+# end of one block of 256 slots and the start of the next, and a slot's block and place in its
+# block are those of ``code`` XOR those of ``continued``; so, per number of digits, the
+# suffixes are indexed by their code's block: only those of the two blocks that can land in
+# the window are looked at, in order.
+_BLOCK = 256
+_BLOCKS = SLOTS // _BLOCK
+assert SPREAD_WINDOW == _BLOCK
+
+
+def _suffix_index(digits: int) -> tuple[int, int, list[list[tuple[int, int]]]]:
+    first = 10 ** (digits - 1) if digits > 1 else 0
+    blocks: list[list[tuple[int, int]]] = [[] for _ in range(_BLOCKS)]
+    for suffix in range(first, 10**digits):
+        code = crc_hqx(str(suffix).encode(), 0) % SLOTS
+        blocks[code // _BLOCK].append((suffix, code % _BLOCK))
+    return digits, first, blocks
+
+
+_SUFFIXES = [_suffix_index(digits) for digits in (1, 2, 3, 4)]
+
+
+def _first_suffix(head: int, low: int) -> int | None:
+    """The first suffix whose "body~suffix" lands in the SPREAD_WINDOW slots from ``low``,
+    ``head`` being the CRC of "body~": what trying 0, 1, 2, ... with ``slot_of`` finds."""
+    low %= SLOTS
+    start_block, start_place = divmod(low, _BLOCK)
+    for digits, _first, blocks in _SUFFIXES:
+        continued = crc_hqx(bytes(digits), head) % SLOTS
+        block, place = divmod(continued, _BLOCK)
+        found = None
+        # Slots from ``low`` to the end of its block.
+        for suffix, code_place in blocks[start_block ^ block]:
+            if code_place ^ place >= start_place:
+                found = suffix
+                break
+        # Slots of the next block, before ``low + SPREAD_WINDOW``.
+        if start_place:
+            for suffix, code_place in blocks[((start_block + 1) % _BLOCKS) ^ block]:
+                if found is not None and suffix > found:
+                    break
+                if code_place ^ place < start_place:
+                    found = suffix
+                    break
+        if found is not None:
+            return found
+    return None
+
+
+@lru_cache(maxsize=1 << 18)
 def _tag(tenant: str, namespace: str, local: str) -> str:
     name = TopicName(tenant, namespace, local)
     body = f"{tenant}/{namespace}/{local}"
@@ -137,9 +190,11 @@ def _tag(tenant: str, namespace: str, local: str) -> str:
     base = name.base
     target = (slot_of(f"{tenant}/{namespace}/{base.local}") + index * SPREAD_STRIDE) % SLOTS
     low = target - SPREAD_WINDOW // 2
-    suffix = 0
-    while (slot_of(f"{body}~{suffix}") - low) % SLOTS >= SPREAD_WINDOW:
-        suffix += 1
+    suffix = _first_suffix(crc_hqx(f"{body}~".encode(), 0), low)
+    if suffix is None:  # none of the first 10,000 (never seen): the plain search goes on
+        suffix = 10_000
+        while (slot_of(f"{body}~{suffix}") - low) % SLOTS >= SPREAD_WINDOW:
+            suffix += 1
     return "{" + f"{body}~{suffix}" + "}"
 
 
