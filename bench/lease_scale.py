@@ -20,7 +20,8 @@ the partitions owned.  Two measurements, each with its smallest N as the baselin
 2. **A ``sluice worker`` process** (admin service, PostgreSQL, the worker's partition runners
    and stats), N up to 10,000 (topics of 1,000 partitions created over the admin API): the
    worker's commands a second with no traffic, in total (commandstats) and on its control
-   connections (heartbeat, leases, change events; attributed with ``MONITOR``), its CPU
+   connections (those that carried a heartbeat: heartbeat, leases, change events; commands
+   sent, attributed with ``MONITOR``), its CPU
    share, and the time from a SIGKILL of one of two workers until the other holds every
    lease.  The total and the CPU grow with N: each owned partition's stats document and
    housekeeping (``workers/stats.py``, ``workers/partition.py``) cost Redis calls every
@@ -331,8 +332,8 @@ def measure_worker(sizes: list[int], window: float) -> list[dict]:
                 seconds = time.time() - at
                 commands = (commandstats(plain) - commands) / seconds
                 cpu = (cpu_seconds(first.pid) - cpu) / seconds
-                sent, control = control_addresses(stack.redis_url, min(window, 5.0))
-                heard = max(min(window, 5.0), LEASE_TTL)
+                sent, control = control_addresses(stack.redis_url, window)
+                heard = max(window, LEASE_TTL)
                 control_rate = sum(c for a, c in sent.items() if a in control) / heard
                 start_worker(stack, "w2")
                 deadline = time.monotonic() + 900
