@@ -363,8 +363,10 @@ class LeaseOwnership:
             if self._unsure:
                 await self._release_unknown()
             await self._acquire(list(self._missing.values()))
-        if self._changed and rebalance:
+        if self._changed:
             self._changed = False
+            if not rebalance:
+                return  # the caller rebalances itself
             if wait_for_rebalance:
                 await self._hooks.rebalance()
             else:
