@@ -61,12 +61,17 @@ from redis.exceptions import RedisError
 
 from dataplane.scripts import ensure_loaded
 from sluice.protocol import keys
+from sluice.protocol.connection import is_cluster
 from sluice.protocol.names import TopicName
 from workers.context import OwnershipHooks, WorkerContext
 
 log = logging.getLogger(__name__)
 
-BATCH = 2000  # lease calls per pipeline
+BATCH = 2000  # partitions per pipelined round trip
+# Partitions per lease script call on a single server; on a Redis Cluster a call names one
+# partition (its keys share one slot).  Fewer, larger calls cost the worker far less than one
+# call per partition: taking 50,000 leases over is one round trip per BATCH, not 50,000 calls.
+PER_CALL = 500
 
 
 def rendezvous_owner(workers: list[str], partition: str) -> str | None:
@@ -419,6 +424,9 @@ class LeaseOwnership:
         self._missing = {name: p for name, p in wanted.items() if name not in self.tokens}
         self._settle = False
 
+    def _per_call(self) -> int:
+        return 1 if is_cluster(self._ctx.control) else PER_CALL
+
     async def _acquire(self, partitions: list[TopicName]) -> None:
         """Try to take these leases (pipelined, in batches); those a live other worker holds
         stay missing and are tried again on the next cycle."""
@@ -428,6 +436,7 @@ class LeaseOwnership:
         redis, me = context.control, context.worker_id
         script = context.scripts["lease_acquire"]
         args = [me, *self.live]
+        per_call = self._per_call()
         generation = self._generation
         taken = 0
         for start in range(0, len(partitions), BATCH):
@@ -437,13 +446,14 @@ class LeaseOwnership:
             await redis.sadd(keys.worker_leases(me), *names)
             try:
                 async with redis.pipeline(transaction=False) as pipe:
-                    for partition in batch:
-                        await script(
-                            keys=[keys.lease(partition), keys.lease_epoch(partition)],
-                            args=args,
-                            client=pipe,
-                        )
-                    results = await pipe.execute()
+                    for first in range(0, len(batch), per_call):
+                        lease_keys = [
+                            key
+                            for p in batch[first : first + per_call]
+                            for key in (keys.lease(p), keys.lease_epoch(p))
+                        ]
+                        await script(keys=lease_keys, args=args, client=pipe)
+                    replies = await pipe.execute()
             except RedisError:
                 # Some may have been taken without this worker hearing of it.
                 self._unsure.update(zip(names, batch, strict=True))
@@ -453,7 +463,8 @@ class LeaseOwnership:
                 self._unsure.update(zip(names, batch, strict=True))
                 return
             failed = []
-            for partition, token in zip(batch, results, strict=True):
+            tokens = [token for reply in replies for token in reply]
+            for partition, token in zip(batch, tokens, strict=True):
                 if token:
                     name = partition.full
                     self.tokens[name] = token.decode() if isinstance(token, bytes) else token
@@ -476,13 +487,18 @@ class LeaseOwnership:
         context = self._ctx
         redis = context.control
         script = context.scripts["lease_release"]
+        per_call = self._per_call()
         items = list(leases.items())
         for start in range(0, len(items), BATCH):
             batch = items[start : start + BATCH]
             async with redis.pipeline(transaction=False) as pipe:
-                for name, token in batch:
-                    partition = TopicName.from_full(name)
-                    await script(keys=[keys.lease(partition)], args=[token], client=pipe)
+                for first in range(0, len(batch), per_call):
+                    chunk = batch[first : first + per_call]
+                    await script(
+                        keys=[keys.lease(TopicName.from_full(name)) for name, _ in chunk],
+                        args=[token for _, token in chunk],
+                        client=pipe,
+                    )
                 pipe.srem(keys.worker_leases(context.worker_id), *(name for name, _ in batch))
                 await pipe.execute()
         log.info("released %d partition lease(s)", len(leases))
@@ -498,10 +514,14 @@ class LeaseOwnership:
         ]
         for start in range(0, len(candidates), BATCH):
             batch = candidates[start : start + BATCH]
-            async with redis.pipeline(transaction=False) as pipe:
-                for partition in batch:
-                    pipe.get(keys.lease(partition))
-                tokens = await pipe.execute()
+            lease_keys = [keys.lease(p) for p in batch]
+            if is_cluster(redis):
+                async with redis.pipeline(transaction=False) as pipe:
+                    for key in lease_keys:
+                        pipe.get(key)
+                    tokens = await pipe.execute()
+            else:
+                tokens = await redis.mget(lease_keys)
             mine = {
                 p.full: token.decode()
                 for p, token in zip(batch, tokens, strict=True)

@@ -159,11 +159,12 @@ def test_acquire_takes_a_free_lease_its_own_and_a_dead_holders_never_a_live_ones
     sync = redis.Redis.from_url(redis_server.url)
     partition = TopicName("acme", "leases", "script")
     lease, counter = keys.lease(partition), keys.lease_epoch(partition)
-    sync.delete(lease, counter)
+    other = TopicName("acme", "leases", "script2")
+    sync.delete(lease, counter, keys.lease(other), keys.lease_epoch(other))
     acquire = sync.register_script(script_source("lease_acquire"))
 
     def take(me: str, *live: str) -> str | None:
-        token = acquire(keys=[lease, counter], args=[me, *live])
+        [token] = acquire(keys=[lease, counter], args=[me, *live])
         return token.decode() if token else None
 
     try:
@@ -174,8 +175,17 @@ def test_acquire_takes_a_free_lease_its_own_and_a_dead_holders_never_a_live_ones
         assert take("b", "b") == "b:2"  # a is not among the live workers
         assert take("b", "b") == "b:3"  # its own (a restarted process): a new epoch
         assert take("a:x", "a:x", "b") is None  # holder is what precedes the last ':'
+        # Several partitions a call (a single server): each as if alone.
+        sync.set(keys.lease(other), "c:9")
+        both = acquire(
+            keys=[lease, counter, keys.lease(other), keys.lease_epoch(other)], args=["b", "b"]
+        )
+        assert both == [b"b:4", b"b:1"]
+        release = sync.register_script(script_source("lease_release"))
+        assert release(keys=[lease, keys.lease(other)], args=["b:4", "b:0"]) == 1
+        assert sync.get(lease) is None and sync.get(keys.lease(other)) == b"b:1"
     finally:
-        sync.delete(lease, counter)
+        sync.delete(lease, counter, keys.lease(other), keys.lease_epoch(other))
         sync.close()
 
 
