@@ -82,7 +82,7 @@ async def run_member(worker_id: str, url: str, ttl: float) -> None:
         client,
         client,
         register_scripts(client),
-        PolicyState(None),
+        PolicyState(None),  # type: ignore[arg-type]  # no policies read
     )
     catalog = Catalog(context, sessions=None)  # type: ignore[arg-type]
     await catalog.load_registry()
@@ -197,15 +197,19 @@ def measure_ownership(sizes: list[int], window: float) -> list[dict]:
                 first.holding(n)
                 took = time.monotonic() - started
                 time.sleep(2.0)
-                commands, cpu, at = commandstats(plain), cpu_seconds(first.process.pid), time.time()
+                counted, cpu_before, at = (
+                    commandstats(plain),
+                    cpu_seconds(first.process.pid),
+                    time.time(),
+                )
                 beats = heartbeats(plain)
                 time.sleep(window)
                 seconds = time.time() - at
                 beats = heartbeats(plain) - beats
-                commands = commandstats(plain) - commands
-                per_beat = commands / beats if beats else float("nan")
-                commands /= seconds
-                cpu = (cpu_seconds(first.process.pid) - cpu) / seconds
+                counted = commandstats(plain) - counted
+                per_beat = counted / beats if beats else float("nan")
+                commands = counted / seconds
+                cpu = (cpu_seconds(first.process.pid) - cpu_before) / seconds
                 second = Member("b", server.url, folder)
                 deadline = time.monotonic() + 600
                 while first.held + second.held != n or not first.held or not second.held:
@@ -314,8 +318,8 @@ def measure_worker(sizes: list[int], window: float) -> list[dict]:
                 for i, start in enumerate(range(0, n, API_TOPIC_SIZE)):
                     count = min(API_TOPIC_SIZE, n - start)
                     http.put(f"/admin/v2/persistent/bench/lease/t{i}/partitions", json=count)
-                    base = TopicName("bench", "lease", f"t{i}")
-                    partitions += [base.partition(k) for k in range(count)]
+                    topic = TopicName("bench", "lease", f"t{i}")
+                    partitions += [topic.partition(k) for k in range(count)]
             plain = redis.Redis.from_url(stack.redis_url)
             try:
                 started = time.monotonic()
@@ -327,11 +331,11 @@ def measure_worker(sizes: list[int], window: float) -> list[dict]:
                     time.sleep(0.5)
                 took = time.monotonic() - started
                 time.sleep(3.0)
-                commands, cpu, at = commandstats(plain), cpu_seconds(first.pid), time.time()
+                counted, cpu_before, at = commandstats(plain), cpu_seconds(first.pid), time.time()
                 time.sleep(window)
                 seconds = time.time() - at
-                commands = (commandstats(plain) - commands) / seconds
-                cpu = (cpu_seconds(first.pid) - cpu) / seconds
+                commands = (commandstats(plain) - counted) / seconds
+                cpu = (cpu_seconds(first.pid) - cpu_before) / seconds
                 sent, control = control_addresses(stack.redis_url, window)
                 heard = max(window, LEASE_TTL)
                 control_rate = sum(c for a, c in sent.items() if a in control) / heard
