@@ -19,12 +19,20 @@ holding any number of partitions costs a heartbeat, a handful of Redis commands 
 ``lease_acquire.lua`` takes a lease that is free, held by the caller itself (a restarted
 process with a fixed worker id holds no token in memory), or held by a worker that is not
 among the live workers the caller read; otherwise the acquisition fails and is tried again on
-the next cycle, by when the holder has let the partition go.  So:
+the next cycle, by when the holder has let the partition go.  Acquisitions and releases are
+pipelined in batches, only for what changed; a script call names one partition on a Redis
+Cluster (its keys share a slot) and up to ``PER_CALL`` on a single server.
+
+The heartbeat runs on a loop of its own that waits for nothing but Redis, so a worker busy
+starting the runners of thousands of partitions stays live; the reconciliation (release,
+acquire) runs right after a heartbeat that changed something, and hands the worker's
+rebalance to a background task, so a takeover never waits for runners being started.  So:
 
 * a partition that moves is released by its old owner (runner stopped first) once it sees the
   new live set, and taken by the new owner on its next cycle;
 * a dead worker drops out of the live set when its heartbeat expires, and the others take its
-  partitions on their next cycle: within ``ttl + ttl / 3`` of its last heartbeat;
+  partitions right after their next heartbeat: within ``ttl + ttl / 3`` of its last one (plus
+  the time to take them: about 1 s for 50,000 here);
 * a worker paused past its heartbeat may have lost any lease without knowing: its next
   heartbeat finds its own entry lapsed (expired, or removed by another worker that then saw it
   dead), so it drops every token, stops their runners, and takes again what the assignment
