@@ -183,16 +183,21 @@ async def live_workers(redis: Redis) -> list[dict[str, Any]]:
 
 
 async def lookup(redis: Redis, partitions: list[TopicName]) -> dict[str, dict[str, Any]]:
-    """The owner of each partition: the worker holding its lease, and how to reach it."""
+    """The owner of each partition: the live worker holding its lease, and how to reach it
+    (a lease has no TTL: one a dead worker left until a live one takes it over is no
+    owner)."""
     tokens = await in_batches(redis, partitions, lambda pipe, p: pipe.get(keys.lease(p)))
+    seconds, micros = await redis.time()
+    now_ms = seconds * 1000 + micros // 1000
+    live = {_text(w) for w in await redis.zrangebyscore(keys.WORKERS, now_ms, "+inf")}
     infos: dict[str, dict[str, str]] = {}
     answer = {}
     for partition, token in zip(partitions, tokens, strict=True):
-        if token is None:
+        owner = _text(token).rpartition(":")[0] if token is not None else None
+        if owner is None or owner not in live:
             answer[partition.full] = {"owner": None, "leaseToken": None}
             continue
         token = _text(token)
-        owner = token.rpartition(":")[0]
         if owner not in infos:
             raw = await redis.hgetall(keys.worker_info(owner))
             infos[owner] = {_text(k): _text(v) for k, v in raw.items()}

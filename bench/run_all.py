@@ -74,6 +74,11 @@ BENCHMARKS: tuple[tuple[str, str], ...] = (
     ("propagation", "REST change -> in force when the answer arrives; none lost"),
     ("failover", "SIGKILL owner -> new owner dispatches: < lease TTL + 1 s (default < 5 s)"),
     (
+        "lease_scale",
+        "owning N partitions (up to 100,000) costs the same Redis commands a second with no "
+        "traffic whatever N; a SIGKILLed worker's N partitions move within lease TTL + TTL/3",
+    ),
+    (
         "cluster_scaling",
         "1 server vs a 3-master Redis Cluster, same workers and consumers: end-to-end "
         "dispatch ratio and Redis CPU per shard; strict bound per partition on the cluster",

@@ -11,7 +11,8 @@ unload).
   to the target are acknowledged, entries after it are delivered (again) once.
 * **peek / examine** read one entry with ``peek.lua``; **internal stats** read the stream, its
   consumer groups and the lease.
-* **unload** releases a partition's lease; its owner stops, and takes it again at once.
+* **unload** releases a partition's lease and tells its owner (``sl:worker:{id}:unloaded``);
+  the owner stops the partition and takes it again on its next heartbeat.
 
 Every Lua call does bounded work: a long skip is a series of calls of at most ``SKIP_BATCH``
 entries, and the entries a reset must count (so the backlog in stats stays exact) are counted
@@ -43,6 +44,7 @@ COUNT_BATCH = 10_000  # most entries one count_entries.lua call counts
 MAX_POSITION = 100_000  # the deepest entry peek and examine walk to
 MAX_SEQUENCE = 2**64 - 1  # the largest sequence part of a stream id
 START = "0-0"  # a position before every entry
+UNLOADED_TTL_SECONDS = 600  # how long an unload's note waits for the owner's heartbeat
 END = "$"  # the end of a stream (reset_cursor.lua)
 
 
@@ -380,8 +382,10 @@ class Cursors:
     # --- ownership ------------------------------------------------------------------------
 
     async def unload(self, partitions: Sequence[TopicName]) -> list[str]:
-        """Release the partitions' leases: each owner's next dispatch call is refused, it
-        stops the partition and takes the lease again.  Returns the owners released."""
+        """Release the partitions' leases and tell each owner which (a lease has no TTL and
+        is not renewed, so the owner learns it from ``sl:worker:{id}:unloaded`` on its next
+        heartbeat, or from its next dispatch call, which is refused): it stops the partition
+        and takes the lease again.  Returns the owners released."""
         tokens = await in_batches(self.redis, partitions, lambda pipe, p: pipe.get(keys.lease(p)))
         held = [(p, _text(t)) for p, t in zip(partitions, tokens, strict=True) if t is not None]
         script = self.scripts["lease_release"]
@@ -390,6 +394,16 @@ class Cursors:
             held,
             lambda pipe, pt: script(keys=[keys.lease(pt[0])], args=[pt[1]], client=pipe),
         )
+        taken: dict[str, list[str]] = {}
+        for (partition, token), ok in zip(held, released, strict=True):
+            if ok:
+                taken.setdefault(token.rpartition(":")[0], []).append(partition.full)
+        for owner, names in taken.items():
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.sadd(keys.worker_unloaded(owner), *names)
+                # Read and cleared by a live owner within a heartbeat; a dead one's goes.
+                pipe.expire(keys.worker_unloaded(owner), UNLOADED_TTL_SECONDS)
+                await pipe.execute()
         return [
             token.rpartition(":")[0] for (_, token), ok in zip(held, released, strict=True) if ok
         ]

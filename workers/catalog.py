@@ -10,7 +10,8 @@ lose their Redis data.  Runs fully at start and periodically; change events appl
 Redis is written through ``dataplane.catalog.CatalogProjection``, the same code the admin
 service projects its writes with.  The catalog needs the worker's context and a session
 factory; when the set of topics changed it calls ``on_changed`` (the worker then claims and
-runs the partitions that are now its own).
+runs the partitions that are now its own).  ``version`` goes up whenever the set of
+partitions changes, so partition ownership recomputes its assignment only then.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ class Catalog:
         self.sessions = sessions
         self.plane = CatalogProjection(context.redis, context.scripts, context.consumer_timeout_ms)
         self.on_changed = on_changed
-        self.topics: dict[str, int] = {}
+        self._topics: dict[str, int] = {}
+        self.version = 0  # bumped whenever the set of partitions changes
+        self._partitions: tuple[int, list[TopicName]] | None = None  # (version, partitions)
         self.recorded: set[tuple[str, str]] = set()  # (base topic, subscription) in the database
         self._to_record: set[tuple[str, str]] = set()
         self._recorder: asyncio.Task | None = None
@@ -73,13 +76,41 @@ class Catalog:
         self._topic_limits: dict[str, int] | None = None  # as last published
         self._topic_limits_lock = asyncio.Lock()
 
+    @property
+    def topics(self) -> dict[str, int]:
+        """Known base topic -> its partitions (0: not partitioned).  Read it only: changes go
+        through the setter, ``_set_topic`` and ``_forget_topic``, which keep ``version``."""
+        return self._topics
+
+    @topics.setter
+    def topics(self, topics: dict[str, int]) -> None:
+        if topics != self._topics:
+            self.version += 1
+        self._topics = topics
+
+    def _set_topic(self, name: str, partitions: int) -> None:
+        if self._topics.get(name) != partitions:
+            self._topics[name] = partitions
+            self.version += 1
+
+    def _forget_topic(self, name: str) -> int:
+        """Forget a topic; its partitions as known until now (0 when it was not known)."""
+        if name not in self._topics:
+            return 0
+        self.version += 1
+        return self._topics.pop(name)
+
     def partitions(self) -> list[TopicName]:
-        """Every partition of every known topic."""
-        return [
-            p
-            for name, count in self.topics.items()
-            for p in partitions_of(TopicName.from_full(name), count)
-        ]
+        """Every partition of every known topic: the same list until ``version`` changes (do
+        not modify it)."""
+        if self._partitions is None or self._partitions[0] != self.version:
+            listed = [
+                p
+                for name, count in self._topics.items()
+                for p in partitions_of(TopicName.from_full(name), count)
+            ]
+            self._partitions = (self.version, listed)
+        return self._partitions[1]
 
     async def load_registry(self) -> dict[str, dict]:
         """Read the topic registry from Redis."""
@@ -169,7 +200,7 @@ class Catalog:
             with contextlib.suppress(IntegrityError):
                 await self._record_auto_created(records)
             for name, record in records.items():
-                self.topics[name] = int(record["partitions"])
+                self._set_topic(name, int(record["partitions"]))
         await self._changed()
 
     async def _changed(self) -> None:
@@ -377,7 +408,7 @@ class Catalog:
     async def drop_topic_data(self, topic: TopicName, partitions: int) -> None:
         """Delete every Redis key of a deleted topic and forget it."""
         await self.plane.drop_topic_data(topic, partitions)
-        self.topics.pop(topic.full, None)
+        self._forget_topic(topic.full)
 
     async def apply_events(self, events: list[ChangeEvent]) -> None:
         """Apply catalog events from the admin service, then rebalance partitions.
@@ -405,9 +436,9 @@ class Catalog:
             if name in current:
                 count = current[name]
                 await self.plane.register_topic(TopicName.from_full(name), count)
-                self.topics[name] = count
+                self._set_topic(name, count)
             else:
-                gone[name] = max(self.topics.pop(name, 0), mentioned)
+                gone[name] = max(self._forget_topic(name), mentioned)
         for topic_name, sub in subscriptions:
             if topic_name not in current:
                 continue  # the topic went, and its subscriptions with it

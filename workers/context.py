@@ -2,11 +2,11 @@
 
 ``WorkerContext`` holds what every part may use: the worker's id and settings, the dispatch
 connection pool (``redis``) and the control connections (``control``: leases, heartbeats,
-change events, so a busy pool never delays a lease renewal), the registered scripts, and a
+change events, so a busy pool never delays a heartbeat), the registered scripts, and a
 read-only view of the policies.  ``SharedDispatch`` is what every dispatcher of the process
 shares: the BROKER limiter, the dispatch gate, the alarm clock, the pipelined dispatch script
 and the ``DispatchSettings`` in force (replaced, never changed, on each policy change).
-``OwnershipHooks`` are the three calls partition ownership makes back into the worker.
+``OwnershipHooks`` are the calls partition ownership makes back into the worker.
 """
 
 from __future__ import annotations
@@ -94,3 +94,6 @@ class OwnershipHooks:
     partitions: Callable[[], list[TopicName]]  # every partition of every known topic
     rebalance: Callable[[], Awaitable[None]]  # run exactly the partitions owned now
     recover: Callable[[], Awaitable[bool]]  # re-read everything; True once caught up
+    # Changes whenever ``partitions`` would answer differently (the catalog's version), so
+    # the assignment is computed again only then; None: read ``partitions`` every cycle.
+    partitions_version: Callable[[], int] | None = None

@@ -72,7 +72,7 @@ class Worker:
         self.settings = settings
         self.redis = redis
         # Leases, heartbeats and change events go over their own connections, so a busy
-        # dispatch pool can never make the worker miss a lease renewal.
+        # dispatch pool can never make the worker miss a heartbeat.
         self.control = control or redis
         self.sessions = sessions
         self.id = settings.worker_id or f"{socket.gethostname()}-{os.getpid()}"
@@ -150,7 +150,9 @@ class Worker:
             resync=self.resync,
         )
         self._tasks = [asyncio.create_task(self.events.run(), name="events")]
-        hooks = OwnershipHooks(self.catalog.partitions, self.rebalance, self.recover)
+        hooks = OwnershipHooks(
+            self.catalog.partitions, self.rebalance, self.recover, lambda: self.catalog.version
+        )
         await self.ownership.join(self.context, hooks)
         # Everything published before this worker joined must be applied before it
         # dispatches: the admin service did not wait for it.

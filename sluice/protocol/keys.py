@@ -29,7 +29,9 @@ one of them, which plain hashing would leave to chance.  Keys::
     sl:{P}:s:{S}:ks                hash: Key_Shared state (dispatch.lua): m the consumers the
                                    ring was built for, r the ring, j:{C} the position consumer
                                    C joined at while it is "recently joined"
-    sl:{P}:lease                   fencing token of the worker that owns the partition
+    sl:{P}:lease                   fencing token <worker>:<epoch> of the partition's owner (no
+                                   TTL: another worker takes it once the holder's heartbeat
+                                   in the registry has lapsed)
     sl:{P}:epoch                   counter the fencing tokens are numbered from
     sl:{P}:lim                     hash: the partition's TOPIC limiter (see dispatch.lua)
     sl:{P}:doc                     JSON stats document published by the owning worker (zlib-
@@ -59,8 +61,9 @@ registry ``sl:{meta}:workers`` (zset: worker id -> heartbeat expiry, ms of Redis
 ``sl:{meta}:applied`` (hash: worker id -> position in the change-event stream up to which it
 enforces every change) with its pub/sub channel ``sl:applied``, and the pub/sub channel
 ``sl:wake`` that wakes workers.  Per worker, ``sl:worker:{id}`` (hash: how to reach it) and
-``sl:worker:{id}:leases`` (set of the partitions whose lease it holds) share the worker's own
-tag.  ``LEGACY`` maps the names they had before the tag to these;
+``sl:worker:{id}:leases`` (set of the partitions whose lease it holds) and
+``sl:worker:{id}:unloaded`` (set of the partitions an unload took from it) share the worker's
+own tag.  ``LEGACY`` maps the names they had before the tag to these;
 ``dataplane.legacy_keys`` renames them on a single server.
 """
 
@@ -108,6 +111,12 @@ def worker_leases(worker_id: str) -> str:
     return f"sl:worker:{worker_id}:leases"
 
 
+def worker_unloaded(worker_id: str) -> str:
+    """Partitions whose lease the admin service released (unload) while the worker held it:
+    read and cleared by the worker's next heartbeat, which then takes them again."""
+    return f"sl:worker:{worker_id}:unloaded"
+
+
 SLOTS = 16384
 SPREAD_STRIDE = 10127  # SLOTS / golden ratio: consecutive partitions land far apart
 SPREAD_WINDOW = 256  # a partition's slot is within half of this of its target
@@ -123,7 +132,60 @@ def tag(partition: TopicName) -> str:
     return _tag(partition.tenant, partition.namespace, partition.local)
 
 
-@lru_cache(maxsize=65536)
+# ``_tag`` tries the suffixes 0, 1, 2, ... until "body~suffix" hashes into the partition's
+# window of SPREAD_WINDOW slots, about SLOTS / SPREAD_WINDOW tries.  The same first suffix is
+# found without hashing each try: a CRC without final XOR is linear, so the CRC of "body~"
+# continued over a suffix's digits is the CRC of those digits from 0 (``code``) XOR the CRC of
+# as many zero bytes continued from the CRC of "body~" (``continued``).  The window covers the
+# end of one block of 256 slots and the start of the next, and a slot's block and place in its
+# block are those of ``code`` XOR those of ``continued``; so, per number of digits, the
+# suffixes are indexed by their code's block: only those of the two blocks that can land in
+# the window are looked at, in order.
+_BLOCK = 256
+_BLOCKS = SLOTS // _BLOCK
+assert SPREAD_WINDOW == _BLOCK
+
+
+def _suffix_index(digits: int) -> tuple[int, int, list[list[tuple[int, int]]]]:
+    first = 10 ** (digits - 1) if digits > 1 else 0
+    blocks: list[list[tuple[int, int]]] = [[] for _ in range(_BLOCKS)]
+    for suffix in range(first, 10**digits):
+        code = crc_hqx(str(suffix).encode(), 0) % SLOTS
+        blocks[code // _BLOCK].append((suffix, code % _BLOCK))
+    return digits, first, blocks
+
+
+_SUFFIXES = [_suffix_index(digits) for digits in (1, 2, 3, 4)]
+
+
+def _first_suffix(head: int, low: int) -> int | None:
+    """The first suffix whose "body~suffix" lands in the SPREAD_WINDOW slots from ``low``,
+    ``head`` being the CRC of "body~": what trying 0, 1, 2, ... with ``slot_of`` finds."""
+    low %= SLOTS
+    start_block, start_place = divmod(low, _BLOCK)
+    for digits, _first, blocks in _SUFFIXES:
+        continued = crc_hqx(bytes(digits), head) % SLOTS
+        block, place = divmod(continued, _BLOCK)
+        found = None
+        # Slots from ``low`` to the end of its block.
+        for suffix, code_place in blocks[start_block ^ block]:
+            if code_place ^ place >= start_place:
+                found = suffix
+                break
+        # Slots of the next block, before ``low + SPREAD_WINDOW``.
+        if start_place:
+            for suffix, code_place in blocks[((start_block + 1) % _BLOCKS) ^ block]:
+                if found is not None and suffix > found:
+                    break
+                if code_place ^ place < start_place:
+                    found = suffix
+                    break
+        if found is not None:
+            return found
+    return None
+
+
+@lru_cache(maxsize=1 << 18)
 def _tag(tenant: str, namespace: str, local: str) -> str:
     name = TopicName(tenant, namespace, local)
     body = f"{tenant}/{namespace}/{local}"
@@ -133,9 +195,11 @@ def _tag(tenant: str, namespace: str, local: str) -> str:
     base = name.base
     target = (slot_of(f"{tenant}/{namespace}/{base.local}") + index * SPREAD_STRIDE) % SLOTS
     low = target - SPREAD_WINDOW // 2
-    suffix = 0
-    while (slot_of(f"{body}~{suffix}") - low) % SLOTS >= SPREAD_WINDOW:
-        suffix += 1
+    suffix = _first_suffix(crc_hqx(f"{body}~".encode(), 0), low)
+    if suffix is None:  # none of the first 10,000 (never seen): the plain search goes on
+        suffix = 10_000
+        while (slot_of(f"{body}~{suffix}") - low) % SLOTS >= SPREAD_WINDOW:
+            suffix += 1
     return "{" + f"{body}~{suffix}" + "}"
 
 

@@ -1,5 +1,12 @@
--- lease_release: give a lease up (the limiters' periods stay in Redis for the next owner).
--- KEYS[1] lease; ARGV[1] token.  Returns 1, or 0 when the lease was no longer ours.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-return 1
+-- lease_release: give leases up (the limiters' periods stay in Redis for the next owner).
+-- KEYS[i] a lease, ARGV[i] the token it must still hold to be released; on a Redis Cluster
+-- one lease a call, on a single server as many as the caller batches.
+-- Returns the number released (for one lease: 1, or 0 when it was no longer ours).
+local released = 0
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[i] then
+    redis.call('DEL', KEYS[i])
+    released = released + 1
+  end
+end
+return released
