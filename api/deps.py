@@ -69,6 +69,7 @@ async def get_unit_of_work(
         if uow.dry_run:
             await session.rollback()
             return
+        await uow.write_changes()
         await session.commit()
     redis_down = False
     for hook in uow.after_commit_hooks:
@@ -82,7 +83,7 @@ async def get_unit_of_work(
                 redis_down = True
                 break
     if uow.emitted:
-        state.cache.local_write()
+        state.cache.local_write(uow.events)
         if redis_down:
             state.relay.notify()
             request.state.enforcement = "pending"

@@ -27,6 +27,7 @@ from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from models.base import utcnow
+from models.journal import WrittenEvent
 from models.orm import OutboxEvent
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ BATCH = 500
 RELAY_LOCK_KEY = 0x5E1C_E0B0
 
 
-def event_fields(event: OutboxEvent) -> dict[str, Any]:
+def event_fields(event: OutboxEvent | WrittenEvent) -> dict[str, Any]:
     """The fields of the stream entry for one outbox row."""
     return {
         "id": str(event.id),
@@ -81,7 +82,7 @@ class OutboxRelay:
         self._urgent = True
         self._wake.set()
 
-    async def publish(self, events: list[OutboxEvent]) -> str:
+    async def publish(self, events: list[WrittenEvent]) -> str:
         """Publish committed events now; return the stream id of the last one."""
         async with self.redis.pipeline(transaction=False) as pipe:
             for event in events:

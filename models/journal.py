@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Index, String
+from sqlalchemy import Index, String, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -115,3 +116,84 @@ def change_rows(
             }
         )
     return audit, events
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One change a unit of work records: its audit entry and its change event."""
+
+    kind: str
+    entity_type: str
+    entity: str
+    before: Any
+    after: Any
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def action(self) -> str:
+        """create, delete or update, from ``before`` / ``after``."""
+        if self.before is None:
+            return "create"
+        return "delete" if self.after is None else "update"
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenEvent:
+    """A change event as written to the outbox (what the relay publishes)."""
+
+    id: int
+    created_at: datetime
+    kind: str
+    entity: str
+    payload: dict[str, Any]
+
+
+async def write_changes(
+    session: AsyncSession, *, role: str, request_id: str, changes: list[Change]
+) -> list[WrittenEvent]:
+    """Insert the audit entries and change events of ``changes`` in the caller's
+    transaction; return the events, in order.
+
+    On PostgreSQL both tables are written by one statement (the audit rows in a
+    data-modifying CTE), one round trip whatever the number of changes."""
+    if not changes:
+        return []
+    now = utcnow()
+    audit = [
+        {
+            "at": now,
+            "role": role,
+            "request_id": request_id,
+            "action": c.action,
+            "entity_type": c.entity_type,
+            "entity": c.entity,
+            "before": c.before,
+            "after": c.after,
+        }
+        for c in changes
+    ]
+    payloads = [{"action": c.action, **c.payload} for c in changes]
+    events = [
+        {"created_at": now, "kind": c.kind, "entity": c.entity, "payload": payload}
+        for c, payload in zip(changes, payloads, strict=True)
+    ]
+    assert session.bind is not None
+    if session.bind.dialect.name == "postgresql":
+        statement = (
+            insert(OutboxEvent)
+            .values(events)
+            .add_cte(insert(AuditEntry).values(audit).cte("audit"))
+            .returning(OutboxEvent.id)
+        )
+        # The ids come from the sequence in the order of the VALUES rows.
+        ids = sorted((await session.execute(statement)).scalars().all())
+    else:
+        await session.execute(insert(AuditEntry), audit)
+        ids = []
+        for event in events:
+            statement = insert(OutboxEvent).values(event).returning(OutboxEvent.id)
+            ids.append((await session.execute(statement)).scalar_one())
+    return [
+        WrittenEvent(event_id, now, c.kind, c.entity, payload)
+        for event_id, c, payload in zip(ids, changes, payloads, strict=True)
+    ]
