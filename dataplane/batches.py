@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 from redis.exceptions import NoScriptError
 
-from dataplane.scripts import ensure_loaded
+from dataplane.scripts import load_missing
 
 T = TypeVar("T")
 
@@ -57,9 +57,10 @@ async def in_batches(
                 except NoScriptError:
                     got = [NoScriptError()]
             if any(isinstance(r, NoScriptError) for r in got):
-                # A master promoted by a failover lacks the scripts (cluster only): load
-                # them and queue the batch again (its calls are idempotent).
-                if attempt == 1 and await ensure_loaded(redis):
+                # A master promoted by a failover (cluster), or a server restarted, lacks
+                # the scripts that calls queued as plain EVALSHA need: load them and queue
+                # the batch again (its calls are idempotent).
+                if attempt == 1 and await load_missing(redis):
                     continue
                 if raise_on_error:
                     raise next(r for r in got if isinstance(r, NoScriptError))
