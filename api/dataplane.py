@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
 from dataplane.backlog import Backlog, read_backlogs
-from dataplane.batches import in_batches
+from dataplane.batches import get_many, in_batches
 from dataplane.catalog import CatalogProjection
 from dataplane.scripts import register_scripts
 from models.errors import PreconditionFailed
@@ -57,7 +57,7 @@ class DataPlane(CatalogProjection):
         Counters and rates come from the owning worker's document (at most a second old);
         backlog and unacknowledged entries are read from Redis now, so they reflect every
         produce and acknowledgement that completed before the request."""
-        raws = await in_batches(self.redis, partitions, lambda pipe, p: pipe.get(keys.doc(p)))
+        raws = await get_many(self.redis, [keys.doc(p) for p in partitions])
         read = list(zip(partitions, raws, strict=True))
         docs = {p.full: orjson.loads(raw) for p, raw in read if raw is not None}
         docs.update(await self._assemble([p for p, raw in read if raw is None]))
@@ -179,7 +179,7 @@ async def live_workers(redis: Redis) -> list[dict[str, Any]]:
 
 async def lookup(redis: Redis, partitions: list[TopicName]) -> dict[str, dict[str, Any]]:
     """The owner of each partition: the worker holding its lease, and how to reach it."""
-    tokens = await in_batches(redis, partitions, lambda pipe, p: pipe.get(keys.lease(p)))
+    tokens = await get_many(redis, [keys.lease(p) for p in partitions])
     infos: dict[str, dict[str, str]] = {}
     answer = {}
     for partition, token in zip(partitions, tokens, strict=True):
