@@ -3,11 +3,13 @@
 Topic lists built as strings and merged with the registry, subscriptions created by an
 insert that reports the conflict itself, audit entries and change events written by one
 statement, the policy cache re-reading only the topics a write names, and subscription
-scripts queued as plain EVALSHA (loaded again when Redis lost them).
+scripts queued as plain EVALSHA (loaded again when Redis lost them), and pooled database
+connections checked only after idling.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import orjson
@@ -16,6 +18,7 @@ import redis
 from sqlalchemy import text
 
 from dataplane.catalog import topic_record
+from models.db import make_async_engine
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 
@@ -156,3 +159,36 @@ def test_subscriptions_are_created_after_redis_lost_its_scripts(ns, redis_client
     for index in (0, 299):
         partition = TopicName.from_full(f"{PREFIX}t").partition(index)
         assert redis_client.sismember(keys.subs(partition), "s")
+
+
+def test_pooled_connections_are_checked_only_after_idling(database_url, db):
+    async def scenario() -> tuple[int, int]:
+        engine = make_async_engine(database_url, pool_size=1, ping_after_idle=0.3)
+        pings = []
+        real_ping = engine.sync_engine.dialect.do_ping
+
+        def counting_ping(dbapi_connection):
+            pings.append(1)
+            return real_ping(dbapi_connection)
+
+        engine.sync_engine.dialect.do_ping = counting_ping  # type: ignore[method-assign]
+        try:
+            async with engine.connect() as connection:
+                pid = await connection.scalar(text("SELECT pg_backend_pid()"))
+            for _ in range(5):  # steady use: no check
+                async with engine.connect() as connection:
+                    assert await connection.scalar(text("SELECT 1")) == 1
+            steady = len(pings)
+            # The server drops the idle connection (as a restart would): checked, replaced.
+            with db.connect() as other:
+                other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            await asyncio.sleep(0.4)
+            async with engine.connect() as connection:
+                assert await connection.scalar(text("SELECT 1")) == 1
+            return steady, len(pings)
+        finally:
+            await engine.dispose()
+
+    steady, total = asyncio.run(scenario())
+    assert steady == 0
+    assert total >= 1
