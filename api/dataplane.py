@@ -10,7 +10,7 @@ published yet, a document is assembled from the raw counters.
 from __future__ import annotations
 
 import time
-from collections.abc import Container
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import orjson
@@ -270,16 +270,21 @@ REGISTRY_SCAN = 5_000  # registry entries Redis looks at per HSCAN call (about a
 
 
 async def registry_topics(
-    redis: Redis, namespace: str, skip: Container[str] = frozenset()
+    redis: Redis, namespace: str, skip: AbstractSet[str] = frozenset()
 ) -> dict[str, int]:
     """Topics of ``tenant/namespace`` in the registry (includes ones clients auto-created),
-    except those named in ``skip`` (their records are not even decoded)."""
+    except those named in ``skip``: those are set apart in bulk (set operations on the raw
+    names) and their records are not decoded."""
     prefix = f"persistent://{namespace}/"
+    skipped = {name.encode() for name in skip}
     found = {}
-    async for name, record in redis.hscan_iter(
-        keys.TOPICS, match=f"{prefix}*", count=REGISTRY_SCAN
-    ):
-        text = _text(name)
-        if text not in skip:
-            found[text] = int(orjson.loads(record)["partitions"])
-    return found
+    cursor = 0
+    while True:
+        cursor, chunk = await redis.hscan(
+            keys.TOPICS, cursor, match=f"{prefix}*", count=REGISTRY_SCAN
+        )
+        assert isinstance(chunk, dict)  # names with their records
+        for name in chunk.keys() - skipped - skip:
+            found[_text(name)] = int(orjson.loads(chunk[name])["partitions"])
+        if not cursor:
+            return found

@@ -48,11 +48,12 @@ async def _known_topics(uow: UnitOfWork, tenant: str, namespace: str) -> dict[st
     row = await get_namespace(uow.session, tenant, namespace)
     prefix = f"{PERSISTENT}://{tenant}/{namespace}/"
     query = select(Topic.name, Topic.partitions).where(Topic.namespace_id == row.id)
-    known = {prefix + name: partitions for name, partitions in await uow.session.execute(query)}
+    rows = (await (await uow.session.connection()).execute(query)).all()  # plain rows, no ORM
+    known = {prefix + name: partitions for name, partitions in rows}
     if uow.data_plane is not None:
         with contextlib.suppress(RedisError):
             redis = uow.data_plane.redis
-            known.update(await registry_topics(redis, f"{tenant}/{namespace}", skip=known))
+            known.update(await registry_topics(redis, f"{tenant}/{namespace}", known.keys()))
     return dict(sorted(known.items()))
 
 
