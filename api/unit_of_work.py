@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.dml import UpdateBase
 
 from api.dataplane import DataPlane
 from models.journal import Change, WrittenEvent, write_changes
@@ -44,6 +45,7 @@ class UnitOfWork:
         self.caller = caller
         self.dry_run = dry_run
         self.changes: list[Change] = []
+        self.deferred: list[UpdateBase] = []  # written with the changes (``write_later``)
         self.events: list[WrittenEvent] = []  # the changes' events, once written
         self.after_commit_hooks: list[Callable[[], Awaitable[None]]] = []
         # Roles whose produce/consume grants this unit of work changed or removed; the
@@ -79,14 +81,23 @@ class UnitOfWork:
         action follows from before/after."""
         self.changes.append(Change(kind, entity_type, entity, before, after, payload))
 
+    def write_later(self, statement: UpdateBase) -> None:
+        """Execute ``statement`` together with the audit entries and change events (in
+        their statement on PostgreSQL): a round trip less while a locked row waits for
+        the commit.  Only for a write nothing in the request reads back from the database."""
+        self.deferred.append(statement)
+
     async def write_changes(self) -> None:
-        """Write the audit entries and change events recorded so far (before the commit)."""
+        """Write the deferred statements, the audit entries and the change events recorded
+        so far (before the commit)."""
         changes, self.changes = self.changes, []
+        statements, self.deferred = self.deferred, []
         self.events += await write_changes(
             self.session,
             role=self.caller.role,
             request_id=self.caller.request_id,
             changes=changes,
+            statements=statements,
         )
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from sqlalchemy import Index, String, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.sql.dml import UpdateBase
 
 from models.base import Base, BigId, Json, Timestamp, utcnow
 
@@ -149,14 +151,22 @@ class WrittenEvent:
 
 
 async def write_changes(
-    session: AsyncSession, *, role: str, request_id: str, changes: list[Change]
+    session: AsyncSession,
+    *,
+    role: str,
+    request_id: str,
+    changes: list[Change],
+    statements: Sequence[UpdateBase] = (),
 ) -> list[WrittenEvent]:
     """Insert the audit entries and change events of ``changes`` in the caller's
-    transaction; return the events, in order.
+    transaction, after executing ``statements`` (writes the changes describe); return the
+    events, in order.
 
-    On PostgreSQL both tables are written by one statement (the audit rows in a
-    data-modifying CTE), one round trip whatever the number of changes."""
+    On PostgreSQL everything is one statement (the audit rows and the other writes in
+    data-modifying CTEs), one round trip whatever the number of changes."""
     if not changes:
+        for statement in statements:
+            await session.execute(statement)
         return []
     now = utcnow()
     audit = [
@@ -179,15 +189,17 @@ async def write_changes(
     ]
     assert session.bind is not None
     if session.bind.dialect.name == "postgresql":
-        statement = (
-            insert(OutboxEvent)
-            .values(events)
-            .add_cte(insert(AuditEntry).values(audit).cte("audit"))
-            .returning(OutboxEvent.id)
+        statement = insert(OutboxEvent).values(events)
+        for index, write in enumerate(statements):
+            statement = statement.add_cte(write.cte(f"write_{index}"))
+        statement = statement.add_cte(insert(AuditEntry).values(audit).cte("audit")).returning(
+            OutboxEvent.id
         )
         # The ids come from the sequence in the order of the VALUES rows.
         ids = sorted((await session.execute(statement)).scalars().all())
     else:
+        for write in statements:
+            await session.execute(write)
         await session.execute(insert(AuditEntry), audit)
         ids = []
         for event in events:

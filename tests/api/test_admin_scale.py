@@ -192,3 +192,30 @@ def test_pooled_connections_are_checked_only_after_idling(database_url, db):
     steady, total = asyncio.run(scenario())
     assert steady == 0
     assert total >= 1
+
+
+def test_a_policy_update_goes_out_with_its_audit_entry(ns, db):
+    http = ns
+    path = f"{NS}/dispatchRate"
+    assert http.post(path, json={"dispatchThrottlingRateInMsg": 10}).status_code == 204
+    query = text("SELECT msg, byte, updated_at FROM dispatch_rate_policies")
+    with db.connect() as connection:
+        [(msg, byte, first)] = connection.execute(query).all()
+    assert (msg, byte) == (10, -1)
+    body = {"dispatchThrottlingRateInMsg": 20, "dispatchThrottlingRateInByte": 300}
+    assert http.post(path, json=body).status_code == 204
+    assert http.post(path, json=body).status_code == 204  # the same value again
+    with db.connect() as connection:
+        [(msg, byte, second)] = connection.execute(query).all()
+        audit = connection.execute(
+            text(
+                "SELECT action, before, after FROM audit_log"
+                " WHERE entity = 'acme/orders' ORDER BY id"
+            )
+        ).all()
+    assert (msg, byte) == (20, 300) and second > first
+    assert [action for action, _b, _a in audit[-3:]] == ["create", "update", "update"]
+    assert audit[-2][1]["dispatchThrottlingRateInMsg"] == 10
+    assert audit[-2][2]["dispatchThrottlingRateInByte"] == 300
+    assert audit[-1][1] == audit[-1][2]
+    assert http.get(path).json() == audit[-1][2]
