@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Index, String, insert
+from sqlalchemy import Index, String, Table, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.sql.dml import UpdateBase
@@ -188,22 +188,26 @@ async def write_changes(
         for c, payload in zip(changes, payloads, strict=True)
     ]
     assert session.bind is not None
+    # Core inserts on the tables: the ORM's bulk-insert layer would cost more than the rest.
+    # One change (the usual case) is a single-row VALUES, a statement SQLAlchemy compiles
+    # once and caches; a multi-row VALUES is compiled each time.
+    outbox = cast(Table, OutboxEvent.__table__)
+    audit_log = cast(Table, AuditEntry.__table__)
     if session.bind.dialect.name == "postgresql":
-        statement = insert(OutboxEvent).values(events)
+        statement = insert(outbox).values(events[0] if len(events) == 1 else events)
         for index, write in enumerate(statements):
             statement = statement.add_cte(write.cte(f"write_{index}"))
-        statement = statement.add_cte(insert(AuditEntry).values(audit).cte("audit")).returning(
-            OutboxEvent.id
-        )
+        audit_rows = audit[0] if len(audit) == 1 else audit
+        statement = statement.add_cte(insert(audit_log).values(audit_rows).cte("audit"))
         # The ids come from the sequence in the order of the VALUES rows.
-        ids = sorted((await session.execute(statement)).scalars().all())
+        ids = sorted((await session.execute(statement.returning(outbox.c.id))).scalars().all())
     else:
         for write in statements:
             await session.execute(write)
-        await session.execute(insert(AuditEntry), audit)
+        await session.execute(insert(audit_log), audit)
         ids = []
         for event in events:
-            statement = insert(OutboxEvent).values(event).returning(OutboxEvent.id)
+            statement = insert(outbox).values(event).returning(outbox.c.id)
             ids.append((await session.execute(statement)).scalar_one())
     return [
         WrittenEvent(event_id, now, c.kind, c.entity, payload)

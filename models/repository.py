@@ -145,13 +145,17 @@ async def get_tenant(
     return tenant
 
 
+# Built once (as ``_TOPIC_QUERY`` below): the namespace of ``tenant/namespace``.
+_NAMESPACE_QUERY = (
+    select(Namespace)
+    .join(Tenant, Namespace.tenant_id == Tenant.id)
+    .where(Tenant.name == bindparam("tenant"), Namespace.name == bindparam("namespace"))
+)
+
+
 async def find_namespace(session: AsyncSession, tenant: str, namespace: str) -> Namespace | None:
     """The namespace row, or None."""
-    return await session.scalar(
-        select(Namespace)
-        .join(Tenant, Namespace.tenant_id == Tenant.id)
-        .where(Tenant.name == tenant, Namespace.name == namespace)
-    )
+    return await session.scalar(_NAMESPACE_QUERY, {"tenant": tenant, "namespace": namespace})
 
 
 async def get_namespace(session: AsyncSession, tenant: str, namespace: str) -> Namespace:
