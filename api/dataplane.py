@@ -145,7 +145,9 @@ def _with_backlog(doc: dict[str, Any], backlogs: dict[str, Backlog]) -> dict[str
     subscriptions = doc.setdefault("subscriptions", {})
     average = float(doc.get("averageMsgSize") or 0.0)
     for name, backlog in backlogs.items():
-        sub = subscriptions.setdefault(name, _subscription_document())
+        sub = subscriptions.get(name)
+        if sub is None:
+            sub = subscriptions[name] = _subscription_document()
         sub["msgBacklog"] = sub["msgBacklogNoDelayed"] = backlog.entries
         sub["unackedMessages"] = backlog.pending
         sub["backlogSize"] = int(backlog.entries * average)
@@ -245,16 +247,20 @@ def aggregate(docs: dict[str, dict[str, Any]], per_partition: bool) -> dict[str,
     total: dict[str, Any] = {name: 0 for name in SUMMED_TOPIC}
     subscriptions: dict[str, dict[str, Any]] = {}
     for doc in docs.values():
+        get = doc.get
         for name in SUMMED_TOPIC:
-            total[name] += doc.get(name, 0)
-        for sub_name, sub in doc.get("subscriptions", {}).items():
-            merged = subscriptions.setdefault(
-                sub_name,
-                {**{k: 0 for k in SUMMED_SUBSCRIPTION}, "type": sub.get("type"), "consumers": []},
-            )
+            total[name] += get(name, 0)
+        for sub_name, sub in get("subscriptions", {}).items():
+            merged = subscriptions.get(sub_name)
+            if merged is None:  # the first partition's type stands for the topic's
+                merged = subscriptions[sub_name] = {
+                    **dict.fromkeys(SUMMED_SUBSCRIPTION, 0),
+                    "type": sub.get("type"),
+                    "consumers": [],
+                }
             for name in SUMMED_SUBSCRIPTION:
                 merged[name] += sub.get(name, 0)
-            merged["consumers"].extend(sub.get("consumers", []))
+            merged["consumers"].extend(sub.get("consumers", ()))
     total["averageMsgSize"] = (
         total["bytesInCounter"] / total["msgInCounter"] if total["msgInCounter"] else 0.0
     )
