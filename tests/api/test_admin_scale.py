@@ -17,6 +17,7 @@ import pytest
 import redis
 from sqlalchemy import text
 
+from api.dataplane import SUMMED_SUBSCRIPTION, aggregate
 from dataplane.catalog import topic_record
 from models.db import make_async_engine
 from sluice.protocol import keys
@@ -219,3 +220,31 @@ def test_a_policy_update_goes_out_with_its_audit_entry(ns, db):
     assert audit[-2][2]["dispatchThrottlingRateInByte"] == 300
     assert audit[-1][1] == audit[-1][2]
     assert http.get(path).json() == audit[-1][2]
+
+
+def test_partitioned_totals_sum_every_partition_and_subscription():
+    docs = {
+        f"{PREFIX}t-partition-{i}": {
+            "msgInCounter": i,
+            "bytesInCounter": 10 * i,
+            "subscriptions": {
+                "a": {"msgBacklog": i, "type": "Shared", "consumers": [{"c": i}]},
+                **({"b": {"msgBacklog": 1, "type": "Failover"}} if i % 2 else {}),
+            },
+        }
+        for i in range(5)
+    }
+    total = aggregate(docs, per_partition=False)
+    assert total["msgInCounter"] == 10 and total["bytesInCounter"] == 100
+    assert total["averageMsgSize"] == 10.0
+    assert total["subscriptions"]["a"]["msgBacklog"] == 10
+    assert total["subscriptions"]["a"]["type"] == "Shared"
+    assert total["subscriptions"]["a"]["consumers"] == [{"c": i} for i in range(5)]
+    assert total["subscriptions"]["b"] | {"consumers": None} == {
+        **dict.fromkeys(SUMMED_SUBSCRIPTION, 0),
+        "msgBacklog": 2,
+        "type": "Failover",
+        "consumers": None,
+    }
+    assert total["metadata"] == {"partitions": 5} and total["partitions"] == {}
+    assert aggregate(docs, per_partition=True)["partitions"] is docs
