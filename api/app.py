@@ -91,7 +91,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = make_async_engine(settings.effective_database_url, pool_size=settings.db_pool_size)
+        # Connections in steady use skip the check before each use (a round trip per
+        # request); one idle for a second is checked (models.db).
+        engine = make_async_engine(
+            settings.effective_database_url, pool_size=settings.db_pool_size, ping_after_idle=1.0
+        )
         sessions = make_session_factory(engine)
         redis = connect_redis(settings)
         relay = OutboxRelay(

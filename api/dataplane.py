@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import orjson
@@ -18,7 +19,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
 from dataplane.backlog import Backlog, read_backlogs
-from dataplane.batches import in_batches
+from dataplane.batches import get_many, in_batches
 from dataplane.catalog import CatalogProjection
 from dataplane.scripts import register_scripts
 from models.errors import PreconditionFailed
@@ -57,7 +58,7 @@ class DataPlane(CatalogProjection):
         Counters and rates come from the owning worker's document (at most a second old);
         backlog and unacknowledged entries are read from Redis now, so they reflect every
         produce and acknowledgement that completed before the request."""
-        raws = await in_batches(self.redis, partitions, lambda pipe, p: pipe.get(keys.doc(p)))
+        raws = await get_many(self.redis, [keys.doc(p) for p in partitions])
         read = list(zip(partitions, raws, strict=True))
         docs = {p.full: _load_document(raw) for p, raw in read if raw is not None}
         docs.update(await self._assemble([p for p, raw in read if raw is None]))
@@ -150,7 +151,9 @@ def _with_backlog(doc: dict[str, Any], backlogs: dict[str, Backlog]) -> dict[str
     subscriptions = doc.setdefault("subscriptions", {})
     average = float(doc.get("averageMsgSize") or 0.0)
     for name, backlog in backlogs.items():
-        sub = subscriptions.setdefault(name, _subscription_document())
+        sub = subscriptions.get(name)
+        if sub is None:
+            sub = subscriptions[name] = _subscription_document()
         sub["msgBacklog"] = sub["msgBacklogNoDelayed"] = backlog.entries
         sub["unackedMessages"] = backlog.pending
         sub["backlogSize"] = int(backlog.entries * average)
@@ -186,7 +189,7 @@ async def lookup(redis: Redis, partitions: list[TopicName]) -> dict[str, dict[st
     """The owner of each partition: the live worker holding its lease, and how to reach it
     (a lease has no TTL: one a dead worker left until a live one takes it over is no
     owner)."""
-    tokens = await in_batches(redis, partitions, lambda pipe, p: pipe.get(keys.lease(p)))
+    tokens = await get_many(redis, [keys.lease(p) for p in partitions])
     seconds, micros = await redis.time()
     now_ms = seconds * 1000 + micros // 1000
     live = {_text(w) for w in await redis.zrangebyscore(keys.WORKERS, now_ms, "+inf")}
@@ -255,16 +258,20 @@ def aggregate(docs: dict[str, dict[str, Any]], per_partition: bool) -> dict[str,
     total: dict[str, Any] = {name: 0 for name in SUMMED_TOPIC}
     subscriptions: dict[str, dict[str, Any]] = {}
     for doc in docs.values():
+        get = doc.get
         for name in SUMMED_TOPIC:
-            total[name] += doc.get(name, 0)
-        for sub_name, sub in doc.get("subscriptions", {}).items():
-            merged = subscriptions.setdefault(
-                sub_name,
-                {**{k: 0 for k in SUMMED_SUBSCRIPTION}, "type": sub.get("type"), "consumers": []},
-            )
+            total[name] += get(name, 0)
+        for sub_name, sub in get("subscriptions", {}).items():
+            merged = subscriptions.get(sub_name)
+            if merged is None:  # the first partition's type stands for the topic's
+                merged = subscriptions[sub_name] = {
+                    **dict.fromkeys(SUMMED_SUBSCRIPTION, 0),
+                    "type": sub.get("type"),
+                    "consumers": [],
+                }
             for name in SUMMED_SUBSCRIPTION:
                 merged[name] += sub.get(name, 0)
-            merged["consumers"].extend(sub.get("consumers", []))
+            merged["consumers"].extend(sub.get("consumers", ()))
     total["averageMsgSize"] = (
         total["bytesInCounter"] / total["msgInCounter"] if total["msgInCounter"] else 0.0
     )
@@ -276,10 +283,25 @@ def aggregate(docs: dict[str, dict[str, Any]], per_partition: bool) -> dict[str,
     return total
 
 
-async def registry_topics(redis: Redis, namespace: str) -> dict[str, int]:
-    """Topics of ``tenant/namespace`` in the registry (includes ones clients auto-created)."""
+REGISTRY_SCAN = 5_000  # registry entries Redis looks at per HSCAN call (about a ms of work)
+
+
+async def registry_topics(
+    redis: Redis, namespace: str, skip: AbstractSet[str] = frozenset()
+) -> dict[str, int]:
+    """Topics of ``tenant/namespace`` in the registry (includes ones clients auto-created),
+    except those named in ``skip``: those are set apart in bulk (set operations on the raw
+    names) and their records are not decoded."""
     prefix = f"persistent://{namespace}/"
+    skipped = {name.encode() for name in skip}
     found = {}
-    async for name, record in redis.hscan_iter(keys.TOPICS, match=f"{prefix}*"):
-        found[_text(name)] = int(orjson.loads(record)["partitions"])
-    return found
+    cursor = 0
+    while True:
+        cursor, chunk = await redis.hscan(
+            keys.TOPICS, cursor, match=f"{prefix}*", count=REGISTRY_SCAN
+        )
+        assert isinstance(chunk, dict)  # names with their records
+        for name in chunk.keys() - skipped - skip:
+            found[_text(name)] = int(orjson.loads(chunk[name])["partitions"])
+        if not cursor:
+            return found

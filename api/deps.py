@@ -69,6 +69,7 @@ async def get_unit_of_work(
         if uow.dry_run:
             await session.rollback()
             return
+        await uow.write_changes()
         await session.commit()
     redis_down = False
     for hook in uow.after_commit_hooks:
@@ -82,7 +83,7 @@ async def get_unit_of_work(
                 redis_down = True
                 break
     if uow.emitted:
-        state.cache.local_write()
+        state.cache.local_write(uow.events)
         if redis_down:
             state.relay.notify()
             request.state.enforcement = "pending"
@@ -98,13 +99,14 @@ async def enforce(request: Request, state: AppState, uow: UnitOfWork) -> None:
     The answer says so when that could not be confirmed (``X-Sluice-Enforcement``): the
     change is committed either way and reaches the workers as soon as Redis allows."""
     try:
-        position = await state.relay.publish(uow.events)
+        # The fleet to wait for is read in the same round trip, right after the events.
+        position, (fleet,) = await state.relay.publish(uow.events, state.enforcement.queue_fleet)
     except Exception as exc:
         log.warning("change events not published yet (the relay retries): %s", exc)
         state.relay.notify()
         request.state.enforcement = "pending"
         return
-    outcome = await state.enforcement.wait(position)
+    outcome = await state.enforcement.wait(position, fleet)
     if outcome.pending:
         request.state.enforcement = "pending"
     elif outcome.fenced:

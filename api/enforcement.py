@@ -21,8 +21,10 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError
 
 from sluice.protocol import keys
@@ -102,13 +104,28 @@ class Enforcement:
             event, self._changed = self._changed, asyncio.Event()
             event.set()
 
-    async def wait(self, position: str) -> Outcome:
-        """Return once every live worker enforces everything up to ``position``."""
+    def queue_fleet(self, pipe: Pipeline) -> None:
+        """Queue the read of the live workers and their confirmations on ``pipe`` (to be
+        handed to ``wait`` as ``fleet``): the request that publishes its events reads the
+        fleet in the same round trip.  Queued as a plain EVALSHA, so that the pipeline does
+        not check the script's presence first (``wait`` loads it when Redis lacks it)."""
+        pipe.evalsha(self._fleet.sha, 2, keys.WORKERS, keys.APPLIED)
+
+    async def wait(self, position: str, fleet: Any = None) -> Outcome:
+        """Return once every live worker enforces everything up to ``position``.
+
+        ``fleet``: the reply of ``queue_fleet`` queued after the events were published
+        (an error reply, or None, reads the fleet again)."""
         target = parse_position(position)
         deadline = time.monotonic() + self.timeout
+        first = fleet if isinstance(fleet, list) else None
         try:
             while True:
-                missing = [w for w in await self._live_workers() if self._behind(w, target)]
+                if first is not None:
+                    live, first = self._fleet_reply(first), None
+                else:
+                    live = await self._live_workers()
+                missing = [w for w in live if self._behind(w, target)]
                 if not missing:
                     return Outcome()
                 left = deadline - time.monotonic()
@@ -130,7 +147,10 @@ class Enforcement:
         """Workers whose heartbeat has not expired (by Redis time), in one round trip; the
         positions they stored are noted too (confirmations sent before this process
         listened, or lost)."""
-        reply = await self._fleet(keys=[keys.WORKERS, keys.APPLIED])
+        return self._fleet_reply(await self._fleet(keys=[keys.WORKERS, keys.APPLIED]))
+
+    def _fleet_reply(self, reply: list[Any]) -> list[str]:
+        """The live workers of a ``FLEET_SCRIPT`` reply; their stored positions noted."""
         live = []
         for worker, position in zip(reply[::2], reply[1::2], strict=True):
             name = worker.decode()

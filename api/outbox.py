@@ -17,16 +17,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import orjson
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError
 from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from models.base import utcnow
+from models.journal import WrittenEvent
 from models.orm import OutboxEvent
 
 log = logging.getLogger(__name__)
@@ -36,7 +39,7 @@ BATCH = 500
 RELAY_LOCK_KEY = 0x5E1C_E0B0
 
 
-def event_fields(event: OutboxEvent) -> dict[str, Any]:
+def event_fields(event: OutboxEvent | WrittenEvent) -> dict[str, Any]:
     """The fields of the stream entry for one outbox row."""
     return {
         "id": str(event.id),
@@ -81,17 +84,27 @@ class OutboxRelay:
         self._urgent = True
         self._wake.set()
 
-    async def publish(self, events: list[OutboxEvent]) -> str:
-        """Publish committed events now; return the stream id of the last one."""
+    async def publish(
+        self, events: list[WrittenEvent], then: Callable[[Pipeline], Any] | None = None
+    ) -> tuple[str, list[Any]]:
+        """Publish committed events now; return the stream id of the last one, and the
+        replies of what ``then(pipe)`` queued after them in the same round trip (errors
+        included as replies)."""
         async with self.redis.pipeline(transaction=False) as pipe:
             for event in events:
                 pipe.xadd(self.stream, event_fields(event), maxlen=self.maxlen, approximate=True)
-            ids = await pipe.execute()
+            if then is not None:
+                then(pipe)
+            replies = await pipe.execute(raise_on_error=False)
+        ids = replies[: len(events)]
+        for reply in ids:
+            if isinstance(reply, Exception):
+                raise reply
         self._to_mark.update(event.id for event in events)
         self._mark_wake.set()
         self.published += len(events)
         last = ids[-1]
-        return last.decode() if isinstance(last, bytes) else last
+        return (last.decode() if isinstance(last, bytes) else last), replies[len(events) :]
 
     async def mark(self) -> None:
         """Mark published rows in batches, until cancelled."""

@@ -8,29 +8,57 @@ after every local commit and every change event from other replicas, and at leas
 ``max_age`` seconds.  Reloads are coalesced and at least ``min_interval`` seconds apart: under
 a storm of writes the reads go to the database for a moment instead of the writes paying for
 a full reload each.
+
+A reload reads only what the changes since the last one may have touched: the policies
+after a policy or broker-configuration change (or a topic deletion, whose policies go with
+it); just the named topics after a topic is created, resized or deleted; nothing more for a
+subscription, an operation or a permission.  Only a change of namespaces or tenants, a lost
+event stream and the periodic reload read everything, so a write does not cost a scan of a
+namespace of 50,000 topics.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from api.permissions.service import PERMISSIONS
 from dataplane.events import ChangeEvent, ChangeFollower
 from models.dispatch_rate import DispatchRate
 from models.orm import DISPATCH_RATE, Namespace, Tenant, Topic
 from models.repository import load_snapshot
 from models.resolution import resolve_limits
 from models.snapshot import PolicySnapshot
-from sluice.protocol.names import TopicName
+from sluice.protocol.errors import PreconditionFailed
+from sluice.protocol.names import PERSISTENT, TopicName
 
 log = logging.getLogger(__name__)
+
+# Kinds of change that touch neither the policies nor the topics and namespaces.
+NEUTRAL = frozenset({"subscription", "operation", PERMISSIONS})
+# Kinds of change that touch the policies only.
+POLICIES = frozenset({"policy", "broker.config"})
+
+
+class Change(Protocol):
+    """What the cache reads of a change event (an outbox row or a stream entry)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def entity(self) -> str: ...
+
+    @property
+    def payload(self) -> dict[str, Any]: ...
 
 
 class PolicyCache:
@@ -56,8 +84,12 @@ class PolicyCache:
         self.generation = 0  # local commits so far
         self._loaded_generation = -1
         self._pending_events = False
+        self._full_pending = True  # the next reload reads everything
+        self._policies_pending = False  # the next reload reads the policies
+        self._topics_pending: set[str] = set()  # topics (full names) to read again
         self._wake = asyncio.Event()
         self.reloads = 0
+        self.full_reloads = 0
         self.hits = 0  # reads answered from memory
         self.misses = 0  # reads that went to the database because the cache was stale
 
@@ -66,32 +98,64 @@ class PolicyCache:
         """True when the cache reflects every write this process committed."""
         return self._loaded_generation == self.generation and not self._pending_events
 
-    def local_write(self) -> None:
-        """A commit that changed policies or topics happened here: stale until reloaded."""
+    def local_write(self, changes: Iterable[Change] | None = None) -> None:
+        """A commit that changed policies or topics happened here: stale until reloaded.
+
+        ``changes``: the change events it wrote (None: anything may have changed)."""
         self.generation += 1
+        self._note(changes)
         self._wake.set()
 
-    async def reload(self) -> None:
-        """Read policies, topics and namespaces again."""
+    def _note(self, changes: Iterable[Change] | None) -> None:
+        """Remember what the next reload must read."""
+        if changes is None:
+            self._full_pending = True
+            return
+        for change in changes:
+            if change.kind == "topic":
+                self._topics_pending.add(change.entity)
+                if change.payload.get("action") == "delete":
+                    self._policies_pending = True  # the topic's policies went with it
+            elif change.kind in POLICIES:
+                self._policies_pending = True
+            elif change.kind not in NEUTRAL:
+                self._full_pending = True
+
+    async def reload(self, full: bool = False) -> None:
+        """Read again what changed: the policies, the named topics, or everything (when
+        ``full``, or when a change may have touched anything)."""
         started_at = self.generation
         self._pending_events = False
-        async with self.sessions() as session:
-            snapshot = await load_snapshot(session)
-            rows = (
-                await session.execute(
-                    select(Tenant.name, Namespace.name, Topic.name, Topic.partitions)
-                    .select_from(Namespace)
-                    .join(Tenant, Namespace.tenant_id == Tenant.id)
-                    .outerjoin(Topic, Topic.namespace_id == Namespace.id)
-                )
-            ).all()
+        full = full or self._full_pending
+        policies = full or self._policies_pending
+        names, self._topics_pending = self._topics_pending, set()
+        self._full_pending = self._policies_pending = False
+        snapshot = self.snapshot
+        try:
+            async with self.sessions() as session:
+                if policies:
+                    snapshot = await load_snapshot(session)
+                if full:
+                    namespaces, topics = await _catalog(session)
+                elif names:
+                    found = await _topics_named(session, names)
+        except BaseException:
+            # Still to do: a failed reload leaves the cache stale, never wrongly fresh.
+            self._pending_events = True
+            self._full_pending = self._full_pending or full
+            self._policies_pending = self._policies_pending or policies
+            self._topics_pending |= names
+            raise
         self.snapshot = snapshot
-        self.namespaces = {f"{t}/{n}" for t, n, _topic, _p in rows}
-        self.topics = {
-            TopicName(t, n, topic).full: partitions
-            for t, n, topic, partitions in rows
-            if topic is not None
-        }
+        if full:
+            self.namespaces, self.topics = namespaces, topics
+            self.full_reloads += 1
+        else:
+            for name in names:
+                if name in found:
+                    self.topics[name] = found[name]
+                else:
+                    self.topics.pop(name, None)
         self._loaded_generation = started_at
         self.reloads += 1
 
@@ -100,12 +164,15 @@ class PolicyCache:
         follower = asyncio.create_task(self._follow_events())
         try:
             while True:
-                with contextlib.suppress(TimeoutError):
+                woken = True
+                try:
                     await asyncio.wait_for(self._wake.wait(), self.max_age)
+                except TimeoutError:
+                    woken = False
                 self._wake.clear()
                 started = time.monotonic()
                 try:
-                    await self.reload()
+                    await self.reload(full=not woken)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -121,15 +188,17 @@ class PolicyCache:
         follower = ChangeFollower(self.redis, self.stream, count=1000, retry_seconds=1.0)
         await follower.follow(self._on_events, self._on_stream_lost)
 
-    async def _on_events(self, _events: list[ChangeEvent]) -> bool:
+    async def _on_events(self, events: list[ChangeEvent]) -> bool:
         self._pending_events = True
+        self._note(events)
         self._wake.set()
         return True
 
     def _on_stream_lost(self, _exc: RedisError) -> None:
         # Without events we cannot know what other replicas changed: stale until the stream
-        # is back, then reload.
+        # is back, then reload everything.
         self._pending_events = True
+        self._full_pending = True
         self._wake.set()
 
     # --- reads ----------------------------------------------------------------------------
@@ -164,3 +233,49 @@ class PolicyCache:
         limits = resolve_limits(inputs, subscription=subscription or "")
         assert limits.subscription is not None
         return limits.subscription.rate
+
+
+async def _catalog(session: AsyncSession) -> tuple[set[str], dict[str, int]]:
+    """Every namespace (``tenant/ns``) and every topic (full name -> partitions)."""
+    rows = await session.execute(
+        select(Tenant.name, Namespace.name, Topic.name, Topic.partitions)
+        .select_from(Namespace)
+        .join(Tenant, Namespace.tenant_id == Tenant.id)
+        .outerjoin(Topic, Topic.namespace_id == Namespace.id)
+    )
+    namespaces: set[str] = set()
+    topics: dict[str, int] = {}
+    for tenant, namespace, topic, partitions in rows:
+        namespaces.add(f"{tenant}/{namespace}")
+        if topic is not None:
+            topics[f"{PERSISTENT}://{tenant}/{namespace}/{topic}"] = partitions
+    return namespaces, topics
+
+
+async def _topics_named(session: AsyncSession, names: set[str]) -> dict[str, int]:
+    """Those of ``names`` (full names) that exist, with their partitions, in one query."""
+    wanted: dict[tuple[str, str, str], str] = {}
+    for name in names:
+        topic = _parsed(name)
+        if topic is not None:
+            wanted[(topic.tenant, topic.namespace, topic.local)] = name
+    if not wanted:
+        return {}
+    rows = await session.execute(
+        select(Tenant.name, Namespace.name, Topic.name, Topic.partitions)
+        .join(Namespace, Topic.namespace_id == Namespace.id)
+        .join(Tenant, Namespace.tenant_id == Tenant.id)
+        .where(Topic.name.in_({local for _t, _n, local in wanted}))
+    )
+    return {
+        wanted[(tenant, namespace, topic)]: partitions
+        for tenant, namespace, topic, partitions in rows
+        if (tenant, namespace, topic) in wanted
+    }
+
+
+def _parsed(name: str) -> TopicName | None:
+    try:
+        return TopicName.from_full(name)
+    except PreconditionFailed:
+        return None

@@ -1,8 +1,9 @@
 """The request's unit of work: one session, plus the audit rows and change events it writes.
 
 Services never commit.  They call ``record`` next to their writes, so the change, its audit
-entry and its outbox event share one transaction; the request dependency commits once
-(or rolls back, and for a dry run always rolls back), then wakes the outbox relay.
+entry and its outbox event share one transaction; the request dependency writes the recorded
+entries (``write_changes``: one statement for all of them), commits once (or rolls back, and
+for a dry run always rolls back), then publishes the events.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.dml import UpdateBase
 
 from api.dataplane import DataPlane
-from models.journal import OutboxEvent, record_change
+from models.journal import Change, WrittenEvent, write_changes
 
 ANONYMOUS = "anonymous"
 
@@ -42,7 +44,9 @@ class UnitOfWork:
         self.data_plane = data_plane
         self.caller = caller
         self.dry_run = dry_run
-        self.events: list[OutboxEvent] = []
+        self.changes: list[Change] = []
+        self.deferred: list[UpdateBase] = []  # written with the changes (``write_later``)
+        self.events: list[WrittenEvent] = []  # the changes' events, once written
         self.after_commit_hooks: list[Callable[[], Awaitable[None]]] = []
         # Roles whose produce/consume grants this unit of work changed or removed; the
         # request dependency has the data plane's credentials refreshed for them once the
@@ -73,21 +77,30 @@ class UnitOfWork:
         after: Any,
         **payload: Any,
     ) -> None:
-        """Audit and emit one change (same transaction); the action follows from before/after."""
-        event = record_change(
+        """Audit and emit one change (same transaction, written by ``write_changes``); the
+        action follows from before/after."""
+        self.changes.append(Change(kind, entity_type, entity, before, after, payload))
+
+    def write_later(self, statement: UpdateBase) -> None:
+        """Execute ``statement`` together with the audit entries and change events (in
+        their statement on PostgreSQL): a round trip less while a locked row waits for
+        the commit.  Only for a write nothing in the request reads back from the database."""
+        self.deferred.append(statement)
+
+    async def write_changes(self) -> None:
+        """Write the deferred statements, the audit entries and the change events recorded
+        so far (before the commit)."""
+        changes, self.changes = self.changes, []
+        statements, self.deferred = self.deferred, []
+        self.events += await write_changes(
             self.session,
             role=self.caller.role,
             request_id=self.caller.request_id,
-            kind=kind,
-            entity_type=entity_type,
-            entity=entity,
-            before=before,
-            after=after,
-            **payload,
+            changes=changes,
+            statements=statements,
         )
-        self.events.append(event)
 
     @property
     def emitted(self) -> int:
-        """Change events written in this unit of work."""
-        return len(self.events)
+        """Change events recorded in this unit of work."""
+        return len(self.events) + len(self.changes)

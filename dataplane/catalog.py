@@ -90,13 +90,15 @@ class CatalogProjection:
     async def ensure_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
         """Create a subscription's consumer group on every partition (at the latest entry)."""
         now_ms = int(time.time() * 1000)
-        script = self.scripts["subscribe"]
+        # A plain EVALSHA: a script object would have every batch's pipeline check first
+        # that Redis holds the script (``in_batches`` loads it on NOSCRIPT instead).
+        sha = self.scripts["subscribe"].sha
 
-        async def queue(pipe: Pipeline, partition: TopicName) -> None:
+        def queue(pipe: Pipeline, partition: TopicName) -> None:
             script_keys, args = subscribe_call(
                 partition, name, "", "", "latest", now_ms, "{}", self.consumer_timeout_ms
             )
-            await script(keys=script_keys, args=args, client=pipe)
+            pipe.evalsha(sha, len(script_keys), *script_keys, *args)
             # The owning worker starts dispatching (and reporting) it now, not at its next
             # full pass: a consumer's subscribe sends the same wake-up.
             pipe.publish(keys.WAKE_CHANNEL, wake_subscription(partition.full, name))

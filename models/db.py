@@ -6,10 +6,12 @@ here is created at import time.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -42,18 +44,51 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def make_async_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    """An async engine; SQLite gets foreign keys, WAL and a busy timeout."""
+def make_async_engine(
+    url: str, *, pool_size: int = 10, ping_after_idle: float | None = None
+) -> AsyncEngine:
+    """An async engine; SQLite gets foreign keys, WAL and a busy timeout.
+
+    A pooled PostgreSQL connection is checked (a round trip) before each use, so that one
+    broken by a database restart is replaced instead of failing a request.  With
+    ``ping_after_idle`` it is checked only when it has been idle that many seconds: a
+    connection in steady use skips the round trip, and after a restart at most the requests
+    already on their way fail (the first broken connection makes the pool drop them all).
+    """
     if is_sqlite(url):
         engine = create_async_engine(normalize_url(url, asynchronous=True))
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(
+    engine = create_async_engine(
         normalize_url(url, asynchronous=True),
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        pool_pre_ping=ping_after_idle is None,
     )
+    if ping_after_idle is not None:
+        _ping_after_idle(engine.sync_engine, ping_after_idle)
+    return engine
+
+
+def _ping_after_idle(engine: Engine, seconds: float) -> None:
+    """Check a pooled connection on checkout only after ``seconds`` of idleness."""
+
+    def used(_dbapi_connection: Any, record: Any, *_args: Any) -> None:
+        record.info["sluice_used_at"] = time.monotonic()
+
+    def checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if time.monotonic() - record.info.get("sluice_used_at", 0.0) < seconds:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            # The pool replaces the connection and checks out again.
+            raise DisconnectionError(f"stale pooled connection: {exc}") from exc
+        record.info["sluice_used_at"] = time.monotonic()
+
+    event.listen(engine, "connect", used)
+    event.listen(engine, "checkin", used)
+    event.listen(engine, "checkout", checkout)
 
 
 def make_sync_engine(url: str) -> Engine:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Index, String
+from sqlalchemy import Index, String, Table, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.sql.dml import UpdateBase
 
 from models.base import Base, BigId, Json, Timestamp, utcnow
 
@@ -115,3 +118,98 @@ def change_rows(
             }
         )
     return audit, events
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One change a unit of work records: its audit entry and its change event."""
+
+    kind: str
+    entity_type: str
+    entity: str
+    before: Any
+    after: Any
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def action(self) -> str:
+        """create, delete or update, from ``before`` / ``after``."""
+        if self.before is None:
+            return "create"
+        return "delete" if self.after is None else "update"
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenEvent:
+    """A change event as written to the outbox (what the relay publishes)."""
+
+    id: int
+    created_at: datetime
+    kind: str
+    entity: str
+    payload: dict[str, Any]
+
+
+async def write_changes(
+    session: AsyncSession,
+    *,
+    role: str,
+    request_id: str,
+    changes: list[Change],
+    statements: Sequence[UpdateBase] = (),
+) -> list[WrittenEvent]:
+    """Insert the audit entries and change events of ``changes`` in the caller's
+    transaction, after executing ``statements`` (writes the changes describe); return the
+    events, in order.
+
+    On PostgreSQL everything is one statement (the audit rows and the other writes in
+    data-modifying CTEs), one round trip whatever the number of changes."""
+    if not changes:
+        for statement in statements:
+            await session.execute(statement)
+        return []
+    now = utcnow()
+    audit = [
+        {
+            "at": now,
+            "role": role,
+            "request_id": request_id,
+            "action": c.action,
+            "entity_type": c.entity_type,
+            "entity": c.entity,
+            "before": c.before,
+            "after": c.after,
+        }
+        for c in changes
+    ]
+    payloads = [{"action": c.action, **c.payload} for c in changes]
+    events = [
+        {"created_at": now, "kind": c.kind, "entity": c.entity, "payload": payload}
+        for c, payload in zip(changes, payloads, strict=True)
+    ]
+    assert session.bind is not None
+    # Core inserts on the tables: the ORM's bulk-insert layer would cost more than the rest.
+    # One change (the usual case) is a single-row VALUES, a statement SQLAlchemy compiles
+    # once and caches; a multi-row VALUES is compiled each time.
+    outbox = cast(Table, OutboxEvent.__table__)
+    audit_log = cast(Table, AuditEntry.__table__)
+    if session.bind.dialect.name == "postgresql":
+        statement = insert(outbox).values(events[0] if len(events) == 1 else events)
+        for index, write in enumerate(statements):
+            statement = statement.add_cte(write.cte(f"write_{index}"))
+        audit_rows = audit[0] if len(audit) == 1 else audit
+        statement = statement.add_cte(insert(audit_log).values(audit_rows).cte("audit"))
+        # The ids come from the sequence in the order of the VALUES rows.
+        ids = sorted((await session.execute(statement.returning(outbox.c.id))).scalars().all())
+    else:
+        for write in statements:
+            await session.execute(write)
+        await session.execute(insert(audit_log), audit)
+        ids = []
+        for event in events:
+            statement = insert(outbox).values(event).returning(outbox.c.id)
+            ids.append((await session.execute(statement)).scalar_one())
+    return [
+        WrittenEvent(event_id, now, c.kind, c.entity, payload)
+        for event_id, c, payload in zip(ids, changes, payloads, strict=True)
+    ]

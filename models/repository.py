@@ -145,13 +145,17 @@ async def get_tenant(
     return tenant
 
 
+# Built once (as ``_TOPIC_QUERY`` below): the namespace of ``tenant/namespace``.
+_NAMESPACE_QUERY = (
+    select(Namespace)
+    .join(Tenant, Namespace.tenant_id == Tenant.id)
+    .where(Tenant.name == bindparam("tenant"), Namespace.name == bindparam("namespace"))
+)
+
+
 async def find_namespace(session: AsyncSession, tenant: str, namespace: str) -> Namespace | None:
     """The namespace row, or None."""
-    return await session.scalar(
-        select(Namespace)
-        .join(Tenant, Namespace.tenant_id == Tenant.id)
-        .where(Tenant.name == tenant, Namespace.name == namespace)
-    )
+    return await session.scalar(_NAMESPACE_QUERY, {"tenant": tenant, "namespace": namespace})
 
 
 async def get_namespace(session: AsyncSession, tenant: str, namespace: str) -> Namespace:
@@ -182,9 +186,12 @@ _TOPIC_QUERY = (
 )
 
 
-async def get_topic(session: AsyncSession, topic: TopicName) -> tuple[Namespace, Topic]:
-    """The namespace and topic rows of a topic or one of its partitions; 404 otherwise
-    (one query)."""
+async def find_topics(
+    session: AsyncSession, topic: TopicName
+) -> tuple[Namespace, dict[str, Topic]]:
+    """The namespace of a topic and the topic rows stored under its name and, for a
+    partition's name, under its partitioned base's name (local name -> row; one query);
+    404 "Namespace does not exist"."""
     names = [topic.local]
     if topic.partition_index >= 0:
         names.append(topic.base.local)
@@ -192,7 +199,13 @@ async def get_topic(session: AsyncSession, topic: TopicName) -> tuple[Namespace,
     rows = (await session.execute(_TOPIC_QUERY, params)).all()
     if not rows:
         raise NotFound("Namespace does not exist")
-    found = {row.name: row for _ns, row in rows if row is not None}
+    return rows[0][0], {row.name: row for _ns, row in rows if row is not None}
+
+
+async def get_topic(session: AsyncSession, topic: TopicName) -> tuple[Namespace, Topic]:
+    """The namespace and topic rows of a topic or one of its partitions; 404 otherwise
+    (one query)."""
+    namespace, found = await find_topics(session, topic)
     row = found.get(topic.local)
     if row is None and topic.partition_index >= 0:
         base = found.get(topic.base.local)
@@ -200,7 +213,17 @@ async def get_topic(session: AsyncSession, topic: TopicName) -> tuple[Namespace,
             row = base
     if row is None:
         raise NotFound("Topic not found")
-    return rows[0][0], row
+    return namespace, row
+
+
+async def insert_new(session: AsyncSession, model: Any, values: dict[str, Any]) -> bool:
+    """Insert a row unless one with the same unique key exists (then nothing happens, and
+    the transaction goes on); True when it was inserted.  One statement."""
+    assert session.bind is not None
+    insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
+    pk = list(model.__table__.primary_key.columns)
+    statement = insert(model).values(**values).on_conflict_do_nothing().returning(*pk)
+    return (await session.execute(statement)).first() is not None
 
 
 async def insert_or_lock(

@@ -71,7 +71,8 @@ class Topic(Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"))
-    name: Mapped[str] = mapped_column(String(255))
+    # Indexed alone too: change events name topics by full name, across namespaces.
+    name: Mapped[str] = mapped_column(String(255), index=True)
     partitions: Mapped[int] = mapped_column(Integer, default=0)
     properties: Mapped[dict[str, str]] = mapped_column(Json, default=dict)
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

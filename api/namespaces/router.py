@@ -5,7 +5,7 @@ from starlette.responses import Response
 
 from api.deps import StateDep, UowDep
 from api.namespaces import service
-from api.responses import no_content
+from api.responses import JsonResponse, no_content
 from api.routing import SluiceRoute
 from api.schemas import NamespacePolicies, PoliciesDocument
 from api.topics.service import list_topics
@@ -49,7 +49,7 @@ async def delete_namespace(
     return no_content()
 
 
-@router.get("/{tenant}/{namespace}/topics")
-async def get_topics(tenant: str, namespace: str, uow: UowDep) -> list[str]:
-    """Every persistent topic of the namespace."""
-    return await list_topics(uow, tenant, namespace)
+@router.get("/{tenant}/{namespace}/topics", response_model=list[str])
+async def get_topics(tenant: str, namespace: str, uow: UowDep) -> Response:
+    """Every persistent topic of the namespace (rendered at once: it may be a long list)."""
+    return JsonResponse(await list_topics(uow, tenant, namespace))

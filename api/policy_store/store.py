@@ -4,8 +4,9 @@ A ``Slot`` says where a value lives (ORM class and unique key), the columns a ne
 and how its change is recorded.  The ORM class is ``Stored``: it turns a domain value into
 column values and its stored value back into JSON (the audit's before and after).
 
-A write locks the row (or inserts it) in one statement and leaves the UPDATE to the commit,
-which writes it together with the audit row and the outbox event: no extra round trip.
+A write locks the row (or inserts it) in one statement and leaves the UPDATE to the end of
+the request, where one statement writes it together with the audit row and the outbox event:
+no extra round trip while the row is locked.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
 from api.unit_of_work import UnitOfWork
+from models.base import utcnow
 from models.repository import insert_or_lock
 
 
@@ -60,14 +63,33 @@ async def find(session: AsyncSession, slot: Slot, *, lock: bool = False) -> Any:
 
 
 async def store(uow: UnitOfWork, slot: Slot, value: Any) -> None:
-    """Store ``value`` in the slot (insert or replace), with audit entry and event."""
+    """Store ``value`` in the slot (insert or replace), with audit entry and event.
+
+    The UPDATE of a stored value goes out with the audit entry and the change event, in
+    their statement (``UnitOfWork.write_later``): the row stays locked one round trip less.
+    A dry run, which reads the new value back, updates the row through the session."""
     values = slot.model.columns_for(value)
     row, created = await insert_or_lock(
         uow.session, slot.model, {**slot.key, **slot.columns, **values}, slot.key
     )
     before = None if created else row.stored_json()
-    for name, column_value in values.items():
-        setattr(row, name, column_value)  # written at the commit, with the audit and event
+    if created or uow.dry_run:
+        for name, column_value in values.items():
+            setattr(row, name, column_value)  # written at the next flush
+    else:
+        changed = {k: v for k, v in values.items() if getattr(row, k) != v}
+        if changed and "updated_at" in slot.model.__table__.columns:
+            # Set here: a statement inside another one gets no column defaults.
+            changed["updated_at"] = utcnow()
+        for name, column_value in changed.items():
+            set_committed_value(row, name, column_value)  # the session's view, not flushed
+        if changed:
+            pk = slot.model.__table__.primary_key.columns
+            uow.write_later(
+                update(slot.model)
+                .where(*(column == getattr(row, column.key) for column in pk))
+                .values(**changed)
+            )
     _record(uow, slot, before, row.stored_json())
 
 

@@ -32,16 +32,20 @@ PartitionsBody = Annotated[
 ]
 
 
-@router.get("/{tenant}/{namespace}")
-async def list_topics(tenant: str, namespace: str, uow: UowDep) -> list[str]:
+# Lists of names may be long (a namespace of 50,000 topics): rendered at once, not validated
+# again against their declared model.
+
+
+@router.get("/{tenant}/{namespace}", response_model=list[str])
+async def list_topics(tenant: str, namespace: str, uow: UowDep) -> Response:
     """Every topic of the namespace; partitions are listed one by one."""
-    return await service.list_topics(uow, tenant, namespace)
+    return JsonResponse(await service.list_topics(uow, tenant, namespace))
 
 
-@router.get("/{tenant}/{namespace}/partitioned")
-async def list_partitioned_topics(tenant: str, namespace: str, uow: UowDep) -> list[str]:
+@router.get("/{tenant}/{namespace}/partitioned", response_model=list[str])
+async def list_partitioned_topics(tenant: str, namespace: str, uow: UowDep) -> Response:
     """Base names of the partitioned topics of the namespace."""
-    return await service.list_partitioned(uow, tenant, namespace)
+    return JsonResponse(await service.list_partitioned(uow, tenant, namespace))
 
 
 @router.put(TOPIC, status_code=204)

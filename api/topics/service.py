@@ -12,11 +12,25 @@ from api.permissions.service import note_roles_granted
 from api.topics.limits import check_subscriptions_limit, check_topics_limit
 from api.unit_of_work import UnitOfWork
 from dataplane.catalog import subscription_names
+from models.broker_config import BrokerConfig
 from models.errors import Conflict, NotAcceptable, NotFound, PreconditionFailed, Unavailable
-from models.orm import Namespace, Subscription, Topic
-from models.repository import find_topic, get_namespace, get_topic, load_broker_config
+from models.orm import Subscription, Topic
+from models.repository import (
+    find_topic,
+    find_topics,
+    get_namespace,
+    get_topic,
+    insert_new,
+    load_broker_config,
+)
 from sluice.protocol import keys
-from sluice.protocol.names import PARTITION_SUFFIX, TopicName, check_namespace, check_subscription
+from sluice.protocol.names import (
+    PARTITION_SUFFIX,
+    PERSISTENT,
+    TopicName,
+    check_namespace,
+    check_subscription,
+)
 
 
 def expand(topic: TopicName, partitions: int) -> list[str]:
@@ -26,23 +40,20 @@ def expand(topic: TopicName, partitions: int) -> list[str]:
     return [topic.full]
 
 
-async def _topics_of(uow: UnitOfWork, namespace: Namespace) -> list[Topic]:
-    query = select(Topic).where(Topic.namespace_id == namespace.id).order_by(Topic.name)
-    return list((await uow.session.scalars(query)).all())
-
-
 async def _known_topics(uow: UnitOfWork, tenant: str, namespace: str) -> dict[str, int]:
-    """Base topic name -> partitions: the database's, plus any clients just auto-created."""
+    """Base topic name -> partitions, sorted by name: the database's, plus any clients just
+    auto-created (in the registry only).  Names are built as strings: a namespace may hold
+    tens of thousands of topics."""
     check_namespace(tenant, namespace)
     row = await get_namespace(uow.session, tenant, namespace)
-    known = {}
+    prefix = f"{PERSISTENT}://{tenant}/{namespace}/"
+    query = select(Topic.name, Topic.partitions).where(Topic.namespace_id == row.id)
+    rows = (await (await uow.session.connection()).execute(query)).all()  # plain rows, no ORM
+    known = {prefix + name: partitions for name, partitions in rows}
     if uow.data_plane is not None:
-        try:
-            known = await registry_topics(uow.data_plane.redis, f"{tenant}/{namespace}")
-        except RedisError:
-            known = {}
-    for topic in await _topics_of(uow, row):
-        known[TopicName(tenant, namespace, topic.name).full] = topic.partitions
+        with contextlib.suppress(RedisError):
+            redis = uow.data_plane.redis
+            known.update(await registry_topics(redis, f"{tenant}/{namespace}", known.keys()))
     return dict(sorted(known.items()))
 
 
@@ -50,7 +61,10 @@ async def list_topics(uow: UnitOfWork, tenant: str, namespace: str) -> list[str]
     """Every persistent topic of a namespace, partitions listed one by one."""
     names: list[str] = []
     for full, partitions in (await _known_topics(uow, tenant, namespace)).items():
-        names.extend(expand(TopicName.from_full(full), partitions))
+        if partitions > 0:
+            names.extend([f"{full}{PARTITION_SUFFIX}{i}" for i in range(partitions)])
+        else:
+            names.append(full)
     return names
 
 
@@ -60,13 +74,16 @@ async def list_partitioned(uow: UnitOfWork, tenant: str, namespace: str) -> list
     return [full for full, partitions in known.items() if partitions > 0]
 
 
-async def _check_partition_count(uow: UnitOfWork, partitions: int) -> None:
-    limit = (await load_broker_config(uow.session)).get("maxNumPartitionsPerPartitionedTopic")
+async def _check_partition_count(uow: UnitOfWork, partitions: int) -> BrokerConfig:
+    """406 unless ``partitions`` is within the broker's bound; the broker configuration."""
+    broker = await load_broker_config(uow.session)
+    limit = broker.get("maxNumPartitionsPerPartitionedTopic")
     if not 0 < partitions <= limit:
         raise NotAcceptable(
             "Number of partitions should be more than 0 and less than or equal to "
             f"maxNumPartitionsPerPartitionedTopic ({limit})"
         )
+    return broker
 
 
 def _topic_json(topic: Topic) -> dict:
@@ -77,8 +94,8 @@ async def create_partitioned_topic(uow: UnitOfWork, topic: TopicName, partitions
     """Create a partitioned topic; 406 on a bad count, 409 if the name is taken."""
     if PARTITION_SUFFIX in topic.local:
         raise PreconditionFailed(f"Partitioned Topic Name should not contain '{PARTITION_SUFFIX}'")
-    await _check_partition_count(uow, partitions)
-    await _create_topic(uow, topic, partitions, {})
+    broker = await _check_partition_count(uow, partitions)
+    await _create_topic(uow, topic, partitions, {}, broker)
 
 
 async def create_non_partitioned_topic(
@@ -89,19 +106,23 @@ async def create_non_partitioned_topic(
 
 
 async def _create_topic(
-    uow: UnitOfWork, topic: TopicName, partitions: int, properties: dict[str, str]
+    uow: UnitOfWork,
+    topic: TopicName,
+    partitions: int,
+    properties: dict[str, str],
+    broker: BrokerConfig | None = None,
 ) -> None:
-    namespace = await get_namespace(uow.session, topic.tenant, topic.namespace)
-    existing = await find_topic(uow.session, namespace.id, topic.local)
+    namespace, rows = await find_topics(uow.session, topic)  # the base's row too
+    existing = rows.get(topic.local)
     if existing is not None:
         if partitions > 0 and existing.partitions > 0:
             raise Conflict("Partitioned topic already exists")
         raise Conflict("This topic already exists")
     if topic.partition_index >= 0:
-        base = await find_topic(uow.session, namespace.id, topic.base.local)
+        base = rows.get(topic.base.local)
         if base is not None and base.partitions > 0:
             raise Conflict("This topic already exists")
-    await check_topics_limit(uow, namespace, topic, partitions)
+    await check_topics_limit(uow, namespace, topic, partitions, broker)
     row = Topic(
         namespace_id=namespace.id, name=topic.local, partitions=partitions, properties=properties
     )
@@ -184,15 +205,13 @@ async def create_subscription(uow: UnitOfWork, topic: TopicName, name: str) -> N
     """Create a subscription on every partition; 409 when it exists."""
     check_subscription(name)
     _, row = await get_topic(uow.session, topic)
-    existing = await uow.session.scalar(
-        select(Subscription).where(Subscription.topic_id == row.id, Subscription.name == name)
-    )
-    if existing is not None:
-        raise Conflict("Subscription already exists for topic")
     base = TopicName(topic.tenant, topic.namespace, row.name)
-    await check_subscriptions_limit(uow, row, base)
-    uow.session.add(Subscription(topic_id=row.id, name=name))
-    await uow.session.flush()
+    stored = await check_subscriptions_limit(uow, row, base, name)
+    # The insert itself tells whether the subscription exists (no query before it).
+    if name in stored or not await insert_new(
+        uow.session, Subscription, {"topic_id": row.id, "name": name}
+    ):
+        raise Conflict("Subscription already exists for topic")
     _record_subscription(uow, base, name, None, {"name": name})
     uow.project(lambda dp: dp.ensure_subscription(base, row.partitions, name))
 

@@ -39,3 +39,16 @@ def test_the_quick_tag_search_matches_the_definition():
         partitions += [base.partition(i) for i in rng.sample(range(20_000), 250)]
     mismatches = [p.full for p in partitions if keys.tag(p) != plain_tag(p)]
     assert mismatches == []
+
+
+def test_the_smallest_suffix_is_found_for_any_window():
+    body = "bench/ns/t-partition-0"
+    head = keys.crc_hqx(f"{body}~".encode(), 0)
+    for low in range(0, keys.SLOTS, 512):
+        suffix = keys._first_suffix(head, low)
+        assert suffix is not None
+        assert (keys.slot_of(f"{body}~{suffix}") - low) % keys.SLOTS < keys.SPREAD_WINDOW
+        assert all(
+            (keys.slot_of(f"{body}~{k}") - low) % keys.SLOTS >= keys.SPREAD_WINDOW
+            for k in range(suffix)
+        )
