@@ -104,12 +104,12 @@ class Enforcement:
             event, self._changed = self._changed, asyncio.Event()
             event.set()
 
-    def queue_fleet(self, pipe: Pipeline) -> None:
+    def queue_fleet(self, pipe: Pipeline) -> Any:
         """Queue the read of the live workers and their confirmations on ``pipe`` (to be
         handed to ``wait`` as ``fleet``): the request that publishes its events reads the
         fleet in the same round trip.  Queued as a plain EVALSHA, so that the pipeline does
         not check the script's presence first (``wait`` loads it when Redis lacks it)."""
-        pipe.evalsha(self._fleet.sha, 2, keys.WORKERS, keys.APPLIED)
+        return pipe.evalsha(self._fleet.sha, 2, keys.WORKERS, keys.APPLIED)
 
     async def wait(self, position: str, fleet: Any = None) -> Outcome:
         """Return once every live worker enforces everything up to ``position``.

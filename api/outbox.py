@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 from collections.abc import Callable
 from datetime import timedelta
@@ -94,7 +95,9 @@ class OutboxRelay:
             for event in events:
                 pipe.xadd(self.stream, event_fields(event), maxlen=self.maxlen, approximate=True)
             if then is not None:
-                then(pipe)
+                queued = then(pipe)
+                if inspect.isawaitable(queued) and queued is not pipe:
+                    await queued  # a script call on an asyncio cluster pipeline
             replies = await pipe.execute(raise_on_error=False)
         ids = replies[: len(events)]
         for reply in ids:

@@ -8,6 +8,7 @@ does it.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
@@ -94,11 +95,13 @@ class CatalogProjection:
         # that Redis holds the script (``in_batches`` loads it on NOSCRIPT instead).
         sha = self.scripts["subscribe"].sha
 
-        def queue(pipe: Pipeline, partition: TopicName) -> None:
+        async def queue(pipe: Pipeline, partition: TopicName) -> None:
             script_keys, args = subscribe_call(
                 partition, name, "", "", "latest", now_ms, "{}", self.consumer_timeout_ms
             )
-            pipe.evalsha(sha, len(script_keys), *script_keys, *args)
+            queued = pipe.evalsha(sha, len(script_keys), *script_keys, *args)
+            if inspect.isawaitable(queued) and queued is not pipe:
+                await queued  # an asyncio cluster pipeline queues script calls so
             # The owning worker starts dispatching (and reporting) it now, not at its next
             # full pass: a consumer's subscribe sends the same wake-up.
             pipe.publish(keys.WAKE_CHANNEL, wake_subscription(partition.full, name))

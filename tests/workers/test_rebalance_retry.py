@@ -14,6 +14,7 @@ import asyncio
 import threading
 import time
 
+import pytest
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -24,6 +25,12 @@ from workers.partition import PartitionRunner
 from workers.stats import StatsPublisher
 
 TOPIC = "persistent://acme/orders/retaken"
+
+
+@pytest.fixture
+def worker_settings(worker_settings):
+    """Every partition runs (none goes dormant): these tests follow running partitions."""
+    return worker_settings.model_copy(update={"worker_dormant_after_seconds": 0})
 
 
 def test_a_runner_that_failed_to_start_is_started_again(

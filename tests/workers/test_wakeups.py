@@ -12,7 +12,7 @@ import redis
 import sluice
 from sluice.consumer import InitialPosition
 from sluice.protocol import keys
-from tests.workers.conftest import ADMIN
+from tests.workers.conftest import ADMIN, wait_until
 
 TOPIC = "persistent://acme/orders/woken"
 
@@ -81,7 +81,8 @@ def test_a_subscription_whose_wake_up_was_lost_is_found_when_the_channel_is_back
     producer = client.create_producer(TOPIC)
     for i in range(3):
         producer.send(f"m{i}".encode())
-    runner = worker.call(lambda w: w.runners[TOPIC])
+    # The produce woke the partition (it slept: created without entries or subscriptions).
+    runner = wait_until(lambda: worker.call(lambda w: w.runners.get(TOPIC)))
     wake_subscription = runner.wake_subscription
 
     async def lost(subscription: str, consumers_changed: bool = True) -> None:
