@@ -100,6 +100,14 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def _is_redis(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm") as handle:
+            return handle.read().startswith("redis-server")
+    except OSError:
+        return False
+
+
 def descendants(root: int) -> list[int]:
     """``root`` and every live process below it."""
     children: dict[int, list[int]] = {}
@@ -153,6 +161,8 @@ class Deployment:
         """Resident memory of the process holding the partitions (the worker), KiB."""
         raise NotImplementedError
 
+    dormant: int | None = None  # the worker's dormant partitions, when it reports them
+
     def owned_partitions(self) -> tuple[int | None, int | None]:
         """Partitions the live workers say they own (the admin's list of workers), and the
         partitions the worker runs (``sluice_worker_owned_partitions`` on its /metrics);
@@ -170,6 +180,8 @@ class Deployment:
             for line in answer.text.splitlines() if answer.status_code == 200 else []:
                 if line.startswith("sluice_worker_owned_partitions"):
                     running = int(float(line.split()[-1]))
+                if line.startswith("sluice_worker_dormant_partitions"):
+                    self.dormant = int(float(line.split()[-1]))
         except httpx.HTTPError:
             pass
         return owned, running
@@ -206,7 +218,7 @@ class SeparateDeployment(Deployment):
 class StandaloneDeployment(Deployment):
     """The real ``sluice standalone``: SQLite and an embedded Redis in a folder of its own."""
 
-    label = "sluice standalone (admin service + worker in one process, embedded Redis child)"
+    label = "sluice standalone (admin service, its worker child and its embedded Redis child)"
 
     def __init__(self) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="sluice-bench-standalone-"))
@@ -238,7 +250,8 @@ class StandaloneDeployment(Deployment):
         }
 
     def sluice_rss_kib(self) -> int:
-        return rss_kib(self.process.pid)
+        """The admin service's and its worker child's memory (not the embedded Redis's)."""
+        return sum(rss_kib(pid) for pid in descendants(self.process.pid) if not _is_redis(pid))
 
     def close(self) -> None:
         stop_processes([self.process])
@@ -345,11 +358,14 @@ def wait_owned(
     started = time.monotonic()
     last, since = deployment.owned_partitions(), time.monotonic()
     while time.monotonic() - started < limit:
-        if all(count is not None and count >= expected for count in last):
+        # Owned, and (a worker that reports it) gone dormant: the quiet steady state.
+        asleep = deployment.dormant is None or deployment.dormant >= expected
+        if asleep and all(count is not None and count >= expected for count in last):
             return last
         time.sleep(1.0)
+        dormant = deployment.dormant
         now = deployment.owned_partitions()
-        if now != last:
+        if now != last or deployment.dormant != dormant:
             last, since = now, time.monotonic()
         elif time.monotonic() - since >= stable:
             return last
