@@ -650,7 +650,7 @@ def main() -> None:
             )
             max_wait = args.max_wait
             if max_wait is None:
-                max_wait = 30.0 if args.quick else 60.0 + size / 200
+                max_wait = (60.0 if args.quick else 120.0) + size / 100
             measure_step(deployment, step, settle, seconds, max_wait)
             steps.append(step)
     finally:
