@@ -280,6 +280,10 @@ class PartitionRunner:
         by itself: every dispatcher is parked until a client's event (see
         ``Dispatcher.settled``), no backlog quota is breached, no limit follows the publish
         rate."""
+        # A partition nothing was ever published to has no rate to wait out: it may sleep as
+        # soon as a second read finds it unchanged (thousands of new, empty partitions).
+        if self.msg_in == 0:
+            seconds = min(seconds, 1.0)
         if now - self.quiet_since < seconds or self.flow.breach is not None or self.flow.flag_set:
             return False
         if self.relative:
