@@ -395,6 +395,10 @@ class Worker:
                 if not self.ownership.owns(partition):  # given up meanwhile
                     self.runners.pop(name, None)
                     await runner.stop()
+            elif name not in self.runners:
+                # Not owned now (a fenced worker before it takes its leases again): a rebalance
+                # that ran meanwhile skipped it as waking, so the next tick's looks again.
+                self._rebalance_pending = True
         except asyncio.CancelledError:
             raise
         except Exception as exc:
