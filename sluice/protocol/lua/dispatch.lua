@@ -58,8 +58,8 @@
 -- A quota renews each period but never above its permits (unused quota is not saved up); a
 -- negative balance (the one-entry overshoot of a byte limit) is paid back by later periods.
 -- A period starts with the first entry handed out after the previous one ended: a quota
--- still whole when it is used after a whole unused period, or later than half a period into
--- its own, starts that period now.  So the first entry after a
+-- still whole when it is used after a whole unused period, or later than a twentieth of a
+-- period (at most 50 ms) into its own, starts that period now.  So the first entry after a
 -- quiet spell, an outage or a new subscription opens a fresh period, while under steady load
 -- (used as each period begins, give or take a late wake-up) the periods stay back to back
 -- and do not drift.  A changed limit starts a new period at
@@ -148,7 +148,7 @@ local function settle(used_units, used_bytes, free)
   for _, b in ipairs(buckets) do
     local used = (b.flag == 1 or b.flag == 4) and used_units or used_bytes
     if used > 0 and not free then
-      if b.av >= b.pm and (b.lu < b.ws - b.pp or tnow - b.ws > b.pp / 2) then
+      if b.av >= b.pm and (b.lu < b.ws - b.pp or tnow - b.ws > math.min(50, b.pp / 20)) then
         b.ws = tnow
       end
       b.av = b.av - used
