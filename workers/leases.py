@@ -72,6 +72,7 @@ from sluice.protocol import keys
 from sluice.protocol.connection import is_cluster
 from sluice.protocol.names import TopicName
 from workers.context import OwnershipHooks, WorkerContext
+from workers.jobs import every, guarded
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +180,9 @@ class LeaseOwnership:
         # are no longer this worker's are released (the others are simply taken again).
         self._unsure = {p.full: p for p in self._hooks.partitions()}
         # The heartbeat goes on while the first leases are taken (thousands take a while).
-        self._tasks = [asyncio.create_task(self._every_interval(self.beat), name="heartbeat")]
+        self._tasks = [
+            asyncio.create_task(every(self.interval, self.beat, "lease "), name="heartbeat")
+        ]
         await self.cycle(rebalance=False)
         self._tasks.append(asyncio.create_task(self._reconcile_loop(), name="leases"))
 
@@ -225,28 +228,12 @@ class LeaseOwnership:
 
     # --- the loops ------------------------------------------------------------------------
 
-    async def _every_interval(self, job) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
-            await self._guarded(job)
-
     async def _reconcile_loop(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.interval)
             self._wake.clear()
-            await self._guarded(self.reconcile)
-
-    @staticmethod
-    async def _guarded(job) -> None:
-        try:
-            await job()
-        except asyncio.CancelledError:
-            raise
-        except RedisError as exc:
-            log.warning("lease %s: Redis unavailable (%s)", job.__name__, exc)
-        except Exception:
-            log.exception("lease %s failed; will run again", job.__name__)
+            await guarded(self.reconcile, "lease ")
 
     async def cycle(self, rebalance: bool = True) -> None:
         """Heartbeat, then release and acquire leases to match the assignment; then, if the
@@ -302,13 +289,7 @@ class LeaseOwnership:
             if unloaded:
                 await redis.srem(keys.worker_unloaded(me), *unloaded)
             if fenced is not None:
-                if self._fenced is None:
-                    log.error(
-                        "fenced off by the admin service at change %s: re-reading everything",
-                        fenced.decode(),
-                    )
-                self._fenced = fenced.decode()
-                self._drop_all()
+                self._fenced_at(fenced.decode())
             elif self._joined and beat[1] == 1:
                 held = bool(self.tokens or self._releasing)
                 log.log(
@@ -320,6 +301,16 @@ class LeaseOwnership:
                 self._drop_all()
             elif unloaded:
                 self._drop_unloaded(unloaded)
+
+    def _fenced_at(self, position: str) -> None:
+        """The admin service fenced this worker off: drop every token; nothing is taken
+        again before everything was re-read."""
+        if self._fenced is None:
+            log.error(
+                "fenced off by the admin service at change %s: re-reading everything", position
+            )
+        self._fenced = position
+        self._drop_all()
 
     def _drop_all(self) -> None:
         """Forget every token: another worker may have taken any of these leases.  The
@@ -470,18 +461,27 @@ class LeaseOwnership:
                 # Every token was dropped meanwhile (a lapse, a fence): these too.
                 self._unsure.update(zip(names, batch, strict=True))
                 return
-            failed = []
+            failed, got = [], {}
             tokens = [token for reply in replies for token in reply]
             for partition, token in zip(batch, tokens, strict=True):
                 if token:
-                    name = partition.full
-                    self.tokens[name] = token.decode() if isinstance(token, bytes) else token
-                    self._missing.pop(name, None)
-                    taken += 1
+                    got[partition.full] = token.decode() if isinstance(token, bytes) else token
                 else:
                     failed.append(partition.full)
             if failed:
                 await redis.srem(keys.worker_leases(me), *failed)
+            # The admin service marks a worker fenced before it deletes its leases: a fence
+            # read after taking these may have missed them (or a lease this worker lost to
+            # it, as a refused dispatch call tells, was just taken again): give them back.
+            fenced = await redis.hget(keys.worker_info(me), "fenced")
+            if fenced is not None:
+                await self._release(got)
+                self._fenced_at(fenced.decode())
+                return
+            for name, token in got.items():
+                self.tokens[name] = token
+                self._missing.pop(name, None)
+            taken += len(got)
         if taken:
             self._changed = True
             log.info("acquired %d partition lease(s)", taken)

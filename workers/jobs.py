@@ -1,0 +1,39 @@
+"""Background jobs that outlive their failures.
+
+A worker's loops (the tick, the resync, the lease heartbeat and reconciliation) must keep
+running when one turn fails: Redis may be away for a while, a database read may time out.
+``guarded`` runs one turn and logs its failure (a warning when Redis is unavailable, the
+traceback otherwise); ``every`` runs a job at a fixed interval, guarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+Job = Callable[[], Awaitable[object]]
+
+
+async def guarded(job: Job, label: str = "") -> None:
+    """Run one turn of ``job``; a failure is logged, and the next turn runs as planned."""
+    name = f"{label}{getattr(job, '__name__', 'job')}"
+    try:
+        await job()
+    except asyncio.CancelledError:
+        raise
+    except RedisError as exc:
+        log.warning("%s: Redis unavailable (%s)", name, exc)
+    except Exception:
+        log.exception("%s failed; will run again", name)
+
+
+async def every(seconds: float, job: Job, label: str = "") -> None:
+    """Run ``job`` every ``seconds`` (after each sleep), guarded, until cancelled."""
+    while True:
+        await asyncio.sleep(seconds)
+        await guarded(job, label)
