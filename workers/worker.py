@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
@@ -37,6 +38,7 @@ from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, Wo
 from workers.dormancy import CONSUMER_CHECK_MARGIN_MS, Dormancy, Timer
 from workers.events import EventFollower, split_events
 from workers.gate import DispatchGate
+from workers.jobs import every
 from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
 from workers.partition import PartitionRunner, limit_values
@@ -97,6 +99,7 @@ class Worker:
         self.dormancy = Dormancy()  # the partitions owned but dormant
         self._waking: dict[str, asyncio.Task] = {}
         self._probing: asyncio.Task | None = None
+        self._to_probe: set[str] = set()  # dormant partitions whose flags are read next
         # Abuse limits last written to every dormant partition of a topic (base name).
         self._topic_limits: dict[str, dict[str, int]] = {}
         self.ready = False
@@ -166,9 +169,9 @@ class Worker:
             asyncio.create_task(
                 listen_for_wakeups(self.redis, self.on_wake, self.wake_everything), name="wakeups"
             ),
-            asyncio.create_task(self._every(1.0, self._tick), name="tick"),
+            asyncio.create_task(every(1.0, self._tick), name="tick"),
             asyncio.create_task(
-                self._every(self.settings.worker_resync_seconds, self.resync), name="resync"
+                every(self.settings.worker_resync_seconds, self.resync), name="resync"
             ),
         ]
         self.ready = True
@@ -201,18 +204,6 @@ class Worker:
         await asyncio.wait_for(self.ownership.stop(), timeout)
         self.runners = {}
         await self.shared.script.close()
-
-    async def _every(self, seconds: float, job) -> None:
-        while True:
-            await asyncio.sleep(seconds)
-            try:
-                await job()
-            except asyncio.CancelledError:
-                raise
-            except RedisError as exc:
-                log.warning("%s: Redis unavailable (%s)", job.__name__, exc)
-            except Exception:
-                log.exception("%s failed; will run again", job.__name__)
 
     async def _tick(self) -> None:
         """Once a second: the running partitions' housekeeping and stats (side by side), then
@@ -311,11 +302,12 @@ class Worker:
     async def _adopt_asleep(self, partitions: list[TopicName]) -> list[TopicName]:
         """Take partitions new to this worker asleep where that is safe; the ones to run.
 
-        A partition whose flag is there was dormant and nothing happened since; one that has
-        neither entries nor subscriptions has nothing to do: both sleep (the flag is set
-        first, so an event after it wakes them).  A partition whose flag an event deleted
-        before the partition was registered as dormant (its wake-up found none) is woken by
-        the check that follows."""
+        A partition whose flag is there was dormant and nothing happened since; one whose log
+        holds no entry (new, or drained and trimmed) has nothing to deliver: both sleep (the
+        flag is set first, so an event after it wakes them).  The consumers of an empty
+        partition are watched by a timer, as a retired partition's are.  A partition whose
+        flag an event deleted before the partition was registered as dormant (its wake-up
+        found none) is woken by the check that follows."""
         if not partitions:
             return []
         if self.settings.worker_dormant_after_seconds <= 0:  # turned off: everything runs
@@ -324,20 +316,21 @@ class Worker:
 
         def probe(pipe, partition: TopicName) -> None:
             pipe.set(keys.dormant(partition), 0, nx=True, get=True)
-            pipe.exists(keys.log(partition))
-            pipe.scard(keys.subs(partition))
+            pipe.xlen(keys.log(partition))
+            pipe.smembers(keys.subs(partition))
 
         replies = await in_batches(self.redis, partitions, probe)
-        run, asleep = [], []
+        run, asleep, empty = [], [], []
         for i, partition in enumerate(partitions):
-            flag, stream, subs = replies[3 * i : 3 * i + 3]
+            flag, length, subs = replies[3 * i : 3 * i + 3]
             if flag is not None:
                 due = int(flag)
                 asleep.append((partition, Timer(due, wake_ms=due) if due else None))
-            elif not stream and not subs:
-                asleep.append((partition, None))
+            elif not length:
+                empty.append((partition, sorted(s.decode() for s in subs)))
             else:
                 run.append(partition)
+        asleep.extend(await self._consumer_timers(empty))
         if run:
             await in_batches(self.redis, run, lambda pipe, p: pipe.delete(keys.dormant(p)))
         for partition, timer in asleep:
@@ -350,6 +343,34 @@ class Worker:
             if not there:
                 self.wake_partition(partition.full)
         return run
+
+    async def _consumer_timers(
+        self, partitions: list[tuple[TopicName, list[str]]]
+    ) -> list[tuple[TopicName, Timer | None]]:
+        """For partitions with these subscriptions: when their consumers' heartbeats are
+        next checked (None where no consumer is connected)."""
+        pairs = [(p, sub) for p, subs in partitions for sub in subs]
+        replies = iter(
+            await in_batches(
+                self.redis,
+                pairs,
+                lambda pipe, pair: pipe.zrange(
+                    keys.sub_key(pair[0], pair[1], "alive"), 0, 0, withscores=True
+                ),
+            )
+        )
+        timers = []
+        for partition, subs in partitions:
+            oldest = {sub: r[0][1] for sub in subs if (r := next(replies))}
+            check = self._next_check(oldest)
+            timers.append((partition, Timer.of(check, 0, tuple(oldest))))
+        return timers
+
+    def _next_check(self, oldest: dict[str, float]) -> int:
+        """When consumers whose oldest heartbeats are ``oldest`` are checked (0: none)."""
+        if not oldest:
+            return 0
+        return int(min(oldest.values())) + self.consumer_timeout_ms + CONSUMER_CHECK_MARGIN_MS
 
     async def _start_runner(self, partition: TopicName) -> PartitionRunner:
         """Start running an owned partition and register its runner."""
@@ -484,11 +505,7 @@ class Worker:
             wake.append(
                 int(time.time() * 1000) + int(self.settings.retention_grace_seconds * 1000) + 1000
             )
-        check = (
-            int(min(oldest.values())) + self.consumer_timeout_ms + CONSUMER_CHECK_MARGIN_MS
-            if oldest
-            else 0
-        )
+        check = self._next_check(oldest)
         return Timer.of(check, min(wake, default=0), tuple(oldest))
 
     async def _run_timers(self) -> None:
@@ -522,23 +539,43 @@ class Worker:
             if any(score < cutoff for score in oldest.values()):
                 self.wake_partition(name)
                 continue
-            check = (
-                int(min(oldest.values())) + self.consumer_timeout_ms + CONSUMER_CHECK_MARGIN_MS
-                if oldest
-                else 0
-            )
+            check = self._next_check(oldest)
             self.dormancy.schedule(name, Timer.of(check, timer.wake_ms, tuple(oldest)))
 
+    def probe_dormant(self, names: Iterable[str] | None = None) -> None:
+        """Wake those of these dormant partitions (all when None) whose flag is gone, in the
+        background and in batches.
+
+        Every script a client calls deletes the flag before it publishes its wake-up, so a
+        wake-up for a partition whose flag is still there brought nothing to do: a
+        subscription the admin service created at the end of an empty or drained log, a
+        message that arrived after the partition was woken and went to sleep again.  The
+        partition sleeps on (the subscription is read when it wakes).  Run for all after the
+        wake-up channel reconnects: wake-ups may have been lost while it was down."""
+        self._to_probe.update(self.dormancy.partitions if names is None else names)
+        if self._probing is None or self._probing.done():
+            self._probing = asyncio.create_task(self._probe_dormant(), name="probe dormant")
+
     async def _probe_dormant(self) -> None:
-        """Wake every dormant partition whose flag is gone: wake-ups may have been lost (the
-        channel was down)."""
-        names = list(self.dormancy.partitions)
-        flags = await in_batches(
-            self.redis, names, lambda pipe, n: pipe.exists(keys.dormant(TopicName.from_full(n)))
-        )
-        for name, present in zip(names, flags, strict=True):
-            if not present:
-                self.wake_partition(name)
+        await asyncio.sleep(0)  # wake-ups that arrive together are probed together
+        while self._to_probe:
+            names = [name for name in self._to_probe if name in self.dormancy]
+            self._to_probe = set()
+            try:
+                flags = await in_batches(
+                    self.redis,
+                    names,
+                    lambda pipe, n: pipe.exists(keys.dormant(TopicName.from_full(n))),
+                )
+            except RedisError as exc:
+                # Not lost: looked at again once Redis answers (nothing dispatches before).
+                log.warning("cannot read %d dormant flag(s) yet: %s", len(names), exc)
+                self._to_probe.update(names)
+                await asyncio.sleep(1.0)
+                continue
+            for name, present in zip(names, flags, strict=True):
+                if not present:
+                    self.wake_partition(name)
 
     async def claim_partitions(self) -> None:
         """The catalog changed: let ownership claim what is ours now, then run it."""
@@ -632,8 +669,8 @@ class Worker:
         self._subscriptions_stale = True
         if self._rereading is None or self._rereading.done():
             self._rereading = asyncio.create_task(self._reread_subscriptions())
-        if self.dormancy and (self._probing is None or self._probing.done()):
-            self._probing = asyncio.create_task(self._probe_dormant())
+        if self.dormancy:
+            self.probe_dormant()
 
     async def _reread_subscriptions(self) -> None:
         while self._subscriptions_stale:
@@ -655,7 +692,7 @@ class Worker:
                 runner.retire_aborted = True
                 runner.wake_all()
             elif rest in self.dormancy:
-                self.wake_partition(rest)
+                self.probe_dormant([rest])
         elif kind in ("s", "p"):
             partition, _, subscription = rest.partition("\t")
             runner = self.runners.get(partition)
@@ -663,7 +700,7 @@ class Worker:
                 runner.retire_aborted = True
                 await runner.wake_subscription(subscription, consumers_changed=kind == "s")
             elif partition in self.dormancy:
-                self.wake_partition(partition)
+                self.probe_dormant([partition])
         elif kind == "t":
             # A client created a topic on first use: record it and take its partitions
             # (wake-ups of a burst of new topics are handled together).

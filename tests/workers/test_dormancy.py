@@ -164,3 +164,26 @@ def test_sleeping_partitions_cost_no_redis_calls(http, namespace, worker, redis_
     # The worker's fixed cost per second: a fleet heartbeat, event reads (tolerance x2).
     assert calls / 4 < 40, f"{calls / 4:.0f} calls/s with 200 sleeping partitions: {stats}"
     assert len(dormant(worker)) == 200
+
+
+def test_new_partitions_with_a_subscription_sleep_without_running(
+    http, namespace, worker, client
+):
+    """Partitions created empty, and a subscription created on them over REST, never start
+    a runner: there is nothing to deliver.  Stats show the subscription, and the first
+    message still reaches a consumer promptly."""
+    assert http.put(f"{PATH}/partitions", json=40).status_code == 204
+    assert http.put(f"{PATH}/subscription/sub").status_code == 204
+    wait_until(lambda: dormant(worker) == partitions(40), timeout=10)
+    time.sleep(0.5)  # the subscription's wake-ups have been read
+    assert dormant(worker) == partitions(40)
+    gone, woken = worker.call(lambda w: (w.dormancy.gone_dormant, w.dormancy.woken))
+    assert (gone, woken) == (0, 0), "a partition ran although it had nothing to deliver"
+    stats = http.get(f"{PATH}/partitioned-stats").json()
+    assert stats["subscriptions"]["sub"]["msgBacklog"] == 0
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=SHARED)
+    producer = client.create_producer(TOPIC)
+    started = time.monotonic()
+    producer.send(b"first", partition_key="k")
+    assert consumer.receive(timeout_millis=5_000).data() == b"first"
+    assert time.monotonic() - started < 1.0
