@@ -36,9 +36,22 @@ def topic_record(partitions: int) -> bytes:
 
 async def subscription_names(redis: Redis, topic: TopicName, partitions: int) -> set[str]:
     """Subscriptions present in Redis on any partition of ``topic``."""
-    every = partitions_of(topic, partitions)
-    members = await in_batches(redis, every, lambda pipe, p: pipe.smembers(keys.subs(p)))
-    return {(s.decode() if isinstance(s, bytes) else s) for names in members for s in names}
+    return (await subscriptions_by_topic(redis, {topic: partitions}))[topic.full]
+
+
+async def subscriptions_by_topic(
+    redis: Redis, topics: Mapping[TopicName, int]
+) -> dict[str, set[str]]:
+    """Subscriptions present in Redis on any partition, per topic (full name -> names), read
+    for all the topics in one pipelined pass."""
+    every = [(t.full, p) for t, partitions in topics.items() for p in partitions_of(t, partitions)]
+    members = await in_batches(
+        redis, [p for _, p in every], lambda pipe, p: pipe.smembers(keys.subs(p))
+    )
+    found: dict[str, set[str]] = {t.full: set() for t in topics}
+    for (name, _partition), names in zip(every, members, strict=True):
+        found[name].update(s.decode() if isinstance(s, bytes) else s for s in names)
+    return found
 
 
 class CatalogProjection:
@@ -76,7 +89,7 @@ class CatalogProjection:
             await self.redis.srem(keys.NAMESPACES, *namespaces)
 
     async def replace_catalog(self, topics: Mapping[str, int], namespaces: Iterable[str]) -> None:
-        """Publish every topic and exactly these namespaces, in one transaction."""
+        """Publish these topics and exactly these namespaces, in one transaction."""
         namespaces = list(namespaces)
         pipe = self.redis.pipeline(transaction=True)
         for name, count in topics.items():

@@ -28,7 +28,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from dataplane.catalog import CatalogProjection, subscription_names
+from dataplane.catalog import CatalogProjection, subscriptions_by_topic
 from dataplane.events import ChangeEvent
 from models.base import utcnow
 from models.journal import AuditEntry, OutboxEvent, change_rows, record_change
@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 WORKER_ROLE = "sluice-worker"
 RECORD_BATCH = 500  # client-created subscriptions recorded per transaction
+# Partitions whose subscription sets one full pass reads, besides those a deletion mark names.
+SCAN_PARTITIONS_PER_PASS = 5_000
 # Broker settings clients (and topic_create.lua: the broker's maxTopicsPerNamespace) read.
 CLIENT_SETTINGS = (
     "allowAutoTopicCreation",
@@ -71,6 +73,7 @@ class Catalog:
         self._partitions: tuple[int, list[TopicName]] | None = None  # (version, partitions)
         self.recorded: set[tuple[str, str]] = set()  # (base topic, subscription) in the database
         self._to_record: set[tuple[str, str]] = set()
+        self._scan_from = 0  # where the next pass's slice of topics starts (name order)
         self._recorder: asyncio.Task | None = None
         self._lock = asyncio.Lock()
         self._topic_limits: dict[str, int] | None = None  # as last published
@@ -175,8 +178,15 @@ class Catalog:
                 elif not record.get("autoCreated"):
                     await self.drop_topic_data(topic, int(record["partitions"]))
             await self._sync_subscriptions(session, db_topics)
+        # Only the registry entries that differ are written (an auto-created topic's loses its
+        # mark once recorded): a pass over a settled catalog of 50,000 topics writes none.
         await self.plane.replace_catalog(
-            {name: row.partitions for name, row in db_topics.items()}, namespaces
+            {
+                name: row.partitions
+                for name, row in db_topics.items()
+                if records.get(name) != {"partitions": row.partitions}
+            },
+            namespaces,
         )
         await self.publish_client_config()
         await self.publish_topic_limits(force=True)
@@ -279,16 +289,28 @@ class Catalog:
         for sub_id, topic_id, sub_name in rows:
             by_topic.setdefault(topic_id, {})[sub_name] = sub_id
         gone: list[int] = []
-        self.recorded = set()
-        for name, topic in db_topics.items():
+        self.recorded = {
+            (name, sub) for name, topic in db_topics.items() for sub in by_topic.get(topic.id, {})
+        }
+        scanned, self._scan_from = scan_slice(
+            {name: topic.partitions for name, topic in db_topics.items()},
+            {t.rpartition("#")[0] for t in tombstones},
+            self._scan_from,
+        )
+        present = await subscriptions_by_topic(
+            redis, {TopicName.from_full(name): db_topics[name].partitions for name in scanned}
+        )
+        for name in scanned:
+            topic = db_topics[name]
             known = by_topic.get(topic.id, {})
             base = TopicName.from_full(name)
-            in_redis = await subscription_names(redis, base, topic.partitions)
+            in_redis = present[name]
             for sub_name, sub_id in known.items():
                 # A mark is believed only while Redis agrees: any client that may consume
                 # somewhere may write marks, but cannot delete another's consumer groups.
                 if f"{name}#{sub_name}" in tombstones and sub_name not in in_redis:
                     gone.append(sub_id)
+                    self.recorded.discard((name, sub_name))
                     self._record(
                         session,
                         "subscription",
@@ -300,7 +322,6 @@ class Catalog:
                         subscription=sub_name,
                     )
                     continue
-                self.recorded.add((name, sub_name))
                 if sub_name not in in_redis:
                     await self.plane.ensure_subscription(base, topic.partitions, sub_name)
             for sub_name in in_redis - set(known):
@@ -490,3 +511,27 @@ class Catalog:
                 ).all()
                 existing = {(ids[tid], name) for tid, name in sub_rows}
         return current, existing
+
+
+def scan_slice(
+    topics: dict[str, int], marked: set[str], start: int, budget: int = SCAN_PARTITIONS_PER_PASS
+) -> tuple[list[str], int]:
+    """The topics (name -> partitions) whose subscription sets a full pass reads, and where
+    the next pass starts: those ``marked`` (a consumer's deletion mark names them), and the
+    next slice of the others in name order from ``start``, of about ``budget`` partitions.
+    So a pass costs the same however many partitions there are, and every topic is read
+    again within (partitions / budget) passes."""
+    names = sorted(topics)
+    scan = [name for name in names if name in marked]
+    if not names:
+        return scan, 0
+    start %= len(names)
+    taken = 0
+    for name in names[start:] + names[:start]:
+        if budget <= 0:
+            break
+        taken += 1
+        budget -= max(1, topics[name])
+        if name not in marked:
+            scan.append(name)
+    return scan, start + taken
