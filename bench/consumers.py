@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 class ConsumerOptions:
     """How the consumers subscribe and heartbeat."""
 
-    heartbeat_seconds: float = 1.0
+    heartbeat_seconds: float | None = None  # the client's default
     receiver_queue_size: int = 1000
     per_client: int = 250
 

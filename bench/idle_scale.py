@@ -25,7 +25,8 @@ The 0-partition step is the baseline of the same run: the table gives per-partit
 increments and per-1,000-partition CPU (as a total and as the increment over the baseline),
 with the targets beside them.  ``--standalone`` runs the real ``sluice standalone`` instead
 (free ports, ``--no-reports``, a data folder of its own): "Sluice" is then its whole process
-tree (admin service and worker share one process; the embedded Redis is its child).
+tree (the admin service, its worker child and its embedded Redis child); the RSS is the
+worker child's.
 
 The processes measured inherit the environment, so a setting can be tried without code, e.g.
 ``SLUICE_WORKER_LEASE_TTL_SECONDS=30`` on a machine too loaded for the worker to renew 3 s
@@ -98,6 +99,14 @@ def rss_kib(pid: int) -> int:
     except FileNotFoundError:
         pass
     return 0
+
+
+def _command(pid: int) -> str:
+    """A process's command line, words separated by spaces ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
 
 
 def _is_redis(pid: int) -> bool:
@@ -250,8 +259,11 @@ class StandaloneDeployment(Deployment):
         }
 
     def sluice_rss_kib(self) -> int:
-        """The admin service's and its worker child's memory (not the embedded Redis's)."""
-        return sum(rss_kib(pid) for pid in descendants(self.process.pid) if not _is_redis(pid))
+        """The memory of its worker child (the process holding the partitions)."""
+        for pid in descendants(self.process.pid):
+            if not _is_redis(pid) and " worker " in _command(pid):
+                return rss_kib(pid)
+        return 0
 
     def close(self) -> None:
         stop_processes([self.process])
@@ -531,7 +543,7 @@ def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
         [show(v, 4) for v in probed_thousands],
         met(probed_thousands[-1] is not None and probed_thousands[-1] < PER_THOUSAND_TARGET),
     )
-    who = "sluice process" if standalone else "worker"
+    who = "worker"
     row(f"{who} RSS, MiB", "", [f"{s.sluice_rss_kib / 1024:,.1f}" for s in steps])
     kib = [increment(s, s.sluice_rss_kib, base.sluice_rss_kib, 1) for s in steps]
     row(

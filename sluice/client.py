@@ -23,7 +23,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 
 from sluice.backoff import Backoff, Clock
-from sluice.consumer import Consumer, ConsumerType, DeadLetterPolicy, InitialPosition
+from sluice.consumer import (
+    DEFAULT_CONSUMER_TIMEOUT_MS,
+    Consumer,
+    ConsumerType,
+    DeadLetterPolicy,
+    InitialPosition,
+)
 from sluice.errors import (
     AlreadyClosed,
     ConnectError,
@@ -87,7 +93,7 @@ class Client:
         tls_private_key_file_path: str | None = None,
         tls_certificate_file_path: str | None = None,
         *,
-        heartbeat_interval_seconds: float = 1.0,
+        heartbeat_interval_seconds: float | None = None,
     ) -> None:
         """Connect to the data plane.  ``service_url`` is the admin service's URL
         (``http://sluice-api:8080``: it tells the client where Redis is and, with
@@ -95,7 +101,9 @@ class Client:
         carry its role's grants, ``sluice.session``), or a Redis URL (credentials and TLS,
         ``rediss://``, go in it; no ``authentication``).  ``log_conf_file_path`` has no
         effect, as in pulsar-client; the other pulsar-client arguments Sluice lacks raise
-        ``NotSupported`` unless left at their defaults (``sluice.options``)."""
+        ``NotSupported`` unless left at their defaults (``sluice.options``).  Consumers and
+        producers renew their registrations every ``heartbeat_interval_seconds`` (by default
+        a fifth of the workers' consumer timeout: 2 s for the default 10 s, at least 1 s)."""
         refuse_unsupported(
             "Client",
             {
@@ -114,7 +122,6 @@ class Client:
         )
         self.service_url = service_url
         self.operation_timeout = operation_timeout_seconds
-        self.heartbeat_interval = heartbeat_interval_seconds
         if authentication is not None and not isinstance(authentication, AuthenticationToken):
             raise NotSupported("Client: authentication takes a sluice.AuthenticationToken")
         # The session with the admin service, while it gave this client a Redis user.
@@ -168,6 +175,7 @@ class Client:
                 name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES
             }
         self.host = client_host(self.redis)
+        self.heartbeat_interval = heartbeat_interval_seconds or self._default_heartbeat()
         self.ticker = Ticker()
         if renew_after:
             self.ticker.every(renew_after, self._renew_session)
@@ -175,6 +183,13 @@ class Client:
         self._lock = threading.Lock()
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
+
+    def _default_heartbeat(self) -> float:
+        """A fifth of the consumer timeout the workers publish (at least 1 s, at most 30 s):
+        a registration survives four lost heartbeats, and idle consumers cost Redis little."""
+        raw = self.redis.hget(keys.CLIENT_CONFIG, "consumerTimeoutMs")
+        timeout_ms = int(raw) if raw else DEFAULT_CONSUMER_TIMEOUT_MS
+        return min(max(timeout_ms / 5000, 1.0), 30.0)
 
     # --- producers and consumers ----------------------------------------------------------
 
