@@ -96,6 +96,7 @@ class Worker:
         self.metrics = WorkerMetrics()
         self.events: EventFollower | None = None
         self.runners: dict[str, PartitionRunner] = {}  # the partitions awake
+        self._starting: dict[str, PartitionRunner] = {}  # runners not yet in ``runners``
         self.dormancy = Dormancy()  # the partitions owned but dormant
         self._waking: dict[str, asyncio.Task] = {}
         self._probing: asyncio.Task | None = None
@@ -383,12 +384,18 @@ class Worker:
             on_lost=self.partition_lost,
             on_subscription=self.catalog.note_subscription,
         )
+        # Starting (its first reads are awaited): a policy change meanwhile reaches it too,
+        # before the worker confirms the change.
+        self._starting[partition.full] = runner
         try:
             await runner.start()
             await self.stats.adopt(runner)
         except BaseException:
             await runner.stop()  # no dispatcher of a runner the worker does not know
             raise
+        finally:
+            if self._starting.get(partition.full) is runner:
+                del self._starting[partition.full]
         self.runners[partition.full] = runner
         # Its dispatchers run since start(): wake-ups that came meanwhile found no runner
         # to go to (a consumer's permits, a producer's data), so they look again now
@@ -608,10 +615,14 @@ class Worker:
         shared.settings = DispatchSettings.of(self.policy, self.settings)
         any_partition = TopicName("_", "_", "_")
         shared.broker_limiter.apply(self.policy.limits(any_partition).broker, now)
-        for runner in self.runners.values():
+        for runner in self._live_runners():
             runner.apply_limits(self.policy.for_partition(runner.partition))
             for dispatcher in runner.dispatchers.values():
                 dispatcher.wake.set()
+
+    def _live_runners(self) -> list[PartitionRunner]:
+        """The running partitions' runners and those still starting."""
+        return [*self.runners.values(), *self._starting.values()]
 
     async def write_limits(self, namespaces: set[str] | None = None) -> None:
         """Put the abuse limits in force where the scripts clients call read them: each owned
@@ -619,7 +630,7 @@ class Worker:
         is confirmed, so a write the admin service answered is checked by Redis.  Dormant
         partitions are compared topic by topic (``namespaces``: only theirs; None: all) and
         written only where the values changed."""
-        await asyncio.gather(*(r.write_limits() for r in list(self.runners.values())))
+        await asyncio.gather(*(r.write_limits() for r in self._live_runners()))
         await self._write_dormant_limits(namespaces)
         await self.catalog.publish_topic_limits()
 

@@ -136,6 +136,32 @@ def test_a_late_wake_up_keeps_the_periods_in_step(part):
     assert late.entries == 10 and late.wait_ms == 970
 
 
+def test_a_steadily_late_dispatcher_keeps_its_periods_whole(part):
+    """A busy worker serves a subscription 300 ms after each boundary: the first such period
+    starts late (nothing else went out for it), the following ones stay on that grid, so
+    the subscription gets its whole limit every period."""
+    part.produce(100)
+    part.subscribe("s")
+    part.dispatch("s", 0.0, topic=topic(10))
+    first = part.dispatch("s", 1.3, topic=topic(10))  # a jump: the period starts at 1.3
+    assert first.entries == 10 and first.wait_ms == 1000
+    for start in (2.3, 3.3, 4.3):
+        again = part.dispatch("s", start + 0.28, topic=topic(10))  # late as before: in step
+        assert again.entries == 10 and again.wait_ms == 720
+
+
+def test_a_period_first_used_much_later_than_the_last_one_starts_then(part):
+    """After a period used on time, one first used 400 ms into its own (after an outage)
+    starts at that use, so two quotas never go out less than a period apart."""
+    part.produce(100)
+    part.subscribe("s")
+    part.dispatch("s", 0.0, topic=topic(10))
+    part.dispatch("s", 1.0, topic=topic(10))  # on time: lateness 0
+    resumed = part.dispatch("s", 2.4, topic=topic(10))
+    assert resumed.entries == 10 and resumed.wait_ms == 1000
+    assert part.dispatch("s", 3.39, topic=topic(10)).entries == 0
+
+
 def test_steady_use_keeps_periods_back_to_back(part):
     part.produce(100)
     part.subscribe("s")

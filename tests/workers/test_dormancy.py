@@ -166,9 +166,7 @@ def test_sleeping_partitions_cost_no_redis_calls(http, namespace, worker, redis_
     assert len(dormant(worker)) == 200
 
 
-def test_new_partitions_with_a_subscription_sleep_without_running(
-    http, namespace, worker, client
-):
+def test_new_partitions_with_a_subscription_sleep_without_running(http, namespace, worker, client):
     """Partitions created empty, and a subscription created on them over REST, never start
     a runner: there is nothing to deliver.  Stats show the subscription, and the first
     message still reaches a consumer promptly."""

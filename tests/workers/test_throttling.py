@@ -26,12 +26,17 @@ SLACK = 0.3
 
 
 def applied(worker, topic: str, subscription: str | None, field: str, expected) -> None:
-    """Wait until the worker's limiter for (topic, subscription) shows ``expected``."""
+    """Wait until the worker's limiter for (topic, subscription) shows ``expected`` (for a
+    partition asleep, the limiter it would wake with)."""
     name = TopicName.from_full(topic)
 
     def current():
         def read(w):
             runner = w.runners.get(name.full)
+            if runner is None and name.full in w.dormancy:
+                effective = w.policy.for_partition(name).resolve(subscription, None)
+                resolved = effective.topic if subscription is None else effective.subscription
+                return None if resolved is None else getattr(resolved, field)
             if runner is None:
                 return None
             resolved = (

@@ -58,8 +58,10 @@
 -- A quota renews each period but never above its permits (unused quota is not saved up); a
 -- negative balance (the one-entry overshoot of a byte limit) is paid back by later periods.
 -- A period starts with the first entry handed out after the previous one ended: a quota
--- still whole when it is used after a whole unused period, or later than a twentieth of a
--- period (at most 50 ms) into its own, starts that period now.  So the first entry after a
+-- still whole when it is used after a whole unused period, or later into its own than a
+-- twentieth of a period (at most 50 ms) beyond how late the previous period was first used
+-- (fl: a busy worker serves its subscriptions in the same order each period; at most half a
+-- period), starts that period now.  So the first entry after a
 -- quiet spell, an outage or a new subscription opens a fresh period, while under steady load
 -- (used as each period begins, give or take a late wake-up) the periods stay back to back
 -- and do not drift.  A changed limit starts a new period at
@@ -104,14 +106,16 @@ end
 local buckets = {}
 local function bucket(key, prefix, flag, permits, period, relative)
   if permits <= 0 then return end
-  local f = {prefix .. 'pm', prefix .. 'pp', prefix .. 'ws', prefix .. 'av', prefix .. 'lu'}
-  local s = call('HMGET', key, f[1], f[2], f[3], f[4], f[5])
+  local f = {prefix .. 'pm', prefix .. 'pp', prefix .. 'ws', prefix .. 'av', prefix .. 'lu',
+    prefix .. 'fl'}
+  local s = call('HMGET', key, f[1], f[2], f[3], f[4], f[5], f[6])
   local b = {key = key, f = f, flag = flag, pm = permits, pp = period}
   local opm, opp = tonumber(s[1]), tonumber(s[2])
   if not opm or not opp or opp <= 0 then
-    b.ws, b.av, b.lu = tnow, permits, -1
+    b.ws, b.av, b.lu, b.fl = tnow, permits, -1, 0
   else
     b.ws, b.av, b.lu = tonumber(s[3]), tonumber(s[4]), tonumber(s[5]) or -1
+    b.fl = tonumber(s[6]) or 0
     -- Periods that ended under the limit in force then, then the new limit (if changed).
     if tnow >= b.ws + opp then
       local passed = math.floor((tnow - b.ws) / opp)
@@ -148,12 +152,24 @@ local function settle(used_units, used_bytes, free)
   for _, b in ipairs(buckets) do
     local used = (b.flag == 1 or b.flag == 4) and used_units or used_bytes
     if used > 0 and not free then
-      if b.av >= b.pm and (b.lu < b.ws - b.pp or tnow - b.ws > math.min(50, b.pp / 20)) then
-        b.ws = tnow
+      if b.av >= b.pm then
+        -- The period's first use: on its grid when about as late as the previous period's
+        -- first use (a busy worker serves its subscriptions in the same order each period),
+        -- else (a quiet spell, an outage) the period starts now.
+        local late, tolerance = tnow - b.ws, math.min(50, b.pp / 20)
+        if b.lu < b.ws - b.pp then
+          b.ws, b.fl = tnow, 0
+        else
+          if late > math.max(tolerance, math.min(b.fl + tolerance, b.pp / 2)) then
+            b.ws = tnow
+          end
+          b.fl = late
+        end
       end
       b.av = b.av - used
       b.lu = tnow
-      call('HSET', b.key, b.f[1], b.pm, b.f[2], b.pp, b.f[3], b.ws, b.f[4], b.av, b.f[5], b.lu)
+      call('HSET', b.key, b.f[1], b.pm, b.f[2], b.pp, b.f[3], b.ws, b.f[4], b.av, b.f[5], b.lu,
+        b.f[6], b.fl)
     end
     if b.av <= 0 then
       exhausted = exhausted + b.flag
