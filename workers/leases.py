@@ -235,11 +235,13 @@ class LeaseOwnership:
             self._wake.clear()
             await guarded(self.reconcile, "lease ")
 
-    async def cycle(self, rebalance: bool = True) -> None:
+    async def cycle(self, rebalance: bool = True, recover: bool = True) -> None:
         """Heartbeat, then release and acquire leases to match the assignment; then, if the
-        leases changed and ``rebalance``, have the worker run exactly those (awaited)."""
+        leases changed and ``rebalance``, have the worker run exactly those (awaited).
+        ``recover=False`` for a caller that the recovery from a fence would wait for (the
+        change-event follower: recovering waits until it has applied every event)."""
         await self.beat()
-        await self.reconcile(wait_for_rebalance=True, rebalance=rebalance)
+        await self.reconcile(wait_for_rebalance=True, rebalance=rebalance, recover=recover)
 
     async def _register(self) -> None:
         context = self._ctx
@@ -345,17 +347,25 @@ class LeaseOwnership:
         self._stop_runners = True
         self._wake.set()
 
-    async def reconcile(self, wait_for_rebalance: bool = False, rebalance: bool = True) -> None:
-        """Stop the runners of dropped tokens; re-read everything after a fence; release
-        and acquire leases to match the assignment; then have the worker rebalance if the
-        leases changed (in the background unless ``wait_for_rebalance``)."""
+    async def reconcile(
+        self, wait_for_rebalance: bool = False, rebalance: bool = True, recover: bool = True
+    ) -> None:
+        """Stop the runners of dropped tokens; re-read everything after a fence (unless not
+        ``recover``: then a fenced worker takes nothing yet); release and acquire leases to
+        match the assignment; then have the worker rebalance if the leases changed (in the
+        background unless ``wait_for_rebalance``)."""
         async with self._lock:
             if self._stop_runners:
                 self._stop_runners = False
                 self._changed = False
                 await self._hooks.rebalance()
-            if self._fenced is not None and not await self._recover_from_fence():
-                return  # nothing is taken before everything was read again
+        # Recovery waits for the change-event follower, whose own full resync reconciles:
+        # it must not hold the lock meanwhile.
+        if self._fenced is not None and (not recover or not await self._recover_from_fence()):
+            return  # nothing is taken before everything was read again
+        async with self._lock:
+            if self._fenced is not None:
+                return  # fenced again meanwhile
             self._assign()
             if self._settle:
                 self._settle_assignment()

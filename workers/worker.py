@@ -588,7 +588,9 @@ class Worker:
         """The catalog changed: let ownership claim what is ours now, then run it."""
         refresh = getattr(self.ownership, "cycle", None)
         if refresh is not None:
-            await refresh()
+            # Called from the change-event follower (a catalog event, a resync): a fenced
+            # worker recovers in the lease loop, which waits for this follower.
+            await refresh(recover=False)
         await self.rebalance()
 
     def partition_lost(self, partition: TopicName, token: str) -> None:
