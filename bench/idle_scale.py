@@ -8,7 +8,8 @@ subscription PUT on a partitioned topic creates it on every partition).  About 1
 partitions (one in ten, capped: ``--max-consumers``, 1,000 by default) get a connected Shared
 consumer that never receives; the consumers live in a process of their own
 (``bench.consumers``) and stay connected by heartbeating (one Redis call per consumer per
-second).  No message is ever produced.
+client heartbeat: a fifth of the consumer timeout, 2 s by default).  No message is ever
+produced.
 
 After each step the run waits until the worker reports owning every partition (the admin's
 ``/admin/v2/brokers/{cluster}/workers``, or the worker's ``sluice_worker_owned_partitions``
@@ -678,7 +679,8 @@ def main() -> None:
         f"{round(1 / args.consumer_share) if args.consumer_share else 0}th partition, at most "
         f"{cap:,} in all (so under {args.consumer_share:.0%} of the partitions past "
         f"{int(cap / args.consumer_share) if args.consumer_share else 0:,}); each heartbeats "
-        "once a second (one Redis call), part of the Redis commands/s and CPU above.  "
+        "at the client's default interval (one Redis call each), part of the Redis "
+        "commands/s and CPU above.  "
         f"Windows: {seconds:.0f} s quiet, then {seconds:.0f} s with {HEALTH_REQUESTS} health "
         f"requests; settle {settle:.0f} s after the workers' counts reached the step (or "
         "stopped changing for 15 s, or the wait ran out).  Load average "

@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
@@ -350,6 +350,17 @@ class Worker:
     ) -> list[tuple[TopicName, Timer | None]]:
         """For partitions with these subscriptions: when their consumers' heartbeats are
         next checked (None where no consumer is connected)."""
+        found = await self._oldest_heartbeats(partitions)
+        return [
+            (partition, Timer.of(self._next_check(oldest), 0, tuple(oldest)))
+            for (partition, _subs), oldest in zip(partitions, found, strict=True)
+        ]
+
+    async def _oldest_heartbeats(
+        self, partitions: list[tuple[TopicName, Sequence[str]]]
+    ) -> list[dict[str, float]]:
+        """For each partition, its subscriptions' oldest consumer heartbeats (ms; only the
+        subscriptions with a consumer), read in one pipelined pass."""
         pairs = [(p, sub) for p, subs in partitions for sub in subs]
         replies = iter(
             await in_batches(
@@ -360,12 +371,7 @@ class Worker:
                 ),
             )
         )
-        timers = []
-        for partition, subs in partitions:
-            oldest = {sub: r[0][1] for sub in subs if (r := next(replies))}
-            check = self._next_check(oldest)
-            timers.append((partition, Timer.of(check, 0, tuple(oldest))))
-        return timers
+        return [{sub: r[0][1] for sub in subs if (r := next(replies))} for _p, subs in partitions]
 
     def _next_check(self, oldest: dict[str, float]) -> int:
         """When consumers whose oldest heartbeats are ``oldest`` are checked (0: none)."""
@@ -527,20 +533,11 @@ class Worker:
                 checks.append((name, timer))
         if not checks:
             return
-        pairs = [(TopicName.from_full(name), sub) for name, timer in checks for sub in timer.watch]
-        replies = iter(
-            await in_batches(
-                self.redis,
-                pairs,
-                lambda pipe, pair: pipe.zrange(
-                    keys.sub_key(pair[0], pair[1], "alive"), 0, 0, withscores=True
-                ),
-            )
+        found = await self._oldest_heartbeats(
+            [(TopicName.from_full(name), timer.watch) for name, timer in checks]
         )
         cutoff = now_ms - self.consumer_timeout_ms
-        for name, timer in checks:
-            watched = [(sub, next(replies)) for sub in timer.watch]
-            oldest = {sub: r[0][1] for sub, r in watched if r}
+        for (name, timer), oldest in zip(checks, found, strict=True):
             if name not in self.dormancy:
                 continue
             if any(score < cutoff for score in oldest.values()):
