@@ -14,6 +14,10 @@ run in the measuring process; they heartbeat every 1 s (1,000 subscriptions), 5 
 20 s (100,000), the worker releasing consumers silent for six heartbeats (at least 10 s), so
 that the client side of 100,000 consumers fits on the machine next to the worker.
 
+The partitions sleep while their consumers subscribe (no data yet); the fill wakes them all
+at once, and the measurement starts once every subscription has dispatched (how long that
+took is reported).
+
 Reported: per-subscription utilisation (delivered / what the limit allows over the periods
 observed; mean, p5, min; target p5 >= 0.98), the periods over the strict bound (a period
 handing out more than the limit; target none), the largest period of any subscription, the
@@ -204,7 +208,10 @@ def scenario(case: Scenario) -> list[dict]:
                 for name in names:
                     fill(client, name, queue, 64)
             progress(case, "filled")
-            time.sleep(2.0)  # every subscription is in its periods now
+            began = time.monotonic()
+            first_dispatch = wait_all_dispatched(sample, batches, timeout=120.0)
+            progress(case, f"every subscription dispatched {first_dispatch:.1f} s after the fill")
+            time.sleep(max(0.0, began + 2.0 - time.monotonic()))  # in their periods now
             books = Books(subscriptions)
             every = 2.0 if case.period >= 10 else 0.25 if subscriptions <= 2000 else 0.5
             errors_before, fenced_before = errors(plain), fenced(plain)
@@ -233,7 +240,19 @@ def scenario(case: Scenario) -> list[dict]:
                 seconds=elapsed,
             )
             plain.close()
-    return rows_of(case, books, cpu, memory, health, (created, subscribed))
+    return rows_of(case, books, cpu, memory, health, (created, subscribed, first_dispatch))
+
+
+def wait_all_dispatched(sample, batches: list, timeout: float) -> float:
+    """Seconds until every subscription's limiter has a period (it dispatched once): the
+    partitions slept while their consumers subscribed, and the fill woke them all at once.
+    The measurement starts after that (inf when not all did within ``timeout``)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if all(start for _first, batch in batches for start, *_rest in sample(keys=batch)):
+            return time.monotonic() - started
+        time.sleep(0.1)
+    return math.inf
 
 
 def progress(case: Scenario, what: str) -> None:
@@ -289,10 +308,11 @@ def rows_of(
     cpu: float,
     memory: float,
     health: Health,
-    setup: tuple[float, float],
+    setup: tuple[float, float, float],
 ) -> list[dict]:
-    """The rows of one scenario (``setup``: seconds to create the topics, to subscribe)."""
-    created, subscribed = setup
+    """The rows of one scenario (``setup``: seconds to create the topics, to subscribe, and
+    from the fill until every subscription had dispatched)."""
+    created, subscribed, first_dispatch = setup
     subscriptions, permits = case.subscriptions, case.permits
     periods = [books.periods(i) for i in range(subscriptions)]
     # Delivered over the whole periods observed, against what the limit allows in that time.
@@ -315,6 +335,10 @@ def rows_of(
         row(
             "setup: topics created, consumers subscribed (s); consumer heartbeat (s)",
             f"{created:.0f}, {subscribed:.0f}; {case.heartbeat:g}",
+        ),
+        row(
+            "from the fill (every partition asleep) until every subscription dispatched (s)",
+            f"{first_dispatch:.1f}",
         ),
         row(
             "per-subscription utilisation (mean / p5 / min; no whole period seen)",

@@ -1,7 +1,12 @@
-"""One background thread per client that runs periodic jobs (heartbeats, ack flushes, ...)."""
+"""One background thread per client that runs periodic jobs (heartbeats, ack flushes, ...).
+
+Jobs wait in a heap by due time, so a client holding thousands of consumers (each with its
+own heartbeat) spends per wake-up only what is due, not a look at every job.
+"""
 
 from __future__ import annotations
 
+import heapq
 import logging
 import threading
 import time
@@ -15,6 +20,7 @@ class Ticker:
 
     def __init__(self, name: str = "sluice-client") -> None:
         self._jobs: dict[int, tuple[float, Callable[[], None], float]] = {}
+        self._due: list[tuple[float, int]] = []  # (due time, handle); stale entries skipped
         self._next_id = 0
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -26,8 +32,8 @@ class Ticker:
         """Run ``job`` every ``interval`` seconds; returns a handle for ``cancel``."""
         with self._lock:
             self._next_id += 1
-            self._jobs[self._next_id] = (interval, job, time.monotonic() + interval)
             handle = self._next_id
+            self._schedule(handle, interval, job, time.monotonic() + interval)
         self._wake.set()
         return handle
 
@@ -36,7 +42,7 @@ class Ticker:
         with self._lock:
             job = self._jobs.get(handle)
             if job is not None:
-                self._jobs[handle] = (job[0], job[1], 0.0)
+                self._schedule(handle, job[0], job[1], 0.0)
         self._wake.set()
 
     def cancel(self, handle: int) -> None:
@@ -51,19 +57,34 @@ class Ticker:
         if threading.current_thread() is not self._thread:
             self._thread.join(5)
 
+    def _schedule(self, handle: int, interval: float, job: Callable[[], None], at: float) -> None:
+        """Run ``job`` at ``at`` (the lock is held)."""
+        self._jobs[handle] = (interval, job, at)
+        heapq.heappush(self._due, (at, handle))
+
+    def _take_due(self, now: float) -> tuple[list[Callable[[], None]], float]:
+        """The jobs due at ``now`` (rescheduled a period on), and how long until the next."""
+        due: list[Callable[[], None]] = []
+        with self._lock:
+            heap = self._due
+            while heap and heap[0][0] <= now:
+                at, handle = heapq.heappop(heap)
+                entry = self._jobs.get(handle)
+                if entry is None or entry[2] != at:
+                    continue  # cancelled, or moved (nudged)
+                interval, job, _at = entry
+                due.append(job)
+                self._schedule(handle, interval, job, now + interval)
+            wait = min(1.0, heap[0][0] - now) if heap else 1.0
+            if len(heap) > 2 * len(self._jobs) + 64:  # mostly stale entries: rebuild
+                self._due = [(at, handle) for handle, (_i, _j, at) in self._jobs.items()]
+                heapq.heapify(self._due)
+        return due, wait
+
     def _run(self) -> None:
         while not self._stopped:
-            now = time.monotonic()
-            due: list[tuple[int, Callable[[], None]]] = []
-            with self._lock:
-                wait = 1.0
-                for handle, (interval, job, at) in list(self._jobs.items()):
-                    if at <= now:
-                        due.append((handle, job))
-                        self._jobs[handle] = (interval, job, now + interval)
-                        at = now + interval
-                    wait = min(wait, at - now)
-            for _handle, job in due:
+            due, wait = self._take_due(time.monotonic())
+            for job in due:
                 try:
                     job()
                 except Exception:

@@ -166,22 +166,28 @@ class Dispatcher:
 
     async def refresh_consumers(self) -> None:
         """Read the subscription type and live consumers; pick the active one if single."""
-        name, sub = self.partition, self.subscription
-        context = self.context
-        now_ms = int(time.time() * 1000)
         # Cleared before reading: a consumer that joins while the read is on its way asks
         # again, and that request must survive this read.
         self.refresh_needed = False
-        pipe = context.redis.pipeline(transaction=False)
+        pipe = self.context.redis.pipeline(transaction=False)
+        self.queue_consumer_read(pipe, int(time.time() * 1000))
+        sub_type, alive = await pipe.execute()
+        self.take_consumers(sub_type, alive)
+
+    def queue_consumer_read(self, pipe, now_ms: int) -> None:
+        """Queue the two reads ``take_consumers`` takes (type, live consumers) on ``pipe``."""
+        name, sub = self.partition, self.subscription
         pipe.hget(keys.sub_key(name, sub, "meta"), "type")
         pipe.zrangebyscore(
-            keys.sub_key(name, sub, "alive"), now_ms - context.consumer_timeout_ms, "+inf"
+            keys.sub_key(name, sub, "alive"), now_ms - self.context.consumer_timeout_ms, "+inf"
         )
-        sub_type, alive = await pipe.execute()
+
+    def take_consumers(self, sub_type: bytes | None, alive: list[bytes]) -> None:
+        """What ``queue_consumer_read`` read: the type, the consumers, the active one."""
         self.sub_type = (sub_type or b"Shared").decode()
         self.consumers = sorted(c.decode() for c in alive)
         if self.sub_type in SINGLE_CONSUMER_TYPES and self.consumers:
-            index = max(name.partition_index, 0) if self.sub_type == "Failover" else 0
+            index = max(self.partition.partition_index, 0) if self.sub_type == "Failover" else 0
             self.active = self.consumers[index % len(self.consumers)]
         else:
             self.active = ""

@@ -3,7 +3,8 @@
 A worker's loops (the tick, the resync, the lease heartbeat and reconciliation) must keep
 running when one turn fails: Redis may be away for a while, a database read may time out.
 ``guarded`` runs one turn and logs its failure (a warning when Redis is unavailable, the
-traceback otherwise); ``every`` runs a job at a fixed interval, guarded.
+traceback otherwise); ``every`` runs a job at a fixed interval, guarded; ``bounded`` runs
+one job per item, a few at a time.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from redis.exceptions import RedisError
 
 log = logging.getLogger(__name__)
 
 Job = Callable[[], Awaitable[object]]
+T = TypeVar("T")
 
 
 async def guarded(job: Job, label: str = "") -> None:
@@ -37,3 +40,26 @@ async def every(seconds: float, job: Job, label: str = "") -> None:
     while True:
         await asyncio.sleep(seconds)
         await guarded(job, label)
+
+
+async def bounded(
+    items: list[T], job: Callable[[T], Awaitable[object]], concurrency: int = 32
+) -> None:
+    """Run ``job`` on every item, at most ``concurrency`` at a time (a tick over many
+    partitions waits for Redis round trips side by side, not one after another); the first
+    error is raised once every job has ended."""
+    if not items:
+        return
+    position = iter(items)
+    errors: list[BaseException] = []
+
+    async def lane() -> None:
+        for item in position:
+            try:
+                await job(item)
+            except Exception as exc:
+                errors.append(exc)
+
+    await asyncio.gather(*(lane() for _ in range(min(concurrency, len(items)))))
+    if errors:
+        raise errors[0]

@@ -35,8 +35,9 @@ rebalance to a background task, so a takeover never waits for runners being star
   the time to take them: about 1 s for 50,000 here);
 * a worker paused past its heartbeat may have lost any lease without knowing: its next
   heartbeat finds its own entry lapsed (expired, or removed by another worker that then saw it
-  dead), so it drops every token, stops their runners, and takes again what the assignment
-  gives it, with new tokens;
+  dead), so it reads its leases, drops the tokens of those another worker took meanwhile,
+  stops their runners, and takes again what the assignment gives it, with new tokens (a lease
+  still holding its token was taken by no one: it keeps running it);
 * a dispatch call refused with ``FENCED`` drops the partition (``lost``); it is taken again on
   a later cycle if the assignment still gives it to this worker;
 * the admin service's unload releases the lease and notes the partition in
@@ -67,6 +68,7 @@ from collections.abc import Iterable
 import mmh3
 from redis.exceptions import RedisError
 
+from dataplane.batches import in_batches
 from dataplane.scripts import ensure_loaded
 from sluice.protocol import keys
 from sluice.protocol.connection import is_cluster
@@ -300,7 +302,7 @@ class LeaseOwnership:
                     "TTL): it may have lost any lease",
                     me,
                 )
-                self._drop_all()
+                await self._drop_taken()
             elif unloaded:
                 self._drop_unloaded(unloaded)
 
@@ -332,6 +334,51 @@ class LeaseOwnership:
         self._generation += 1
         self._stop_runners = True
         self._wake.set()
+
+    async def _drop_taken(self) -> None:
+        """After a lapse: drop the tokens of the leases another worker took meanwhile (or
+        whose lease is gone), keep the others.
+
+        A worker that takes a lease writes its own token into it, and every dispatch call
+        presents the token it holds, so a lease still holding this worker's token was taken
+        by no one: keeping it is safe even if another worker takes it a moment later (the
+        next dispatch call is refused, ``lost``).  So a worker that was only slow (a loaded
+        machine, a long collection pause) keeps dispatching what nobody took, instead of
+        stopping every runner and starting them all again.  If the leases cannot be read,
+        every token is dropped."""
+        held = dict(self.tokens)
+        if not held:
+            self._drop_all()
+            return
+        names = list(held)
+        try:
+            found = await in_batches(
+                self._ctx.control,
+                [TopicName.from_full(name) for name in names],
+                lambda pipe, partition: pipe.get(keys.lease(partition)),
+            )
+        except RedisError:
+            self._drop_all()
+            raise
+        taken = [
+            name
+            for name, value in zip(names, found, strict=True)
+            if (value.decode() if isinstance(value, bytes) else value) != held[name]
+        ]
+        dropped = [name for name in taken if self.tokens.get(name) == held[name]]
+        for name in dropped:
+            del self.tokens[name]
+            self._unsure[name] = TopicName.from_full(name)
+            if name in self._wanted:
+                self._missing[name] = self._wanted[name]
+        log.warning(
+            "kept %d lease(s) still holding this worker's token; dropped %d taken meanwhile",
+            len(held) - len(dropped),
+            len(dropped),
+        )
+        if dropped:
+            self._stop_runners = True
+            self._wake.set()
 
     def _drop_unloaded(self, names: list[str]) -> None:
         """The admin service released these leases (unload): their runners stop at the

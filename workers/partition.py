@@ -20,11 +20,12 @@ token Redis refused) and ``on_subscription``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
 
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from models.flow_resolution import FlowLimits
 from models.resolution import ResolvedRate
@@ -154,12 +155,45 @@ class PartitionRunner:
                 return
             members = await self.context.redis.smembers(keys.subs(self.partition))
             names = {s.decode() for s in members}
-            for name in names - set(self.dispatchers):
-                self._add(name)
+            new = [self._add(name) for name in sorted(names - set(self.dispatchers))]
             gone = [self.dispatchers.pop(n) for n in set(self.dispatchers) - names]
             for dispatcher in gone:
                 self.limit_clock.forget(dispatcher.subscription)
+            # Their consumers read together (one round trip, not one per subscription),
+            # before their loops start.
+            try:
+                await self.read_consumers(new)
+            finally:
+                for dispatcher in new:
+                    dispatcher.start()
         await asyncio.gather(*(d.stop() for d in gone))
+
+    async def read_consumers(self, dispatchers: list[Dispatcher]) -> None:
+        """Read the type and live consumers of these subscriptions in one round trip; a
+        dispatcher asked to read them again meanwhile reads them itself."""
+        if not dispatchers:
+            return
+        for dispatcher in dispatchers:
+            dispatcher.refresh_needed = False  # cleared before reading (see refresh_consumers)
+        pipe = self.context.redis.pipeline(transaction=False)
+        now_ms = int(time.time() * 1000)
+        for dispatcher in dispatchers:
+            dispatcher.queue_consumer_read(pipe, now_ms)
+        try:
+            replies = await pipe.execute()
+        except RedisError:
+            for dispatcher in dispatchers:
+                dispatcher.refresh_needed = True  # each reads them on its first step
+            raise
+        for i, dispatcher in enumerate(dispatchers):
+            dispatcher.take_consumers(replies[2 * i], replies[2 * i + 1])
+
+    async def look_again_now(self) -> None:
+        """``look_again``, the consumers of every subscription read in one round trip
+        (when Redis does not answer, each dispatcher reads its own on its next step)."""
+        with contextlib.suppress(RedisError):
+            await self.read_consumers(list(self.dispatchers.values()))
+        self.wake_all()
 
     def _add(self, subscription: str) -> Dispatcher:
         dispatcher = Dispatcher(
@@ -179,7 +213,6 @@ class PartitionRunner:
         )
         self.on_subscription(self.partition.base.full, subscription)
         self.dispatchers[subscription] = dispatcher
-        dispatcher.start()
         return dispatcher
 
     def look_again(self) -> None:

@@ -13,14 +13,12 @@ stats interval over which ``publishRateLimitedTimes`` counts, as Pulsar's does o
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
 
 import orjson
 from redis.exceptions import RedisError
@@ -31,12 +29,12 @@ from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM, StatsSnapshot
 from sluice.protocol import keys
 from workers.context import WorkerContext
 from workers.dispatcher import Dispatcher
+from workers.jobs import bounded
 from workers.partition import PartitionRunner
 from workers.samples import RateMeter, SubscriptionSample
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 DOC_TTL_SECONDS = 30
 # Subscriptions whose counters one tick reads at most: a worker running more refreshes each
 # partition's document less often than every second (10,000 subscriptions: every 10 s; Pulsar
@@ -484,29 +482,6 @@ def fingerprint(runner: PartitionRunner, samples: dict[str, SubscriptionSample])
 def acked(samples: dict[str, SubscriptionSample]) -> int:
     """Acknowledgements counted by every subscription of a partition."""
     return sum(_int(sample.counters, b"acked") for sample in samples.values())
-
-
-async def bounded(
-    items: list[T], job: Callable[[T], Awaitable[None]], concurrency: int = 32
-) -> None:
-    """Run ``job`` on every item, at most ``concurrency`` at a time (a tick over many
-    partitions waits for Redis round trips side by side, not one after another); the first
-    error is raised once every job has ended."""
-    if not items:
-        return
-    position = iter(items)
-    errors: list[BaseException] = []
-
-    async def lane() -> None:
-        for item in position:
-            try:
-                await job(item)
-            except Exception as exc:
-                errors.append(exc)
-
-    await asyncio.gather(*(lane() for _ in range(min(concurrency, len(items)))))
-    if errors:
-        raise errors[0]
 
 
 def _throttled(dispatcher: Dispatcher | None) -> dict[str, int]:

@@ -38,13 +38,13 @@ from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, Wo
 from workers.dormancy import CONSUMER_CHECK_MARGIN_MS, Dormancy, Timer
 from workers.events import EventFollower, split_events
 from workers.gate import DispatchGate
-from workers.jobs import every
+from workers.jobs import bounded, every
 from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
 from workers.partition import PartitionRunner, limit_values
 from workers.policy import PolicyState
 from workers.scriptcall import PackedScript
-from workers.stats import StatsPublisher, bounded, fingerprint
+from workers.stats import StatsPublisher, fingerprint
 from workers.wakeups import listen_for_wakeups
 
 __all__ = ["DispatchSettings", "Worker", "WorkerMetrics"]
@@ -297,8 +297,9 @@ class Worker:
             for name, partition in wanted.items()
             if name not in self.runners and name not in self.dormancy and name not in self._waking
         ]
-        for partition in await self._adopt_asleep(new):
-            await self._start_runner(partition)
+        # Started side by side: each start waits on a few Redis round trips, and a worker
+        # taking over hundreds of partitions with a backlog must not take them one by one.
+        await bounded(await self._adopt_asleep(new), self._start_runner)
 
     async def _adopt_asleep(self, partitions: list[TopicName]) -> list[TopicName]:
         """Take partitions new to this worker asleep where that is safe; the ones to run.
@@ -406,7 +407,7 @@ class Worker:
         # Its dispatchers run since start(): wake-ups that came meanwhile found no runner
         # to go to (a consumer's permits, a producer's data), so they look again now
         # rather than at their fallback poll.
-        runner.look_again()
+        await runner.look_again_now()
         # A subscription created meanwhile has no dispatcher to look again: read them.
         await runner.sync_subscriptions()
         return runner

@@ -4,10 +4,11 @@ The owner of a one-partition topic is frozen while a producer keeps sending, so 
 with dispatch work in hand.  Its heartbeat expires; the other worker sees it leave the live set
 and takes the lease over (a new fencing token, a higher epoch) and dispatches.  On SIGCONT the
 old owner's next dispatch call presents the stale token and is refused, and its next heartbeat
-finds its registry entry lapsed: it drops every token, stops their runners, and registers
-again.  Every message arrives exactly once, and the subscription's dispatch counter equals the
-deliveries, so no entry was dispatched by two owners.  Back in the fleet, the partition ends up
-with the owner rendezvous hashing names, under a new lease.
+finds its registry entry lapsed: it drops the tokens of the leases taken meanwhile, stops
+their runners, and registers again.  Every message arrives exactly once, and the
+subscription's dispatch counter equals the deliveries, so no entry was dispatched by two
+owners.  Back in the fleet, the partition ends up with the owner rendezvous hashing names,
+under a new lease.
 """
 
 from __future__ import annotations

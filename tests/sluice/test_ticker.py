@@ -1,0 +1,72 @@
+"""The client's background ticker: jobs run on their intervals, nudged jobs at once,
+cancelled jobs never again, and each of thousands of jobs once per interval."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from sluice.ticker import Ticker
+
+
+def wait_for(condition, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_jobs_run_on_their_interval_and_nudge_runs_one_at_once():
+    ticker = Ticker("test-ticker")
+    try:
+        fast, slow = [], []
+        ticker.every(0.05, lambda: fast.append(time.monotonic()))
+        handle = ticker.every(30.0, lambda: slow.append(time.monotonic()))
+        wait_for(lambda: len(fast) >= 5)
+        assert slow == []  # not due for 30 s
+        nudged_at = time.monotonic()
+        ticker.nudge(handle)
+        ticker.nudge(handle)  # twice before it ran: runs once
+        wait_for(lambda: len(slow) >= 1)
+        assert slow[0] - nudged_at < 0.5
+        time.sleep(0.2)
+        assert len(slow) == 1  # then on its interval again, not at every tick
+    finally:
+        ticker.stop()
+
+
+def test_a_cancelled_job_never_runs_again():
+    ticker = Ticker("test-ticker")
+    try:
+        runs = []
+        handle = ticker.every(0.02, lambda: runs.append(1))
+        wait_for(lambda: len(runs) >= 2)
+        ticker.cancel(handle)
+        time.sleep(0.05)  # a run already taken off the schedule may still finish
+        count = len(runs)
+        time.sleep(0.2)
+        assert len(runs) == count
+    finally:
+        ticker.stop()
+
+
+def test_thousands_of_jobs_each_run_once_per_interval():
+    ticker = Ticker("test-ticker")
+    counts = [0] * 3000
+    lock = threading.Lock()
+
+    def job(i: int):
+        def run() -> None:
+            with lock:
+                counts[i] += 1
+
+        return run
+
+    try:
+        for i in range(len(counts)):
+            ticker.every(0.5 + (i % 100) / 1000, job(i))
+        time.sleep(1.45)
+        # Intervals of 0.5-0.6 s: two runs by 1.45 s (a third is due at 1.5 s at the earliest).
+        assert min(counts) >= 2 and max(counts) <= 2, (min(counts), max(counts))
+    finally:
+        ticker.stop()
