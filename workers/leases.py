@@ -23,8 +23,9 @@ the next cycle, by when the holder has let the partition go.  Acquisitions and r
 pipelined in batches, only for what changed; a script call names one partition on a Redis
 Cluster (its keys share a slot) and up to ``PER_CALL`` on a single server.
 
-The heartbeat runs on a loop of its own that waits for nothing but Redis, so a worker busy
-starting the runners of thousands of partitions stays live; the reconciliation (release,
+The heartbeat runs on a thread and a connection of its own (``workers.heartbeat``), so a
+worker whose event loop is busy (starting the runners of thousands of partitions, dispatching
+for ten thousand subscriptions) stays live; the reconciliation (release,
 acquire) runs right after a heartbeat that changed something, and hands the worker's
 rebalance to a background task, so a takeover never waits for runners being started.  So:
 
@@ -74,6 +75,7 @@ from sluice.protocol import keys
 from sluice.protocol.connection import is_cluster
 from sluice.protocol.names import TopicName
 from workers.context import OwnershipHooks, WorkerContext
+from workers.heartbeat import Beat, HeartbeatThread, beat_of, queue_renewal
 from workers.jobs import every, guarded
 
 log = logging.getLogger(__name__)
@@ -120,16 +122,20 @@ def holder(token: str) -> str:
 class LeaseOwnership:
     """Owns the partitions that rendezvous hashing gives this worker, through leases.
 
-    Two loops: the heartbeat, every ``interval``, which never waits for anything but Redis
-    (so a worker busy starting thousands of runners stays live), and the reconciliation
+    Two loops: the heartbeat, every ``interval``, on a thread of its own when given a
+    ``heartbeat_url`` (so a worker with a busy event loop stays live), and the reconciliation
     (release and acquire to match the assignment), right after a heartbeat that changed
     something and every ``interval`` otherwise, which asks the worker to rebalance without
     waiting for it (so a takeover is never held up by runners being started).  ``cycle``
     runs both once, and waits for the rebalance."""
 
-    def __init__(self, lease_ttl_seconds: float) -> None:
+    def __init__(self, lease_ttl_seconds: float, heartbeat_url: str | None = None) -> None:
         self.ttl_ms = max(300, int(lease_ttl_seconds * 1000))
         self.interval = self.ttl_ms / 3000
+        # Beat on a thread of its own with a connection to this URL (None: on the loop).
+        self.heartbeat_url = heartbeat_url
+        self._heartbeat: HeartbeatThread | None = None
+        self._beats: set[asyncio.Task] = set()
         self.tokens: dict[str, str] = {}
         self.live: list[str] = []
         self.context: WorkerContext | None = None
@@ -182,15 +188,34 @@ class LeaseOwnership:
         # are no longer this worker's are released (the others are simply taken again).
         self._unsure = {p.full: p for p in self._hooks.partitions()}
         # The heartbeat goes on while the first leases are taken (thousands take a while).
-        self._tasks = [
-            asyncio.create_task(every(self.interval, self.beat, "lease "), name="heartbeat")
-        ]
+        if self.heartbeat_url is not None:
+            loop = asyncio.get_running_loop()
+            self._heartbeat = HeartbeatThread(
+                self.heartbeat_url,
+                self._ctx.worker_id,
+                self.ttl_ms,
+                self.interval,
+                lambda: len(self.tokens),
+                lambda beat: loop.call_soon_threadsafe(self._beat_arrived, beat),
+            )
+            self._heartbeat.start()
+        else:
+            self._tasks = [
+                asyncio.create_task(every(self.interval, self.beat, "lease "), name="heartbeat")
+            ]
         await self.cycle(rebalance=False)
         self._tasks.append(asyncio.create_task(self._reconcile_loop(), name="leases"))
 
     async def stop(self) -> None:
         """Release every lease (the worker stopped its runners already) and deregister."""
-        tasks = [*self._tasks, *([self._rebalancing] if self._rebalancing else [])]
+        if self._heartbeat is not None:
+            await asyncio.to_thread(self._heartbeat.stop)
+            self._heartbeat = None
+        tasks = [
+            *self._tasks,
+            *self._beats,
+            *([self._rebalancing] if self._rebalancing else []),
+        ]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -264,9 +289,8 @@ class LeaseOwnership:
         await context.control.hset(keys.worker_info(context.worker_id), mapping=info)
 
     async def beat(self) -> None:
-        """Renew this worker's registration and read the live workers.  An entry found
-        lapsed, a fence or an unload drops the tokens concerned at once (the runners stop at
-        the next reconciliation, which this wakes)."""
+        """Renew this worker's registration and read the live workers (on the loop: the
+        first beat, and every beat when no ``heartbeat_url`` was given), then act on it."""
         async with self._beat_lock:
             context = self._ctx
             redis, me = context.control, context.worker_id
@@ -276,35 +300,48 @@ class LeaseOwnership:
                 await context.scripts["worker_heartbeat"](
                     keys=[keys.WORKERS], args=[me, self.ttl_ms], client=pipe
                 )
-                pipe.hset(keys.worker_info(me), "partitions", len(self.tokens))
-                pipe.pexpire(keys.worker_info(me), self.ttl_ms * 2)
-                pipe.pexpire(keys.worker_leases(me), self.ttl_ms * 2)
-                pipe.hget(keys.worker_info(me), "fenced")
-                pipe.smembers(keys.worker_unloaded(me))
+                queue_renewal(pipe, me, self.ttl_ms, len(self.tokens))
                 results = await pipe.execute()
-            beat, fenced = results[0], results[4]
-            live = sorted(w.decode() if isinstance(w, bytes) else w for w in beat[2:])
-            if live != self.live:
-                self.live = live
-                self._wake.set()
-            if results[1] == 1:  # the info hash had expired (a long pause): register again
-                await self._register()
-            unloaded = sorted(n.decode() for n in results[5])
-            if unloaded:
-                await redis.srem(keys.worker_unloaded(me), *unloaded)
-            if fenced is not None:
-                self._fenced_at(fenced.decode())
-            elif self._joined and beat[1] == 1:
-                held = bool(self.tokens or self._releasing)
-                log.log(
-                    logging.WARNING if held else logging.INFO,
-                    "the heartbeat of worker %s had lapsed (paused or cut off past the lease "
-                    "TTL): it may have lost any lease",
-                    me,
-                )
-                await self._drop_taken()
-            elif unloaded:
-                self._drop_unloaded(unloaded)
+            await self._take_beat(beat_of(results[0], results[1:]))
+
+    def _beat_arrived(self, beat: Beat) -> None:
+        """A beat of the heartbeat thread (on the loop): act on it, in order."""
+        task = asyncio.create_task(self._take_beat_locked(beat), name="heartbeat")
+        self._beats.add(task)
+        task.add_done_callback(self._beats.discard)
+
+    async def _take_beat_locked(self, beat: Beat) -> None:
+        async with self._beat_lock:
+            await guarded(lambda: self._take_beat(beat), "lease heartbeat ")
+
+    async def _take_beat(self, beat: Beat) -> None:
+        """Act on a beat: a new live set wakes the reconciliation; an entry found lapsed, a
+        fence or an unload drops the tokens concerned at once (the runners stop at the next
+        reconciliation, which this wakes)."""
+        context = self._ctx
+        redis, me = context.control, context.worker_id
+        live = sorted(w.decode() if isinstance(w, bytes) else w for w in beat.reply[2:])
+        if live != self.live:
+            self.live = live
+            self._wake.set()
+        if beat.info_expired:  # the info hash had expired (a long pause): register again
+            await self._register()
+        unloaded = [n.decode() for n in beat.unloaded]
+        if unloaded:
+            await redis.srem(keys.worker_unloaded(me), *unloaded)
+        if beat.fenced is not None:
+            self._fenced_at(beat.fenced.decode())
+        elif self._joined and beat.reply[1] == 1:
+            held = bool(self.tokens or self._releasing)
+            log.log(
+                logging.WARNING if held else logging.INFO,
+                "the heartbeat of worker %s had lapsed (paused or cut off past the lease "
+                "TTL): it may have lost any lease",
+                me,
+            )
+            await self._drop_taken()
+        elif unloaded:
+            self._drop_unloaded(unloaded)
 
     def _fenced_at(self, position: str) -> None:
         """The admin service fenced this worker off: drop every token; nothing is taken

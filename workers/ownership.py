@@ -71,4 +71,4 @@ def default_ownership(settings: Settings) -> Ownership:
         raise ValueError(
             f"SLUICE_WORKER_OWNERSHIP must be 'lease' or 'local', not {settings.worker_ownership!r}"
         )
-    return LeaseOwnership(settings.worker_lease_ttl_seconds)
+    return LeaseOwnership(settings.worker_lease_ttl_seconds, settings.effective_redis_url)

@@ -189,7 +189,7 @@ def test_acquire_takes_a_free_lease_its_own_and_a_dead_holders_never_a_live_ones
         sync.close()
 
 
-def test_a_member_whose_heartbeat_lapsed_drops_every_token_and_takes_its_share_again(
+def test_a_member_whose_heartbeat_lapsed_drops_the_tokens_taken_and_takes_its_share_again(
     settings, redis_server
 ):
     sync = redis.Redis.from_url(redis_server.url)
@@ -212,8 +212,8 @@ def test_a_member_whose_heartbeat_lapsed_drops_every_token_and_takes_its_share_a
             assert "a" not in b.ownership.live
             assert set(_holders(sync).values()) == {"b"}
             assert all(a.ownership.owns(p) for p in PARTITIONS if p.full in before)
-            # Resumed, a's heartbeat finds its entry gone: it drops every token at once and
-            # stops their runners, whatever Redis holds.
+            # Resumed, a's heartbeat finds its entry gone: it drops the tokens of every lease
+            # b took (all of them) and stops their runners.
             rebalances = a.rebalances
             await a.ownership.cycle()
             assert a.rebalances > rebalances
@@ -232,6 +232,74 @@ def test_a_member_whose_heartbeat_lapsed_drops_every_token_and_takes_its_share_a
 
     asyncio.run(scenario())
     sync.close()
+
+
+def test_a_lapsed_member_keeps_the_leases_nobody_took(settings, redis_server):
+    """Paused past its heartbeat with no one to take over (or only slow): its leases still
+    hold its tokens, so it keeps them, and its runners, instead of starting them all again."""
+    sync = redis.Redis.from_url(redis_server.url)
+    _clean(sync)
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        a = Member(settings, client, "a")
+        try:
+            await a.join()
+            await a.ownership.cycle()
+            before = dict(a.ownership.tokens)
+            assert len(before) == len(PARTITIONS)
+            await asyncio.sleep(1.2)  # past the 1 s TTL: the entry lapses
+            rebalances = a.rebalances
+            await a.ownership.cycle()
+            assert a.ownership.tokens == before
+            assert a.rebalances == rebalances  # no runner stopped or started
+            # One lease another worker took meanwhile: only that token is dropped.
+            sync.set(keys.lease(PARTITIONS[0]), "z:99")
+            await asyncio.sleep(1.2)
+            await a.ownership.beat()
+            assert not a.ownership.owns(PARTITIONS[0])
+            assert all(a.ownership.token(p) == before[p.full] for p in PARTITIONS[1:])
+        finally:
+            await a.ownership.stop()
+            await client.aclose()
+
+    asyncio.run(scenario())
+    sync.close()
+
+
+@pytest.mark.parametrize("on_thread", [True, False], ids=["thread", "loop"])
+def test_a_busy_event_loop_lapses_the_heartbeat_only_when_it_beats_on_the_loop(
+    settings, redis_server, on_thread
+):
+    """The event loop blocked for three lease TTLs: a heartbeat on its own thread keeps the
+    registration live throughout; one beaten on the loop lapses (the control case)."""
+    sync = redis.Redis.from_url(redis_server.url)
+    _clean(sync)
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        a = Member(settings, client, "a")
+        a.ownership = LeaseOwnership(1.0, redis_server.url if on_thread else None)
+        try:
+            await a.join()
+            await a.ownership.start()
+            before = dict(a.ownership.tokens)
+            assert len(before) == len(PARTITIONS)
+            time.sleep(3.0)  # the loop does nothing else meanwhile
+            seconds, micros = sync.time()
+            now_ms = seconds * 1000 + micros // 1000
+            expiry = sync.zscore(keys.WORKERS, "a")
+            live = expiry is not None and expiry > now_ms
+            await asyncio.sleep(1.0)  # the beats that arrived are taken
+            return live, before, dict(a.ownership.tokens)
+        finally:
+            await a.ownership.stop()
+            await client.aclose()
+
+    live, before, after = asyncio.run(scenario())
+    sync.close()
+    assert live is on_thread
+    assert after == before  # either way nobody took a lease: every token is kept
 
 
 def test_a_member_restarted_with_the_same_id_takes_its_partitions_again_at_once(
