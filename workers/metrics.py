@@ -1,0 +1,131 @@
+"""The worker's Prometheus exposition, written directly from its stats documents.
+
+A worker serving ten thousand subscriptions exports some 120,000 samples.  Built through
+``prometheus_client``'s metric families that took 1.5 s of the event loop per scrape (every
+dispatcher waited meanwhile); written here as text lines it takes about a tenth of that.  The
+output is the text format ``prometheus_client`` writes (the same names, ``_total`` on
+counters, labels in name order, Go-style floats), so scrapers and dashboards see no change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from prometheus_client.utils import floatToGoString
+
+if TYPE_CHECKING:
+    from workers.worker import Worker
+
+REASONS = (("broker", "Broker"), ("topic", "Topic"), ("subscription", "Subscription"))
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def _family(name: str, kind: str, help_text: str, samples: Iterable[str]) -> str:
+    """One metric family: HELP, TYPE and its sample lines (``name{labels} value``)."""
+    exposed = f"{name}_total" if kind == "counter" else name
+    head = f"# HELP {exposed} {help_text}\n# TYPE {exposed} {kind}\n"
+    return head + "".join(f"{exposed}{sample}\n" for sample in samples)
+
+
+def render(worker: Worker) -> bytes:
+    """Every metric of the worker, in the Prometheus text format."""
+    fmt = floatToGoString
+    topics: list[tuple[str, dict]] = []
+    subs: list[tuple[str, dict]] = []  # (labels without reason, subscription document)
+    for topic, doc in list(worker.stats.docs.items()):
+        escaped = _escape(topic)
+        topics.append((f'{{topic="{escaped}"}}', doc))
+        for name, sub in doc["subscriptions"].items():
+            subs.append((f'subscription="{_escape(name)}",topic="{escaped}"', sub))
+
+    def per_topic(field: str) -> Iterable[str]:
+        return (f"{labels} {fmt(doc[field])}" for labels, doc in topics)
+
+    def per_sub(value) -> Iterable[str]:
+        return (f"{{{labels}}} {fmt(value(sub))}" for labels, sub in subs)
+
+    def throttled(dimension: str) -> Iterable[str]:
+        for labels, sub in subs:
+            for reason, label in REASONS:
+                count = sub[f"dispatchThrottled{dimension}EventsBy{label}Limit"]
+                yield f'{{reason="{reason}",{labels}}} {fmt(count)}'
+
+    parts = [
+        _family(
+            "sluice_topic_msg_rate_in", "gauge", "Messages/s published", per_topic("msgRateIn")
+        ),
+        _family("sluice_topic_msg_in", "counter", "Messages published", per_topic("msgInCounter")),
+        _family("sluice_topic_bytes_in", "counter", "Bytes published", per_topic("bytesInCounter")),
+        _family(
+            "sluice_subscription_msg_rate_out",
+            "gauge",
+            "Messages/s dispatched",
+            per_sub(lambda s: s["msgRateOut"]),
+        ),
+        _family(
+            "sluice_subscription_msg_out",
+            "counter",
+            "Messages dispatched",
+            per_sub(lambda s: s["msgOutCounter"]),
+        ),
+        _family(
+            "sluice_subscription_bytes_out",
+            "counter",
+            "Bytes dispatched",
+            per_sub(lambda s: s["bytesOutCounter"]),
+        ),
+        _family(
+            "sluice_subscription_back_log",
+            "gauge",
+            "Backlog (entries)",
+            per_sub(lambda s: s["msgBacklog"]),
+        ),
+        _family(
+            "sluice_subscription_unacked_messages",
+            "gauge",
+            "Unacknowledged entries",
+            per_sub(lambda s: s["unackedMessages"]),
+        ),
+        _family(
+            "sluice_subscription_consumers_count",
+            "gauge",
+            "Connected consumers",
+            per_sub(lambda s: len(s["consumers"])),
+        ),
+        _family(
+            "sluice_subscription_dispatch_throttled_msg_events",
+            "counter",
+            "Dispatches cut short by a message limit",
+            throttled("Msg"),
+        ),
+        _family(
+            "sluice_subscription_dispatch_throttled_bytes_events",
+            "counter",
+            "Dispatches cut short by a byte limit",
+            throttled("Bytes"),
+        ),
+        _family(
+            "sluice_worker_owned_partitions",
+            "gauge",
+            "Partitions this worker owns",
+            [f" {fmt(len(worker.runners) + len(worker.dormancy))}"],
+        ),
+        _family(
+            "sluice_worker_dormant_partitions",
+            "gauge",
+            "Owned partitions that are quiet: no runner, woken by clients' events",
+            [f" {fmt(len(worker.dormancy))}"],
+        ),
+        _family(
+            "sluice_worker_partition_wakeups",
+            "counter",
+            "Dormant partitions woken (events, timers)",
+            [f" {fmt(worker.dormancy.woken)}"],
+        ),
+    ]
+    return "".join(parts).encode()
