@@ -41,10 +41,17 @@ DOC_TTL_SECONDS = 30
 # refreshes its topic stats every 60 s).
 READS_PER_SECOND = 1_000
 REASONS = ("broker", "topic", "subscription")
+SUBS_PER_CALL = 200  # subscriptions one ``stats_read.lua`` call reads at most
 
 
 def _int(raw: dict, name: bytes) -> int:
     return int(raw.get(name, b"0"))
+
+
+def _pairs(flat: list) -> dict:
+    """A flat ``HGETALL``-style reply as a dict."""
+    it = iter(flat)
+    return dict(zip(it, it, strict=True))
 
 
 @dataclass
@@ -230,48 +237,53 @@ class StatsPublisher:
         return doc, rows, sleeping
 
     async def _read(self, runner: PartitionRunner) -> dict[str, SubscriptionSample]:
+        """One reading of a partition (``stats_read.lua``: a call per ``SUBS_PER_CALL``
+        subscriptions, in one round trip; hiredis parses the nested replies)."""
         redis = self.context.redis
         partition = runner.partition
         names = list(runner.dispatchers)
-        pipe = redis.pipeline(transaction=False)
-        pipe.hgetall(keys.partition_stats(partition))
-        pipe.xinfo_groups(keys.log(partition))
-        for name in names:
-            pipe.hgetall(keys.sub_key(partition, name, "stats"))
-            pipe.xpending(keys.log(partition), name)
-            pipe.hgetall(keys.sub_key(partition, name, "permits"))
-            pipe.hgetall(keys.sub_key(partition, name, "info"))
-        replies = await pipe.execute(raise_on_error=False)
-        counters = replies[0] if isinstance(replies[0], dict) else {}
+        script = self.context.scripts["stats_read"]
+        head = [keys.partition_stats(partition), keys.log(partition)]
+        chunks = [names[i : i + SUBS_PER_CALL] for i in range(0, len(names), SUBS_PER_CALL)]
+        async with redis.pipeline(transaction=False) as pipe:
+            for chunk in chunks or [[]]:
+                script_keys = list(head)
+                for name in chunk:
+                    script_keys += [
+                        keys.sub_key(partition, name, "stats"),
+                        keys.sub_key(partition, name, "permits"),
+                        keys.sub_key(partition, name, "info"),
+                    ]
+                await script(keys=script_keys, args=chunk, client=pipe)
+            replies = await pipe.execute()
+        counters = _pairs(replies[0][0])
         runner.msg_in, runner.bytes_in = _int(counters, b"msg_in"), _int(counters, b"bytes_in")
         runner.quota_rejected = _int(counters, b"quota_rejected")
         runner.publish_throttled = _int(counters, b"publish_throttled")
+        groups = [{k.decode(): v for k, v in _pairs(g).items()} for g in replies[0][1]]
         # Redis may not know a group's lag (a group created at an explicit id): counted then.
         backlogs = await read_backlogs(
-            redis, self.context.scripts, [partition], groups_replies=[replies[1]]
+            redis, self.context.scripts, [partition], groups_replies=[groups]
         )
         lag = {name: b.entries - b.pending for name, b in backlogs[partition.full].items()}
+        per_sub = [row for reply in replies for row in reply[2:]]
         samples = {}
-        for i, name in enumerate(names):
-            stats, pending, permits, info = replies[2 + 4 * i : 6 + 4 * i]
-            pending = pending if isinstance(pending, dict) else {}
+        for name, (stats, pending, permits, info) in zip(names, per_sub, strict=True):
             per_consumer = {
-                c["name"].decode(): int(c["pending"]) for c in pending.get("consumers") or []
+                c[0].decode(): int(c[1]) for c in (pending[3] if pending else None) or []
             }
+            info_of = _pairs(info)
             consumers = [
                 (
                     cid.decode(),
                     int(p),
                     per_consumer.get(cid.decode(), 0),
-                    orjson.loads(info.get(cid, b"{}")) if isinstance(info, dict) else {},
+                    orjson.loads(info_of.get(cid, b"{}")),
                 )
-                for cid, p in (permits.items() if isinstance(permits, dict) else [])
+                for cid, p in _pairs(permits).items()
             ]
             samples[name] = SubscriptionSample(
-                stats if isinstance(stats, dict) else {},
-                lag.get(name, 0),
-                int(pending.get("pending") or 0),
-                consumers,
+                _pairs(stats), lag.get(name, 0), int(pending[0]) if pending else 0, consumers
             )
         return samples
 

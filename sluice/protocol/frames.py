@@ -50,6 +50,7 @@ SCRIPT_NAMES = (
     "count_entries",
     "peek",
     "trim",
+    "stats_read",
 )
 
 

@@ -1,0 +1,22 @@
+-- stats_read: one atomic reading of a partition's counters and gauges for its stats document
+-- (a worker's stats tick), in place of a pipeline of four commands per subscription.
+-- KEYS[1] the partition's stats hash, KEYS[2] its log (stream); then per subscription i
+-- (its name ARGV[i]): KEYS[3i] stats hash, KEYS[3i+1] permits hash, KEYS[3i+2] info hash.
+-- Returns {partition stats (flat HGETALL), XINFO GROUPS of the log ({} when it has none),
+-- then per subscription {stats (flat), XPENDING summary (false when the group is gone),
+-- permits (flat), info (flat)}}.
+local groups = redis.pcall('XINFO', 'GROUPS', KEYS[2])
+if type(groups) ~= 'table' or groups.err then groups = {} end
+local out = {redis.call('HGETALL', KEYS[1]), groups}
+for i = 1, #ARGV do
+  local base = 3 * i
+  local pending = redis.pcall('XPENDING', KEYS[2], ARGV[i])
+  if type(pending) ~= 'table' or pending.err then pending = false end
+  out[#out + 1] = {
+    redis.call('HGETALL', KEYS[base]),
+    pending,
+    redis.call('HGETALL', KEYS[base + 1]),
+    redis.call('HGETALL', KEYS[base + 2]),
+  }
+end
+return out
