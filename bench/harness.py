@@ -24,6 +24,7 @@ import httpx
 
 from migrations import upgrade
 from models.db import create_scratch_database, drop_database
+from server.embedded_cluster import EmbeddedCluster
 from server.embedded_postgres import EmbeddedPostgres
 from server.embedded_redis import EmbeddedRedis, free_port
 
@@ -54,13 +55,20 @@ def arguments(description: str) -> argparse.Namespace:
 class Stack:
     """A private deployment: database, Redis, admin service and (optionally) a worker."""
 
-    def __init__(self, worker: bool = True, worker_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, worker: bool = True, worker_env: dict[str, str] | None = None, cluster: bool = False
+    ) -> None:
         self.with_worker = worker
         self.worker_env = worker_env or {}
         self.tmp = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
         self.processes: list[subprocess.Popen] = []
         self.database_url = ""
-        self.redis = EmbeddedRedis(self.tmp / "redis")
+        # A 3-master Redis Cluster (``cluster``) or one server.
+        self.redis: EmbeddedRedis | EmbeddedCluster = (
+            EmbeddedCluster(self.tmp / "cluster", masters=3)
+            if cluster
+            else EmbeddedRedis(self.tmp / "redis")
+        )
         self.port = free_port()
         self.worker_port = free_port()
         self.admin_url = f"http://127.0.0.1:{self.port}"

@@ -24,7 +24,9 @@ two windows of equal length:
 
 The 0-partition step is the baseline of the same run: the table gives per-partition memory
 increments and per-1,000-partition CPU (as a total and as the increment over the baseline),
-with the targets beside them.  ``--standalone`` runs the real ``sluice standalone`` instead
+with the targets beside them.  ``--cluster`` puts the data on a 3-master Redis Cluster (CPU, memory and commands summed over
+the masters; keys and commands per master show whether they spread).  ``--standalone`` runs
+the real ``sluice standalone`` instead
 (free ports, ``--no-reports``, a data folder of its own): "Sluice" is then its whole process
 tree (the admin service, its worker child and its embedded Redis child); the RSS is the
 worker child's.
@@ -33,7 +35,7 @@ The processes measured inherit the environment, so a setting can be tried withou
 ``SLUICE_WORKER_LEASE_TTL_SECONDS=30`` on a machine too loaded for the worker to renew 3 s
 leases (the "FENCED" replies and the workers' counts in the table tell).
 
-    python -m bench.idle_scale [--quick] [--standalone] [--steps 0,1000,10000]
+    python -m bench.idle_scale [--quick] [--standalone | --cluster] [--steps 0,1000,10000]
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ import redis
 from bench.consumers import ConsumerPool
 from bench.harness import ROOT, Stack, percentile, report, stop_processes, wait_http
 from bench.httpload import open_loop, prepare
+from server.embedded_cluster import EmbeddedCluster
 from server.embedded_redis import free_port
 
 PARTITIONS_PER_TOPIC = 100
@@ -138,18 +141,31 @@ def descendants(root: int) -> list[int]:
     return tree
 
 
-def redis_figures(client: redis.Redis) -> dict[str, float]:
-    """Redis's own CPU seconds, commands processed, error replies, memory in use and keys."""
-    info = client.info()
-    errors = client.info("errorstats")
-    return {
-        "cpu": float(info["used_cpu_sys"]) + float(info["used_cpu_user"]),
-        "commands": float(info["total_commands_processed"]),
-        "errors": float(info.get("total_error_replies", 0)),
-        "memory": float(info["used_memory"]),
-        "keys": float(client.dbsize()),
-        **{f"error {k.removeprefix('errorstat_')}": float(v["count"]) for k, v in errors.items()},
-    }
+def redis_figures(clients: list[redis.Redis]) -> dict[str, float]:
+    """Redis's own CPU seconds, commands processed, error replies, memory in use and keys,
+    summed over ``clients`` (the masters of a cluster); and each node's commands and keys
+    (``node <i> commands``, ``node <i> keys``)."""
+    out: dict[str, float] = {}
+    for index, client in enumerate(clients):
+        info = client.info()
+        errors = client.info("errorstats")
+        keys = float(client.dbsize())
+        figures = {
+            "cpu": float(info["used_cpu_sys"]) + float(info["used_cpu_user"]),
+            "commands": float(info["total_commands_processed"]),
+            "errors": float(info.get("total_error_replies", 0)),
+            "memory": float(info["used_memory"]),
+            "keys": keys,
+            f"node {index} commands": float(info["total_commands_processed"]),
+            f"node {index} keys": keys,
+            **{
+                f"error {k.removeprefix('errorstat_')}": float(v["count"])
+                for k, v in errors.items()
+            },
+        }
+        for name, value in figures.items():
+            out[name] = out.get(name, 0.0) + value
+    return out
 
 
 # --- the deployments -------------------------------------------------------------------------
@@ -172,6 +188,10 @@ class Deployment:
         raise NotImplementedError
 
     dormant: int | None = None  # the worker's dormant partitions, when it reports them
+
+    def redis_clients(self) -> list[redis.Redis]:
+        """Plain clients on every Redis server holding data (one, or each master)."""
+        return [redis.Redis.from_url(self.redis_url)]
 
     def owned_partitions(self) -> tuple[int | None, int | None]:
         """Partitions the live workers say they own (the admin's list of workers), and the
@@ -206,8 +226,13 @@ class SeparateDeployment(Deployment):
 
     label = "Redis, admin service and one worker as separate processes (PostgreSQL)"
 
-    def __init__(self) -> None:
-        self.stack = Stack().__enter__()
+    def __init__(self, cluster: bool = False) -> None:
+        self.stack = Stack(cluster=cluster).__enter__()
+        if cluster:
+            self.label = (
+                "a 3-master Redis Cluster, admin service and one worker as separate "
+                "processes (PostgreSQL)"
+            )
         self.admin_url = self.stack.admin_url
         self.redis_url = self.stack.redis_url
         self.worker_url = f"http://127.0.0.1:{self.stack.worker_port}"
@@ -220,6 +245,12 @@ class SeparateDeployment(Deployment):
 
     def sluice_rss_kib(self) -> int:
         return rss_kib(self.worker_pid)
+
+    def redis_clients(self) -> list[redis.Redis]:
+        server = self.stack.redis
+        if isinstance(server, EmbeddedCluster):
+            return [redis.Redis(port=node.port) for node in server.master_nodes()]
+        return super().redis_clients()
 
     def close(self) -> None:
         self.stack.__exit__(None, None, None)
@@ -360,6 +391,8 @@ class Step:
     sluice_rss_kib: int = 0
     redis_memory: float = 0.0
     health: list[float] = field(default_factory=list)
+    node_commands: list[float] = field(default_factory=list)  # per Redis master, per second
+    node_keys: list[float] = field(default_factory=list)  # per Redis master
 
 
 def wait_owned(
@@ -386,7 +419,10 @@ def wait_owned(
 
 
 def window(
-    deployment: Deployment, plain: redis.Redis, seconds: float, during: Callable[[], object]
+    deployment: Deployment,
+    plain: list[redis.Redis],
+    seconds: float,
+    during: Callable[[], object],
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Cores used by each part while ``during()`` runs (it lasts about ``seconds``); and the
     Redis figures' deltas per second."""
@@ -405,6 +441,12 @@ def window(
             for kind, count in redis_after.items()
             if kind.startswith("error ") and count > redis_before.get(kind, 0.0)
         },
+        **{
+            kind: (count - redis_before.get(kind, 0.0)) / elapsed
+            for kind, count in redis_after.items()
+            if kind.startswith("node ") and kind.endswith(" commands")
+        },
+        **{kind: count for kind, count in redis_after.items() if kind.endswith(" keys")},
         "memory": redis_after["memory"],
         "keys": redis_after["keys"],
     }
@@ -419,11 +461,19 @@ def measure_step(
     step.owned = wait_owned(deployment, step.partitions, stable=15.0, limit=max_wait)
     time.sleep(settle)
     step.wait_seconds = time.monotonic() - started
-    plain = redis.Redis.from_url(deployment.redis_url)
+    plain = deployment.redis_clients()
     step.quiet, rates = window(deployment, plain, seconds, lambda: time.sleep(seconds))
+    step.node_commands = [
+        v for k, v in sorted(rates.items()) if k.startswith("node ") and k.endswith(" commands")
+    ]
+    step.node_keys = [
+        v for k, v in sorted(rates.items()) if k.startswith("node ") and k.endswith(" keys")
+    ]
     step.commands_per_s = rates["commands"]
     step.errors_per_s = rates["errors"]
-    step.error_kinds = {k.removeprefix("error "): v for k, v in rates.items() if " " in k}
+    step.error_kinds = {
+        k.removeprefix("error "): v for k, v in rates.items() if k.startswith("error ")
+    }
     step.redis_memory = rates["memory"]
     step.redis_keys = rates["keys"]
     step.sluice_rss_kib = deployment.sluice_rss_kib()
@@ -435,7 +485,8 @@ def measure_step(
 
     step.probed, _ = window(deployment, plain, seconds, probe)
     step.owned_after = deployment.owned_partitions()
-    plain.close()
+    for client in plain:
+        client.close()
 
 
 # --- the table -------------------------------------------------------------------------------
@@ -588,6 +639,25 @@ def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
             for s in steps
         ],
     )
+    if len(largest.node_keys) > 1:
+        row(
+            "keys per Redis master (largest share of all)",
+            "spread",
+            [
+                " / ".join(f"{k:,.0f}" for k in s.node_keys)
+                + f" ({max(s.node_keys) / max(sum(s.node_keys), 1):.0%})"
+                for s in steps
+            ],
+        )
+        row(
+            "commands/s per Redis master (largest share of all)",
+            "no hot node",
+            [
+                " / ".join(f"{c:,.0f}" for c in s.node_commands)
+                + f" ({max(s.node_commands) / max(sum(s.node_commands), 1e-9):.0%})"
+                for s in steps
+            ],
+        )
     p99 = [percentile(s.health, 0.99) for s in steps]
     row(
         "admin health p50 / p99 / max, ms",
@@ -609,6 +679,9 @@ def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="0, 1k, 5k partitions, 10 s windows")
     parser.add_argument("--standalone", action="store_true", help="measure `sluice standalone`")
+    parser.add_argument(
+        "--cluster", action="store_true", help="on a 3-master Redis Cluster (separate processes)"
+    )
     parser.add_argument("--steps", help="comma-separated idle partition counts (from 0)")
     parser.add_argument("--window", type=float, help="seconds per measuring window")
     parser.add_argument("--settle", type=float, help="seconds to wait once the worker owns all")
@@ -637,7 +710,9 @@ def main() -> None:
     seconds = args.window or (10.0 if args.quick else 20.0)
     settle = args.settle if args.settle is not None else (5.0 if args.quick else 20.0)
     load_before = os.getloadavg()
-    deployment: Deployment = StandaloneDeployment() if args.standalone else SeparateDeployment()
+    deployment: Deployment = (
+        StandaloneDeployment() if args.standalone else SeparateDeployment(cluster=args.cluster)
+    )
     host: ConsumerPool | None = None
     steps: list[Step] = []
     try:
