@@ -24,9 +24,9 @@ two windows of equal length:
 
 The 0-partition step is the baseline of the same run: the table gives per-partition memory
 increments and per-1,000-partition CPU (as a total and as the increment over the baseline),
-with the targets beside them.  ``--cluster`` puts the data on a 3-master Redis Cluster (CPU, memory and commands summed over
-the masters; keys and commands per master show whether they spread).  ``--standalone`` runs
-the real ``sluice standalone`` instead
+with the targets beside them.  ``--cluster`` puts the data on a 3-master Redis Cluster (CPU,
+memory and commands summed over the masters; keys and commands per master show whether they
+spread).  ``--standalone`` runs the real ``sluice standalone`` instead
 (free ports, ``--no-reports``, a data folder of its own): "Sluice" is then its whole process
 tree (the admin service, its worker child and its embedded Redis child); the RSS is the
 worker child's.
