@@ -36,7 +36,11 @@ def create_http_app(worker: Worker) -> Starlette:
 
     async def metrics(_request) -> Response:
         # Written on a thread: tens of thousands of samples, while the loop dispatches.
-        body = await asyncio.to_thread(render, worker)
+        dormancy = worker.dormancy
+        owned = len(worker.runners) + len(dormancy)
+        body = await asyncio.to_thread(
+            render, worker.stats.docs, owned, len(dormancy), dormancy.woken
+        )
         return Response(body, media_type=CONTENT_TYPE)
 
     async def limits(request) -> Response:

@@ -9,13 +9,9 @@ counters, labels in name order, Go-style floats), so scrapers and dashboards see
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
 
 from prometheus_client.utils import floatToGoString
-
-if TYPE_CHECKING:
-    from workers.worker import Worker
 
 REASONS = (("broker", "Broker"), ("topic", "Topic"), ("subscription", "Subscription"))
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -32,12 +28,14 @@ def _family(name: str, kind: str, help_text: str, samples: Iterable[str]) -> str
     return head + "".join(f"{exposed}{sample}\n" for sample in samples)
 
 
-def render(worker: Worker) -> bytes:
-    """Every metric of the worker, in the Prometheus text format."""
+def render(docs: Mapping[str, dict], owned: int, dormant: int, woken: int) -> bytes:
+    """Every metric of a worker, in the Prometheus text format: its partitions' stats
+    documents (``docs``, by partition), the partitions it owns, those dormant, and the
+    wake-ups of dormant partitions so far."""
     fmt = floatToGoString
     topics: list[tuple[str, dict]] = []
     subs: list[tuple[str, dict]] = []  # (labels without reason, subscription document)
-    for topic, doc in list(worker.stats.docs.items()):
+    for topic, doc in list(docs.items()):
         escaped = _escape(topic)
         topics.append((f'{{topic="{escaped}"}}', doc))
         for name, sub in doc["subscriptions"].items():
@@ -113,19 +111,19 @@ def render(worker: Worker) -> bytes:
             "sluice_worker_owned_partitions",
             "gauge",
             "Partitions this worker owns",
-            [f" {fmt(len(worker.runners) + len(worker.dormancy))}"],
+            [f" {fmt(owned)}"],
         ),
         _family(
             "sluice_worker_dormant_partitions",
             "gauge",
             "Owned partitions that are quiet: no runner, woken by clients' events",
-            [f" {fmt(len(worker.dormancy))}"],
+            [f" {fmt(dormant)}"],
         ),
         _family(
             "sluice_worker_partition_wakeups",
             "counter",
             "Dormant partitions woken (events, timers)",
-            [f" {fmt(worker.dormancy.woken)}"],
+            [f" {fmt(woken)}"],
         ),
     ]
     return "".join(parts).encode()

@@ -255,8 +255,6 @@ def test_a_subscription_created_over_rest_is_in_stats_before_any_consumer(
 def test_metrics_text_is_prometheus_exposition_with_escaped_labels():
     """The hand-written exposition parses as Prometheus text, with every sample and label
     (quotes and backslashes in names escaped) and counters named ``_total``."""
-    from types import SimpleNamespace
-
     from prometheus_client.parser import text_string_to_metric_families
 
     from workers.metrics import render
@@ -280,10 +278,8 @@ def test_metrics_text_is_prometheus_exposition_with_escaped_labels():
             "subscriptions": {'s"1': sub, "s2": sub},
         }
     }
-    worker = SimpleNamespace(
-        stats=SimpleNamespace(docs=docs), runners={"x": None}, dormancy=_Dormant(2, 3)
-    )
-    families = {f.name: f for f in text_string_to_metric_families(render(worker).decode())}
+    text = render(docs, owned=3, dormant=2, woken=3).decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for f in families.values()
@@ -296,15 +292,7 @@ def test_metrics_text_is_prometheus_exposition_with_escaped_labels():
     assert samples[("sluice_subscription_back_log", key)] == 7
     throttled = [k for k in samples if k[0].startswith("sluice_subscription_dispatch_throttled")]
     assert len(throttled) == 2 * 2 * 3  # msg and bytes, two subscriptions, three reasons
-    assert samples[("sluice_worker_owned_partitions", ())] == 3  # 1 running + 2 dormant
+    assert samples[("sluice_worker_owned_partitions", ())] == 3
     assert samples[("sluice_worker_dormant_partitions", ())] == 2
     assert samples[("sluice_worker_partition_wakeups_total", ())] == 3
     assert families["sluice_topic_msg_in"].type == "counter"
-
-
-class _Dormant:
-    def __init__(self, count: int, woken: int) -> None:
-        self.count, self.woken = count, woken
-
-    def __len__(self) -> int:
-        return self.count
