@@ -135,6 +135,10 @@ class Consumer:
         self._listener: threading.Thread | None = None
         self._lock = threading.RLock()
         self._closed = False
+        # Held by a heartbeat (which registers the consumer again when the worker reaped it)
+        # and by unsubscribe, so that a heartbeat never brings back what unsubscribe deleted.
+        self._membership = threading.Lock()
+        self._leaving = False
         self._timeout_ms = int(
             client.redis.hget(keys.CLIENT_CONFIG, "consumerTimeoutMs")
             or DEFAULT_CONSUMER_TIMEOUT_MS
@@ -261,17 +265,23 @@ class Consumer:
         """Delete the subscription (fails while other consumers are connected)."""
         self._check_open()
         self._flush_acks()
-        for part in self._parts:
-            call = unsubscribe_call(
-                part.name, self._subscription, self._id, _now_ms(), self._timeout_ms
-            )
+        with self._membership:
+            self._leaving = True  # no heartbeat registers the consumer again from here on
             try:
-                deleted = self._call("unsubscribe", *call)
-            except ResponseError as exc:
-                raise SubscriptionBusy(str(exc).split(" ", 1)[-1]) from None
-            if deleted:
-                field = f"{part.name.base.full}#{self._subscription}"
-                self._client.redis.hset(keys.TOMBSTONES, field, _now_ms())
+                for part in self._parts:
+                    call = unsubscribe_call(
+                        part.name, self._subscription, self._id, _now_ms(), self._timeout_ms
+                    )
+                    try:
+                        deleted = self._call("unsubscribe", *call)
+                    except ResponseError as exc:
+                        raise SubscriptionBusy(str(exc).split(" ", 1)[-1]) from None
+                    if deleted:
+                        field = f"{part.name.base.full}#{self._subscription}"
+                        self._client.redis.hset(keys.TOMBSTONES, field, _now_ms())
+            except BaseException:
+                self._leaving = False  # still subscribed: it goes on heartbeating
+                raise
         self._shutdown(release=False)
 
     def close(self) -> None:
@@ -540,8 +550,11 @@ class Consumer:
         return bool(self._call("flow", *self._flow_call(part, permits)))
 
     def _heartbeat(self) -> None:
-        if self._closed:
-            return
+        with self._membership:
+            if not self._closed and not self._leaving:
+                self._beat()
+
+    def _beat(self) -> None:
         for part in self._parts:
             try:
                 if not self._flow(part, 0):
@@ -594,7 +607,8 @@ class Consumer:
         self._call("release", *release_call(part.name, self._subscription, self._id, _now_ms()))
 
     def _shutdown(self, release: bool) -> None:
-        self._closed = True
+        with self._membership:  # a heartbeat on its way ends first; none starts after
+            self._closed = True
         for job in self._jobs:
             self._client.ticker.cancel(job)
         if release:

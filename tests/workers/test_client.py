@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 
 import sluice
 from sluice.protocol import keys
+from sluice.protocol.names import TopicName
 from sluice.routing import key_partition
 from tests.workers.conftest import ADMIN, drain, wait_until
 
@@ -237,6 +239,37 @@ def test_unsubscribe(http, namespace, client):
     other.close()
     consumer.unsubscribe()
     assert "gone" not in http.get(f"{ADMIN}/persistent/acme/orders/created/subscriptions").json()
+
+
+def test_a_heartbeat_during_unsubscribe_does_not_bring_the_subscription_back(
+    http, namespace, client
+):
+    """The client's heartbeat registers a consumer the worker reaped; one that fires while
+    ``unsubscribe`` runs (on the client's background thread) must not register it again and
+    so resurrect the subscription just deleted (a WebSocket reader's subscription outlived
+    its connection that way).  Here the heartbeat is fired right after the delete."""
+    make_topic(http)
+    consumer = client.subscribe(TOPIC, "leaving", consumer_type=sluice.ConsumerType.Shared)
+    real_call = consumer._call
+    beats: list[threading.Thread] = []
+
+    def call(script, script_keys, args):
+        answer = real_call(script, script_keys, args)
+        if script == "unsubscribe":
+            beat = threading.Thread(target=consumer._heartbeat)
+            beat.start()
+            beat.join(0.3)  # it waits for unsubscribe to end (it would have run at once)
+            beats.append(beat)
+        return answer
+
+    consumer._call = call
+    consumer.unsubscribe()
+    for beat in beats:
+        beat.join(5)
+    assert beats and not any(beat.is_alive() for beat in beats)
+    members = client.redis.smembers(keys.subs(TopicName.from_full(TOPIC)))
+    assert b"leaving" not in members
+    assert "leaving" not in http.get(f"{ADMIN}/persistent/acme/orders/created/subscriptions").json()
 
 
 def test_batched_messages_and_batch_acks(http, namespace, client):

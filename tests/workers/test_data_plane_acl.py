@@ -321,6 +321,14 @@ def test_websocket_handshakes_follow_the_grants(
     except InvalidStatus as refused:
         status = refused.response.status_code
     assert status == expected
+    if kind == "reader" and status == 101:
+        # A reader's subscription goes with its connection, once the server has finished the
+        # session (after the client closed): wait for it, so that no later test sees it go.
+        subs = keys.subs(TopicName.from_full(GRANTED))
+        deadline = time.monotonic() + 10
+        while any(s.startswith(b"reader-") for s in world.redis.smembers(subs)):
+            assert time.monotonic() < deadline, "the reader's subscription outlived it"
+            time.sleep(0.05)
 
 
 def test_the_default_user_is_off(world: World) -> None:
