@@ -7,7 +7,7 @@ lease TTL to get round to it, and the fleet then takes it for dead although it i
 ``HeartbeatThread`` renews the registration on time however busy the loop is (a paused or
 cut-off process still misses it, as it must): one ``worker_heartbeat.lua`` call and one
 pipeline per interval, on a synchronous client of its own.  What a beat reads is handed to the
-loop (``deliver``), which acts on it as on a beat of its own (``LeaseOwnership.take_beat``).
+loop (``deliver``), which acts on it as on a beat of its own (``LeaseOwnership._take_beat``).
 """
 
 from __future__ import annotations

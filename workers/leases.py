@@ -311,8 +311,14 @@ class LeaseOwnership:
         task.add_done_callback(self._beats.discard)
 
     async def _take_beat_locked(self, beat: Beat) -> None:
+        async def take() -> None:
+            # As ``beat`` does: a replica promoted by a failover lacks the scripts that the
+            # worker's cluster pipelines call (a no-op on a single server).
+            await ensure_loaded(self._ctx.control)
+            await self._take_beat(beat)
+
         async with self._beat_lock:
-            await guarded(lambda: self._take_beat(beat), "lease heartbeat ")
+            await guarded(take, "lease heartbeat ")
 
     async def _take_beat(self, beat: Beat) -> None:
         """Act on a beat: a new live set wakes the reconciliation; an entry found lapsed, a

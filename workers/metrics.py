@@ -15,6 +15,43 @@ from prometheus_client.utils import floatToGoString
 
 REASONS = (("broker", "Broker"), ("topic", "Topic"), ("subscription", "Subscription"))
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# (name, type, help, field of the document), in the order they are written.
+TOPIC = (
+    ("sluice_topic_msg_rate_in", "gauge", "Messages/s published", "msgRateIn"),
+    ("sluice_topic_msg_in", "counter", "Messages published", "msgInCounter"),
+    ("sluice_topic_bytes_in", "counter", "Bytes published", "bytesInCounter"),
+)
+SUBSCRIPTION = (
+    ("sluice_subscription_msg_rate_out", "gauge", "Messages/s dispatched", "msgRateOut"),
+    ("sluice_subscription_msg_out", "counter", "Messages dispatched", "msgOutCounter"),
+    ("sluice_subscription_bytes_out", "counter", "Bytes dispatched", "bytesOutCounter"),
+    ("sluice_subscription_back_log", "gauge", "Backlog (entries)", "msgBacklog"),
+    ("sluice_subscription_unacked_messages", "gauge", "Unacknowledged entries", "unackedMessages"),
+    ("sluice_subscription_consumers_count", "gauge", "Connected consumers", "consumers"),
+)
+# (name, help, dimension of the throttled-events fields), one sample per throttling reason.
+THROTTLED = (
+    (
+        "sluice_subscription_dispatch_throttled_msg_events",
+        "Dispatches cut short by a message limit",
+        "Msg",
+    ),
+    (
+        "sluice_subscription_dispatch_throttled_bytes_events",
+        "Dispatches cut short by a byte limit",
+        "Bytes",
+    ),
+)
+# (name, type, help) of the owned, dormant and woken counts.
+WORKER = (
+    ("sluice_worker_owned_partitions", "gauge", "Partitions this worker owns"),
+    (
+        "sluice_worker_dormant_partitions",
+        "gauge",
+        "Owned partitions that are quiet: no runner, woken by clients' events",
+    ),
+    ("sluice_worker_partition_wakeups", "counter", "Dormant partitions woken (events, timers)"),
+)
 
 
 def _escape(value: str) -> str:
@@ -44,8 +81,8 @@ def render(docs: Mapping[str, dict], owned: int, dormant: int, woken: int) -> by
     def per_topic(field: str) -> Iterable[str]:
         return (f"{labels} {fmt(doc[field])}" for labels, doc in topics)
 
-    def per_sub(value) -> Iterable[str]:
-        return (f"{{{labels}}} {fmt(value(sub))}" for labels, sub in subs)
+    def per_sub(field: str) -> Iterable[str]:
+        return (f"{{{labels}}} {fmt(_value(sub, field))}" for labels, sub in subs)
 
     def throttled(dimension: str) -> Iterable[str]:
         for labels, sub in subs:
@@ -53,77 +90,18 @@ def render(docs: Mapping[str, dict], owned: int, dormant: int, woken: int) -> by
                 count = sub[f"dispatchThrottled{dimension}EventsBy{label}Limit"]
                 yield f'{{reason="{reason}",{labels}}} {fmt(count)}'
 
-    parts = [
-        _family(
-            "sluice_topic_msg_rate_in", "gauge", "Messages/s published", per_topic("msgRateIn")
-        ),
-        _family("sluice_topic_msg_in", "counter", "Messages published", per_topic("msgInCounter")),
-        _family("sluice_topic_bytes_in", "counter", "Bytes published", per_topic("bytesInCounter")),
-        _family(
-            "sluice_subscription_msg_rate_out",
-            "gauge",
-            "Messages/s dispatched",
-            per_sub(lambda s: s["msgRateOut"]),
-        ),
-        _family(
-            "sluice_subscription_msg_out",
-            "counter",
-            "Messages dispatched",
-            per_sub(lambda s: s["msgOutCounter"]),
-        ),
-        _family(
-            "sluice_subscription_bytes_out",
-            "counter",
-            "Bytes dispatched",
-            per_sub(lambda s: s["bytesOutCounter"]),
-        ),
-        _family(
-            "sluice_subscription_back_log",
-            "gauge",
-            "Backlog (entries)",
-            per_sub(lambda s: s["msgBacklog"]),
-        ),
-        _family(
-            "sluice_subscription_unacked_messages",
-            "gauge",
-            "Unacknowledged entries",
-            per_sub(lambda s: s["unackedMessages"]),
-        ),
-        _family(
-            "sluice_subscription_consumers_count",
-            "gauge",
-            "Connected consumers",
-            per_sub(lambda s: len(s["consumers"])),
-        ),
-        _family(
-            "sluice_subscription_dispatch_throttled_msg_events",
-            "counter",
-            "Dispatches cut short by a message limit",
-            throttled("Msg"),
-        ),
-        _family(
-            "sluice_subscription_dispatch_throttled_bytes_events",
-            "counter",
-            "Dispatches cut short by a byte limit",
-            throttled("Bytes"),
-        ),
-        _family(
-            "sluice_worker_owned_partitions",
-            "gauge",
-            "Partitions this worker owns",
-            [f" {fmt(owned)}"],
-        ),
-        _family(
-            "sluice_worker_dormant_partitions",
-            "gauge",
-            "Owned partitions that are quiet: no runner, woken by clients' events",
-            [f" {fmt(dormant)}"],
-        ),
-        _family(
-            "sluice_worker_partition_wakeups",
-            "counter",
-            "Dormant partitions woken (events, timers)",
-            [f" {fmt(woken)}"],
-        ),
+    parts = [_family(name, kind, text, per_topic(field)) for name, kind, text, field in TOPIC]
+    parts += [_family(name, kind, text, per_sub(field)) for name, kind, text, field in SUBSCRIPTION]
+    parts += [_family(name, "counter", text, throttled(dim)) for name, text, dim in THROTTLED]
+    worker = (owned, dormant, woken)
+    parts += [
+        _family(name, kind, text, [f" {fmt(value)}"])
+        for (name, kind, text), value in zip(WORKER, worker, strict=True)
     ]
     return "".join(parts).encode()
+
+
+def _value(sub: dict, field: str) -> float:
+    """A subscription's figure: a field of its document (``consumers``: how many)."""
+    value = sub[field]
+    return len(value) if field == "consumers" else value
