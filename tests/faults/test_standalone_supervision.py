@@ -242,7 +242,13 @@ def test_the_worker_is_a_child_process_restarted_when_killed(standalone):
     assert new is not None and parent_of(new) == standalone.process.pid
     assert set(health) == {200}, health  # the admin service does not depend on the worker
     assert f"worker (pid {old}) died: killed by SIGKILL" in standalone.log()
-    assert f"worker restarted (pid {new}, restart 1)" in standalone.log()
+    # The supervisor says so once its own readiness check of the new child returns, which
+    # may be a moment after the one above saw it ready.
+    restarted = f"worker restarted (pid {new}, restart 1)"
+    logged_by = time.monotonic() + 10
+    while restarted not in standalone.log() and time.monotonic() < logged_by:
+        time.sleep(0.05)
+    assert restarted in standalone.log()
     # The new worker takes the partitions once the dead one's leases expire (3 s by default).
     round_trip(standalone, b"after")
     # The dead worker's registration expires; the live one is the new process.
