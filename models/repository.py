@@ -32,11 +32,21 @@ from models.orm import (
 from models.snapshot import NamespaceRates, PolicySnapshot, TopicRates
 from sluice.protocol.names import TopicName
 
+_BROKER_QUERY = select(BrokerConfigOverride.name, BrokerConfigOverride.value)
+
 
 async def load_broker_config(session: AsyncSession) -> BrokerConfig:
     """Defaults plus every stored override."""
-    rows = await session.execute(select(BrokerConfigOverride.name, BrokerConfigOverride.value))
-    return BrokerConfig.from_overrides(dict(rows.all()))
+    return BrokerConfig.from_overrides(dict(await _core_rows(session, _BROKER_QUERY)))
+
+
+async def _core_rows(
+    session: AsyncSession, query: Any, params: dict[str, Any] | None = None
+) -> list[Any]:
+    """Plain rows of a read on the session's connection (no ORM objects to build), after
+    flushing what the session holds (a dry run reads back its own pending writes)."""
+    await session.flush()
+    return list((await (await session.connection()).execute(query, params)).all())
 
 
 async def load_snapshot(
@@ -50,71 +60,116 @@ async def load_snapshot(
     """Every stored rate and flow policy, or only those of one namespace, by id or by
     ``tenant/namespace`` name (and optionally one topic in it)."""
     scope = (namespace_id, topic_id, namespace_name)
-    rows = await _scoped_rows(session, DispatchRatePolicy, *scope)
+    rows = await _scoped_rows(session, _RATE_COLUMNS, *scope)
     if broker is None:
         broker = await load_broker_config(session)
     snapshot = build_snapshot(broker, rows)
-    namespace_flow, topic_flow = _fold_flow(await _scoped_rows(session, FlowPolicy, *scope))
+    namespace_flow, topic_flow = _fold_flow(await _scoped_rows(session, _FLOW_COLUMNS, *scope))
     return replace(snapshot, namespace_flow=namespace_flow, topic_flow=topic_flow)
+
+
+# What the snapshot reads of each policy table (plain rows, no ORM objects: a worker reads a
+# namespace's policies again on every change event).
+_RATE_COLUMNS = (
+    DispatchRatePolicy,
+    (
+        DispatchRatePolicy.topic_id,
+        DispatchRatePolicy.subscription,
+        DispatchRatePolicy.kind,
+        DispatchRatePolicy.msg,
+        DispatchRatePolicy.byte,
+        DispatchRatePolicy.relative,
+        DispatchRatePolicy.period,
+    ),
+)
+_FLOW_COLUMNS = (FlowPolicy, (FlowPolicy.topic_id, FlowPolicy.kind, FlowPolicy.value))
+_SCOPED: dict[tuple[type, bool, bool, bool], Any] = {}
+
+
+def _scoped_query(
+    columns: tuple[Any, tuple[Any, ...]], by_id: bool, by_topic: bool, by_name: bool
+) -> Any:
+    """The query of one policy table's rows in a scope, built once per shape (its SQL is
+    then compiled once too); parameters ``namespace_id``, ``topic_id``, ``tenant``,
+    ``namespace``."""
+    model, wanted = columns
+    shape = (model, by_id, by_topic, by_name)
+    query = _SCOPED.get(shape)
+    if query is None:
+        query = (
+            select(*wanted, Tenant.name.label("tenant"), Namespace.name.label("namespace"))
+            .add_columns(Topic.name.label("topic"))
+            .join(Namespace, model.namespace_id == Namespace.id)
+            .join(Tenant, Namespace.tenant_id == Tenant.id)
+            .outerjoin(Topic, model.topic_id == Topic.id)
+        )
+        if by_id:
+            query = query.where(model.namespace_id == bindparam("namespace_id"))
+        if by_name:
+            query = query.where(
+                Tenant.name == bindparam("tenant"), Namespace.name == bindparam("namespace")
+            )
+        if by_topic:
+            query = query.where(
+                model.topic_id.is_(None) | (model.topic_id == bindparam("topic_id"))
+            )
+        _SCOPED[shape] = query
+    return query
 
 
 async def _scoped_rows(
     session: AsyncSession,
-    model: type[DispatchRatePolicy] | type[FlowPolicy],
+    columns: tuple[Any, tuple[Any, ...]],
     namespace_id: int | None,
     topic_id: int | None,
     namespace_name: str | None,
 ) -> list[Any]:
-    """(policy, tenant, namespace, topic) rows of one policy table, in scope: everything,
-    one namespace (by id or ``tenant/namespace``), and within it one topic plus the
-    namespace's own policies."""
-    query = (
-        select(model, Tenant.name, Namespace.name, Topic.name)
-        .join(Namespace, model.namespace_id == Namespace.id)
-        .join(Tenant, Namespace.tenant_id == Tenant.id)
-        .outerjoin(Topic, model.topic_id == Topic.id)
+    """Rows (the policy's columns, tenant, namespace, topic) of one policy table in scope:
+    everything, one namespace (by id or ``tenant/namespace``), and within it one topic plus
+    the namespace's own policies."""
+    query = _scoped_query(
+        columns, namespace_id is not None, topic_id is not None, namespace_name is not None
     )
-    if namespace_id is not None:
-        query = query.where(model.namespace_id == namespace_id)
-    if namespace_name is not None:
-        tenant, _, namespace = namespace_name.partition("/")
-        query = query.where(Tenant.name == tenant, Namespace.name == namespace)
-    if topic_id is not None:
-        query = query.where(model.topic_id.is_(None) | (model.topic_id == topic_id))
-    return list((await session.execute(query)).all())
+    tenant, _, namespace = (namespace_name or "").partition("/")
+    params = {
+        "namespace_id": namespace_id,
+        "topic_id": topic_id,
+        "tenant": tenant,
+        "namespace": namespace,
+    }
+    return await _core_rows(session, query, params)
 
 
 def _fold_flow(rows: list[Any]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Flow-control policies by ``tenant/namespace`` and by base topic full name."""
     namespaces: dict[str, dict[str, Any]] = defaultdict(dict)
     topics: dict[str, dict[str, Any]] = defaultdict(dict)
-    for policy, tenant, namespace, topic in rows:
-        value = value_from_json(policy.kind, policy.value)
-        if policy.topic_id is None:
-            namespaces[f"{tenant}/{namespace}"][policy.kind] = value
+    for row in rows:
+        value = value_from_json(row.kind, row.value)
+        if row.topic_id is None:
+            namespaces[f"{row.tenant}/{row.namespace}"][row.kind] = value
         else:
-            topics[TopicName(tenant, namespace, topic).full][policy.kind] = value
+            topics[TopicName(row.tenant, row.namespace, row.topic).full][row.kind] = value
     return dict(namespaces), dict(topics)
 
 
-def build_snapshot(
-    broker: BrokerConfig, rows: list[tuple[DispatchRatePolicy, str, str, str | None]]
-) -> PolicySnapshot:
-    """Fold (policy, tenant, namespace, topic) rows into a snapshot."""
+def build_snapshot(broker: BrokerConfig, rows: list[Any]) -> PolicySnapshot:
+    """Fold rate rows (topic_id, subscription, kind, msg, byte, relative, period, tenant,
+    namespace, topic) into a snapshot."""
     ns_rates: dict[str, dict[str, DispatchRate]] = defaultdict(dict)
     topic_rates: dict[str, dict[str, DispatchRate]] = defaultdict(dict)
     sub_rates: dict[str, dict[str, DispatchRate]] = defaultdict(dict)
-    for policy, tenant, namespace, topic in rows:
-        rate = policy.to_rate()
-        if policy.topic_id is None:
-            ns_rates[f"{tenant}/{namespace}"][policy.kind] = rate
+    for row in rows:
+        rate = DispatchRate(msg=row.msg, byte=row.byte, relative=row.relative, period=row.period)
+        if row.topic_id is None:
+            ns_rates[f"{row.tenant}/{row.namespace}"][row.kind] = rate
             continue
-        assert topic is not None  # a topic-level row joins its topic
-        full = TopicName(tenant, namespace, topic).full
-        if policy.subscription is None:
-            topic_rates[full][policy.kind] = rate
+        assert row.topic is not None  # a topic-level row joins its topic
+        full = TopicName(row.tenant, row.namespace, row.topic).full
+        if row.subscription is None:
+            topic_rates[full][row.kind] = rate
         else:
-            sub_rates[full][policy.subscription] = rate
+            sub_rates[full][row.subscription] = rate
     namespaces = {
         name: NamespaceRates(kinds.get(DISPATCH_RATE), kinds.get(SUBSCRIPTION_DISPATCH_RATE))
         for name, kinds in ns_rates.items()
