@@ -38,6 +38,7 @@ standalone: system $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: system $(STAMP) $(NODE_STAMP) lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile
