@@ -26,6 +26,7 @@ from models.errors import PreconditionFailed
 from sluice.protocol import keys
 from sluice.protocol.frames import partitions_of
 from sluice.protocol.names import TopicName
+from sluice.protocol.text import as_text
 
 
 class DataPlane(CatalogProjection):
@@ -74,7 +75,7 @@ class DataPlane(CatalogProjection):
 
         raw = await in_batches(self.redis, partitions, counters, raise_on_error=False)
         subs = {
-            p.full: sorted(_text(s) for s in members) if isinstance(members, set) else []
+            p.full: sorted(as_text(s) for s in members) if isinstance(members, set) else []
             for p, members in zip(partitions, raw[1::2], strict=True)
         }
         pairs = [(p, name) for p in partitions for name in subs[p.full]]
@@ -109,7 +110,7 @@ def _subscription_document(stats: Any = None, sub_type: Any = None) -> dict[str,
         "unackedMessages": 0,
         "msgAckCounter": int(stats.get(b"acked", 0)),
         "totalMsgExpired": int(stats.get(b"expired", 0)),
-        "type": _text(sub_type) if sub_type else "Shared",
+        "type": as_text(sub_type) if sub_type else "Shared",
         "isDurable": True,
         "blockedSubscriptionOnUnackedMsgs": False,
         "consumers": [],
@@ -165,14 +166,14 @@ async def live_workers(redis: Redis) -> list[dict[str, Any]]:
     """Workers whose heartbeat has not expired (by Redis time), with their registration."""
     seconds, micros = await redis.time()
     now_ms = seconds * 1000 + micros // 1000
-    ids = sorted(_text(w) for w in await redis.zrangebyscore(keys.WORKERS, now_ms, "+inf"))
+    ids = sorted(as_text(w) for w in await redis.zrangebyscore(keys.WORKERS, now_ms, "+inf"))
     async with redis.pipeline(transaction=False) as pipe:
         for worker_id in ids:
             pipe.hgetall(keys.worker_info(worker_id))
         raw_infos = await pipe.execute()
     workers = []
     for worker_id, raw in zip(ids, raw_infos, strict=True):
-        info = {_text(k): _text(v) for k, v in raw.items()}
+        info = {as_text(k): as_text(v) for k, v in raw.items()}
         workers.append(
             {
                 "id": worker_id,
@@ -192,18 +193,18 @@ async def lookup(redis: Redis, partitions: list[TopicName]) -> dict[str, dict[st
     tokens = await get_many(redis, [keys.lease(p) for p in partitions])
     seconds, micros = await redis.time()
     now_ms = seconds * 1000 + micros // 1000
-    live = {_text(w) for w in await redis.zrangebyscore(keys.WORKERS, now_ms, "+inf")}
+    live = {as_text(w) for w in await redis.zrangebyscore(keys.WORKERS, now_ms, "+inf")}
     infos: dict[str, dict[str, str]] = {}
     answer = {}
     for partition, token in zip(partitions, tokens, strict=True):
-        owner = _text(token).rpartition(":")[0] if token is not None else None
+        owner = as_text(token).rpartition(":")[0] if token is not None else None
         if owner is None or owner not in live:
             answer[partition.full] = {"owner": None, "leaseToken": None}
             continue
-        token = _text(token)
+        token = as_text(token)
         if owner not in infos:
             raw = await redis.hgetall(keys.worker_info(owner))
-            infos[owner] = {_text(k): _text(v) for k, v in raw.items()}
+            infos[owner] = {as_text(k): as_text(v) for k, v in raw.items()}
         info = infos[owner]
         answer[partition.full] = {
             "brokerUrl": f"sluice://{owner}",
@@ -212,10 +213,6 @@ async def lookup(redis: Redis, partitions: list[TopicName]) -> dict[str, dict[st
             "leaseToken": token,
         }
     return answer
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 SUMMED_TOPIC = (
@@ -302,6 +299,6 @@ async def registry_topics(
         )
         assert isinstance(chunk, dict)  # names with their records
         for name in chunk.keys() - skipped - skip:
-            found[_text(name)] = int(orjson.loads(chunk[name])["partitions"])
+            found[as_text(name)] = int(orjson.loads(chunk[name])["partitions"])
         if not cursor:
             return found

@@ -25,6 +25,7 @@ from dataplane.batches import in_batches
 from dataplane.scripts import Scripts
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
+from sluice.protocol.text import as_text
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +40,6 @@ class Backlog:
 
     entries: int
     pending: int
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 async def read_backlogs(
@@ -68,7 +65,11 @@ async def read_backlogs(
     for partition, groups in zip(partitions, replies, strict=True):
         found = answer.setdefault(partition.full, {})
         for group in groups if isinstance(groups, list) else []:
-            name, pending, lag = _text(group["name"]), int(group.get("pending") or 0), group["lag"]
+            name, pending, lag = (
+                as_text(group["name"]),
+                int(group.get("pending") or 0),
+                group["lag"],
+            )
             if lag is None:
                 unknown.append((partition, name))
             else:
@@ -114,7 +115,7 @@ async def _count_unknown(
             if int(reply[0]) == 0:
                 result[pair] = _backlog(reply)
             else:
-                ref, added, end = _text(reply[1]), int(reply[2]), _text(reply[3])
+                ref, added, end = as_text(reply[1]), int(reply[2]), as_text(reply[3])
                 walks[pair] = _Walk(ref, added, end, int(reply[4]), ref)
         await _count(redis, scripts, walks)
         todo = await _store(redis, scripts, walks, result)
@@ -142,8 +143,8 @@ async def _count(redis: Redis, scripts: Scripts, walks: dict[tuple[TopicName, st
         for pair, (n, last) in zip(counting, replies, strict=True):
             walk = walks[pair]
             walk.counted += int(n)
-            if int(n) == COUNT_BATCH and _text(last) != walk.end:
-                walk.anchor = _text(last)
+            if int(n) == COUNT_BATCH and as_text(last) != walk.end:
+                walk.anchor = as_text(last)
                 still.append(pair)
         counting = still
 
@@ -178,7 +179,7 @@ async def _store(
         for pair, reply in zip(pairs, replies, strict=True):
             status = int(reply[0]) if isinstance(reply, list) else -1
             if status == 1:
-                position[pair] = (_text(reply[1]), int(reply[2]), position[pair][2])
+                position[pair] = (as_text(reply[1]), int(reply[2]), position[pair][2])
                 continue
             del position[pair]
             if status == 0:

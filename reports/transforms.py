@@ -526,8 +526,3 @@ def backlog_report(snapshots: DataFrame, window: str) -> DataFrame:
 
 RATES = Report(rate_partials, roll_up_rates, finish_rates)
 BACKLOG = Report(backlog_partials, roll_up_backlog, finish_backlog)
-
-
-def top_growing(backlog: DataFrame, n: int) -> DataFrame:
-    """The ``n`` fastest-growing backlogs of each window."""
-    return backlog.where((F.col("growth_rank") <= n) & (F.col("growth_per_s") > 0))

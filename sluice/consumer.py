@@ -54,6 +54,7 @@ from sluice.protocol.frames import (
     wake_dispatch,
 )
 from sluice.protocol.names import TopicName
+from sluice.protocol.text import as_text
 from sluice.refusals import denied, refusal, session_ended
 
 if TYPE_CHECKING:
@@ -255,7 +256,9 @@ class Consumer:
                 part.log, self._subscription, "-", "+", 100_000, consumername=self._id
             )
             ids = [
-                MessageId(_text(cast(bytes, p["message_id"])), part.index_in_topic, -1, part.topic)
+                MessageId(
+                    as_text(cast(bytes, p["message_id"])), part.index_in_topic, -1, part.topic
+                )
                 for p in pending
             ]
             if ids:
@@ -668,7 +671,3 @@ def _take_all(queue: deque) -> list:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

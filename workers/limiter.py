@@ -183,21 +183,3 @@ class RateLimiter:
     def _notify(self) -> None:
         event, self._changed = self._changed, asyncio.Event()
         event.set()
-
-
-def combined_budget(limiters: list[RateLimiter], now: float) -> tuple[Budget, list[RateLimiter]]:
-    """The smallest budget over the enabled limiters, and the limiters that are exhausted."""
-    messages: int | None = None
-    size: int | None = None
-    exhausted: list[RateLimiter] = []
-    for limiter in limiters:
-        if not limiter.enabled:
-            continue
-        budget = limiter.available(now)
-        if budget.exhausted:
-            exhausted.append(limiter)
-        if budget.messages is not None:
-            messages = budget.messages if messages is None else min(messages, budget.messages)
-        if budget.bytes is not None:
-            size = budget.bytes if size is None else min(size, budget.bytes)
-    return Budget(messages, size), exhausted

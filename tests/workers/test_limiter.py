@@ -6,7 +6,7 @@ import pytest
 
 from models.dispatch_rate import DispatchRate
 from models.resolution import Level, Limiter, ResolvedRate
-from workers.limiter import QuotaBucket, RateLimiter, combined_budget
+from workers.limiter import QuotaBucket, RateLimiter
 
 
 def resolved(msg=-1, byte=-1, period=1, kind=Limiter.TOPIC) -> ResolvedRate:
@@ -76,15 +76,13 @@ def test_turning_a_limit_on_starts_a_fresh_window():
 
 def test_reservations_prevent_overselling_a_shared_limiter():
     topic = RateLimiter(Limiter.TOPIC, 0.0, resolved(msg=100))
-    budget, exhausted = combined_budget([topic], 0.0)
-    assert (budget.messages, exhausted) == (100, [])
+    assert topic.available(0.0).messages == 100 and not topic.available(0.0).exhausted
     topic.reserve(100, None, 0.0)  # dispatcher A is in flight with the whole quota
-    budget, exhausted = combined_budget([topic], 0.0)
-    assert budget.messages == 0 and exhausted == [topic]
+    budget = topic.available(0.0)
+    assert budget.messages == 0 and budget.exhausted
     assert topic.has_reservations
     topic.settle(100, None, 60, 0)  # A handed out 60: 40 come back
-    budget, _ = combined_budget([topic], 0.0)
-    assert budget.messages == 40
+    assert topic.available(0.0).messages == 40
     assert not topic.has_reservations
 
 
@@ -94,14 +92,6 @@ def test_overshoot_of_the_last_entry_becomes_debt():
     sub.settle(None, 1000, 2, 1100)  # the last entry crossed the limit
     assert sub.available(0.5).bytes == -100
     assert sub.available(1.0).bytes == 900
-
-
-def test_combined_budget_is_the_minimum_per_dimension():
-    broker = RateLimiter(Limiter.BROKER, 0.0, resolved(byte=5000, kind=Limiter.BROKER))
-    topic = RateLimiter(Limiter.TOPIC, 0.0, resolved(msg=50, byte=1000))
-    sub = RateLimiter(Limiter.SUBSCRIPTION, 0.0)
-    budget, exhausted = combined_budget([broker, topic, sub], 0.0)
-    assert (budget.messages, budget.bytes, exhausted) == (50, 1000, [])
 
 
 def test_apply_in_place_keeps_accounting():
