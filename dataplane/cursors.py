@@ -36,6 +36,7 @@ from dataplane.scripts import Scripts
 from sluice.protocol import keys
 from sluice.protocol.frames import parse_position, wake_dispatch
 from sluice.protocol.names import TopicName
+from sluice.protocol.text import as_text
 
 Pair = tuple[TopicName, str]  # (partition, subscription)
 
@@ -80,10 +81,6 @@ class ResetOutcome:
     returned: int  # messages taken back from consumers' receiver queues
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def next_id(entry_id: str) -> str:
     """The smallest stream id after ``entry_id``."""
     ms, seq = parse_position(entry_id)
@@ -117,7 +114,7 @@ class Cursors:
             self.redis, partitions, lambda pipe, p: pipe.smembers(keys.subs(p))
         )
         return [
-            (p, _text(name))
+            (p, as_text(name))
             for p, names in zip(partitions, members, strict=True)
             for name in sorted(names)
         ]
@@ -138,7 +135,7 @@ class Cursors:
             self.redis, partitions, lambda pipe, p: pipe.xrevrange(keys.log(p), count=1)
         )
         return {
-            p.full: _text(rows[0][0]) for p, rows in zip(partitions, found, strict=True) if rows
+            p.full: as_text(rows[0][0]) for p, rows in zip(partitions, found, strict=True) if rows
         }
 
     async def skip(
@@ -272,7 +269,7 @@ class Cursors:
             lambda pipe, p: pipe.xrevrange(keys.log(p), max=bound, min="-", count=1),
         )
         last = {
-            p.full: _text(rows[0][0]) if rows else START
+            p.full: as_text(rows[0][0]) if rows else START
             for p, rows in zip(partitions, found, strict=True)
         }
         return {pair: last[pair[0].full] for pair in pairs}
@@ -294,7 +291,7 @@ class Cursors:
             still = []
             for pair, (n, last) in zip(counting, replies, strict=True):
                 if int(n):
-                    state[pair] = (_text(last), state[pair][1] + int(n))
+                    state[pair] = (as_text(last), state[pair][1] + int(n))
                 if int(n) == COUNT_BATCH:
                     still.append(pair)
             counting = still
@@ -329,50 +326,40 @@ class Cursors:
             return None
         entry_id, flat = reply
         pairs = iter(flat)
-        return Entry(_text(entry_id), {_text(k): v for k, v in zip(pairs, pairs, strict=True)})
+        return Entry(as_text(entry_id), {as_text(k): v for k, v in zip(pairs, pairs, strict=True)})
 
     # --- internal stats -------------------------------------------------------------------
 
     async def internal_stats(self, partitions: Sequence[TopicName]) -> dict[str, dict[str, Any]]:
         """Storage-level stats of each partition: its stream, its consumer groups (cursor,
-        lag, pending entries, consumers) and its owner."""
-
-        def per_partition(pipe: Pipeline, partition: TopicName) -> None:
-            pipe.xinfo_stream(keys.log(partition))
-            pipe.xinfo_groups(keys.log(partition))
-            pipe.get(keys.lease(partition))
-
-        raw = await in_batches(self.redis, partitions, per_partition, raise_on_error=False)
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for i, partition in enumerate(partitions):
-            listed = raw[3 * i + 1]
-            groups[partition.full] = listed if isinstance(listed, list) else []
-        pairs = [(p, _text(g["name"])) for p in partitions for g in groups[p.full]]
-
-        def per_group(pipe: Pipeline, pair: Pair) -> None:
-            partition, name = pair
-            pipe.xpending(keys.log(partition), name)
-            pipe.xinfo_consumers(keys.log(partition), name)
-            pipe.zcard(keys.sub_key(partition, name, "redeliver"))
-
-        details = iter(await in_batches(self.redis, pairs, per_group, raise_on_error=False))
+        lag, pending entries, consumers) and its owner, each partition read in one atomic
+        call (``internal_read.lua``), so its cursors and pending entries agree."""
+        script = self.scripts["internal_read"]
+        raw = await in_batches(
+            self.redis,
+            partitions,
+            lambda pipe, p: script(
+                keys=[keys.log(p), keys.lease(p)],
+                args=[keys.subscriptions_prefix(p)],
+                client=pipe,
+            ),
+        )
         docs = {}
-        for i, partition in enumerate(partitions):
-            stream, token = raw[3 * i], raw[3 * i + 2]
-            stream = stream if isinstance(stream, dict) else {}
+        for partition, (stream_flat, token, *groups) in zip(partitions, raw, strict=True):
+            stream = _flat_dict(stream_flat) if stream_flat else {}
             cursors = {}
-            for group in groups[partition.full]:
-                pending, consumers, scheduled = next(details), next(details), next(details)
-                cursors[_text(group["name"])] = _cursor(group, pending, consumers, scheduled)
+            for group_flat, pending, consumers, scheduled in groups:
+                group = _flat_dict(group_flat)
+                cursors[as_text(group["name"])] = _cursor(group, pending, consumers, scheduled)
             first, last = stream.get("first-entry"), stream.get("last-entry")
-            token_text = _text(token) if token is not None else None
+            token_text = as_text(token) if token is not None else None
             docs[partition.full] = {
                 "entriesAddedCounter": int(stream.get("entries-added") or 0),
                 "numberOfEntries": int(stream.get("length") or 0),
-                "firstEntryId": _text(first[0]) if first else None,
-                "lastEntryId": _text(last[0]) if last else None,
-                "lastConfirmedEntry": pulsar_position(_text(last[0])) if last else None,
-                "lastGeneratedId": _text(stream.get("last-generated-id") or START),
+                "firstEntryId": as_text(first[0]) if first else None,
+                "lastEntryId": as_text(last[0]) if last else None,
+                "lastConfirmedEntry": pulsar_position(as_text(last[0])) if last else None,
+                "lastGeneratedId": as_text(stream.get("last-generated-id") or START),
                 "owner": token_text.rpartition(":")[0] if token_text else None,
                 "leaseToken": token_text,
                 "cursors": cursors,
@@ -387,7 +374,7 @@ class Cursors:
         heartbeat, or from its next dispatch call, which is refused): it stops the partition
         and takes the lease again.  Returns the owners released."""
         tokens = await in_batches(self.redis, partitions, lambda pipe, p: pipe.get(keys.lease(p)))
-        held = [(p, _text(t)) for p, t in zip(partitions, tokens, strict=True) if t is not None]
+        held = [(p, as_text(t)) for p, t in zip(partitions, tokens, strict=True) if t is not None]
         script = self.scripts["lease_release"]
         released = await in_batches(
             self.redis,
@@ -419,25 +406,35 @@ def pulsar_position(entry_id: str) -> str:
     return f"{ms}:{seq}"
 
 
-def _cursor(group: dict[str, Any], pending: Any, consumers: Any, scheduled: Any) -> dict[str, Any]:
-    pending = pending if isinstance(pending, dict) else {}
-    consumers = consumers if isinstance(consumers, list) else []
+def _flat_dict(flat: list[Any]) -> dict[str, Any]:
+    """A flat ``[field, value, ...]`` reply (as a script returns XINFO's) as a dict."""
+    pairs = iter(flat)
+    return {as_text(k): v for k, v in zip(pairs, pairs, strict=True)}
+
+
+def _cursor(
+    group: dict[str, Any], pending: list[Any], consumers: list[Any], scheduled: int
+) -> dict[str, Any]:
+    """A consumer group's cursor, from its XINFO GROUPS entry, XPENDING summary (count,
+    first id, last id, per consumer), XINFO CONSUMERS entries and scheduled redeliveries."""
     lag = group.get("lag")
     read = group.get("entries-read")
+    count, first_pending, last_pending = pending[0], pending[1], pending[2]
+    listed = [_flat_dict(c) for c in consumers]
     return {
-        "lastDeliveredId": _text(group.get("last-delivered-id") or START),
+        "lastDeliveredId": as_text(group.get("last-delivered-id") or START),
         "messagesConsumedCounter": int(read) if read is not None else None,
         "lag": int(lag) if lag is not None else None,
-        "pendingCount": int(pending.get("pending") or 0),
-        "firstPendingId": _text(pending["min"]) if pending.get("min") else None,
-        "lastPendingId": _text(pending["max"]) if pending.get("max") else None,
-        "scheduledRedeliveries": int(scheduled) if isinstance(scheduled, int) else 0,
+        "pendingCount": int(count or 0),
+        "firstPendingId": as_text(first_pending) if first_pending else None,
+        "lastPendingId": as_text(last_pending) if last_pending else None,
+        "scheduledRedeliveries": int(scheduled or 0),
         "consumers": [
             {
-                "name": _text(c["name"]),
+                "name": as_text(c["name"]),
                 "pendingCount": int(c.get("pending") or 0),
                 "idleMs": int(c.get("idle") or 0),
             }
-            for c in consumers
+            for c in listed
         ],
     }

@@ -51,6 +51,7 @@ SCRIPT_NAMES = (
     "peek",
     "trim",
     "stats_read",
+    "internal_read",
 )
 
 

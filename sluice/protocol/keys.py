@@ -280,9 +280,14 @@ def subscribe_counter(partition: TopicName, consumer_name: str, client_host: str
     return f"{partition_prefix(partition)}subrate:{client_host}/{consumer_name}"
 
 
+def subscriptions_prefix(partition: TopicName) -> str:
+    """``sl:{P}:s:`` — every key of the partition's subscriptions starts with it."""
+    return f"{partition_prefix(partition)}s:"
+
+
 def sub_prefix(partition: TopicName, subscription: str) -> str:
     """``sl:{P}:s:{S}:`` — every key of one subscription on one partition starts with it."""
-    return f"{partition_prefix(partition)}s:{subscription}:"
+    return f"{subscriptions_prefix(partition)}{subscription}:"
 
 
 def sub_key(partition: TopicName, subscription: str, name: str) -> str:
