@@ -22,18 +22,22 @@ RUN python -m venv /opt/sluice \
 
 WORKDIR /src
 
-# Dependencies first, from pyproject.toml alone, so that a code change reuses this layer.
+# Dependencies first, from the two pyproject.toml files alone, so that a code change reuses this
+# layer: the client's (client/pyproject.toml, the sluice package) and the server's extras (the
+# server's own dependency is the client, installed from this source below).
 COPY pyproject.toml README.md ./
+COPY client/pyproject.toml client/README.md ./client/
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+c = tomllib.load(open('client/pyproject.toml', 'rb'))['project']; \
 extras = p['optional-dependencies']; \
-print('\n'.join(p['dependencies'] + extras['server'] + extras['reports']))" > /tmp/requirements.txt \
+print('\n'.join(c['dependencies'] + extras['server'] + extras['reports']))" > /tmp/requirements.txt \
  && /opt/sluice/bin/pip install -r /tmp/requirements.txt
 
 # Then the project itself (the .dockerignore keeps tests, docs and the chart out).
 COPY . .
 # (pip byte-compiles what it installs: the runtime user cannot write there, so the .pyc files
 # are kept for fast start-up.)
-RUN /opt/sluice/bin/pip install --no-deps . \
+RUN /opt/sluice/bin/pip install --no-deps ./client . \
  && /opt/sluice/bin/sluice --help > /dev/null
 
 # ---------------------------------------------------------------------------------------------

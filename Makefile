@@ -14,15 +14,18 @@ NODE_STAMP := $(NODE_DIR)/node_modules/.installed
 PIP_VERSION := 26.3
 UV_VERSION  := 0.13.9
 
-.PHONY: system standalone test lint format bench bench-smoke lock clean
+.PHONY: system standalone test lint format bench bench-smoke lock dist clean
 
 system:
 	@PYTHON=$(PYTHON) bash scripts/install-system-packages.sh
 
-$(STAMP): pyproject.toml constraints.txt | system
+# The client (client/pyproject.toml, the sluice package) and the server (pyproject.toml, which
+# depends on it) are two distributions; both are installed editable from this checkout.
+$(STAMP): pyproject.toml client/pyproject.toml constraints.txt | system
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check pip==$(PIP_VERSION)
-	$(BIN)/python -m pip install --quiet --constraint constraints.txt -e '.[server,reports,dev]'
+	$(BIN)/python -m pip install --quiet --constraint constraints.txt \
+		-e ./client -e '.[server,reports,dev]'
 	touch $(STAMP)
 
 # npm ci removes node_modules and installs exactly the lock file's versions.
@@ -58,7 +61,14 @@ format: $(STAMP)
 lock: $(STAMP)
 	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
 	$(BIN)/uv pip compile pyproject.toml --extra server --extra reports --extra dev --universal \
-		--python-version 3.11 --custom-compile-command "make lock" --quiet -o constraints.txt
+		--python-version 3.11 --custom-compile-command "make lock" --no-emit-package sluice-client \
+		--quiet -o constraints.txt
+
+# The two wheels into dist/: sluice_client (only the sluice package) and sluice_dispatch (the
+# server, which requires it), built offline with the environment's setuptools.
+dist: $(STAMP)
+	rm -rf dist build client/build
+	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist ./client .
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR)/node_modules data .pytest_cache .ruff_cache

@@ -133,13 +133,21 @@ def test_dependency_layer_lists_the_project_requirements(tmp_path):
     argv = shlex.split(command)
     assert argv[:2] == ["python", "-c"]
     (tmp_path / "pyproject.toml").write_bytes((ROOT / "pyproject.toml").read_bytes())
+    (tmp_path / "client").mkdir()
+    client_toml = ROOT / "client" / "pyproject.toml"
+    (tmp_path / "client" / "pyproject.toml").write_bytes(client_toml.read_bytes())
     output = subprocess.run(
         [sys.executable, "-c", argv[2]], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout.split()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    client = tomllib.loads(client_toml.read_text())["project"]
     extras = project["optional-dependencies"]
-    expected = project["dependencies"] + extras["server"] + extras["reports"]
+    # The server's own dependency is the client, whose dependencies are listed instead.
+    assert project["dependencies"] == ["sluice-client==0.1.0"]
+    expected = client["dependencies"] + extras["server"] + extras["reports"]
     assert output == [d.replace(" ", "") for d in expected]
+    copies = [c.value for c in stages()[0] if c.cmd == "COPY"]
+    assert ("client/pyproject.toml", "client/README.md", "./client/") in copies
 
 
 def _ignored(path: str, patterns: list[str]) -> bool:
@@ -165,11 +173,12 @@ def ignore_patterns() -> list[str]:
 def test_dockerignore_keeps_the_packages_and_drops_the_rest(ignore_patterns):
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     packages = {p.rstrip("*") for p in setuptools["packages"]["find"]["include"]}
+    packages.add("sluice")  # the client distribution's (client/pyproject.toml)
     present = [p for p in sorted(packages) if (ROOT / p).is_dir()]
     assert {"api", "models", "workers", "sluice", "migrations"} <= set(present)
     for package in present:
         assert not _ignored(f"{package}/__init__.py", ignore_patterns), package
-    for needed in ("pyproject.toml", "README.md"):
+    for needed in ("pyproject.toml", "README.md", "client/pyproject.toml", "client/README.md"):
         assert not _ignored(needed, ignore_patterns), needed
     for dropped in (".git", ".venv/bin/python", "tests/conftest.py", "data/sluice.db", "helm"):
         assert _ignored(dropped, ignore_patterns), dropped
