@@ -84,6 +84,25 @@ def connect_redis(settings: Settings) -> Redis:
     )
 
 
+# Every HTTP router of the admin service, in the order they are matched.
+ROUTERS = (
+    clusters_router,
+    tenants_router,
+    namespaces_router,
+    policies_router,
+    flow_router,
+    rates_router,
+    permissions_router,
+    topics_router,
+    operations_router,
+    brokers_router,
+    audit_router,
+    reports_router,
+    console_router,
+    sessions_router,
+)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the admin service for ``settings`` (read from the environment by default)."""
     settings = settings or Settings()
@@ -91,55 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Connections in steady use skip the check before each use (a round trip per
-        # request); one idle for a second is checked (models.db).
-        engine = make_async_engine(
-            settings.effective_database_url, pool_size=settings.db_pool_size, ping_after_idle=1.0
-        )
-        sessions = make_session_factory(engine)
-        redis = connect_redis(settings)
-        relay = OutboxRelay(
-            sessions,
-            redis,
-            settings.events_stream,
-            maxlen=settings.events_stream_maxlen,
-            sweep_seconds=settings.outbox_sweep_seconds,
-        )
-        await ensure_local_cluster(
-            sessions, settings.cluster_name, f"http://localhost:{settings.http_port}"
-        )
-        try:
-            await migrate_legacy_keys(redis)
-        except RedisError as exc:  # Redis may come later; the workers migrate on their start
-            log.warning("legacy keys not migrated at start: %s", exc)
-        data_plane = DataPlane(redis, int(settings.consumer_timeout_seconds * 1000))
-        cache = PolicyCache(sessions, redis, settings.events_stream)
-        try:
-            await cache.reload()
-        except Exception as exc:  # the database may come later; reads fall back meanwhile
-            log.warning("policy cache not loaded at start: %s", exc)
-        enforcement = Enforcement(redis, settings.apply_timeout_seconds)
-        reports = ReportQueue(settings)
-        app.state.sluice = AppState(
-            settings, engine, sessions, redis, relay, data_plane, cache, enforcement, reports
-        )
-        # With authentication on, clients get Redis users of their own (api.sessions).
-        acl_sessions = None
-        if access_control.authentication:
-            acl_sessions = Sessions(
-                redis,
-                functools.partial(role_grants, sessions, access_control),
-                settings.dataplane_session_seconds,
-            )
-            app.state.dataplane_acl = acl_sessions
-        tasks = [
-            asyncio.create_task(relay.run(), name="outbox-relay"),
-            asyncio.create_task(relay.mark(), name="outbox-mark"),
-            asyncio.create_task(cache.run(), name="policy-cache"),
-            asyncio.create_task(enforcement.run(), name="enforcement"),
-        ]
-        if acl_sessions is not None:
-            tasks.append(asyncio.create_task(acl_sessions.run(), name="acl-sessions"))
+        tasks = await _start(app, settings, access_control)
         # Objects made at start-up live as long as the process: keeping them out of the
         # collector's generations shortens the full collections that show up as latency spikes.
         gc.freeze()
@@ -147,13 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             gc.unfreeze()
-            for task in tasks:
-                task.cancel()
-            await asyncio.wait(tasks, timeout=5)
-            await close_websocket_client(app)
-            reports.close()
-            await redis.aclose()
-            await engine.dispose()
+            await _stop(app, tasks)
 
     app = FastAPI(
         title="Sluice admin API",
@@ -173,30 +138,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.router.default = not_found
     app.state.access_control = access_control
     app.state.dataplane_acl = None  # the data-plane sessions, made at start-up (lifespan)
-    routers = (
-        clusters_router,
-        tenants_router,
-        namespaces_router,
-        policies_router,
-        flow_router,
-        rates_router,
-        permissions_router,
-        topics_router,
-        operations_router,
-        brokers_router,
-        audit_router,
-        reports_router,
-        console_router,
-        sessions_router,
-    )
-    for router in routers:
+    for router in ROUTERS:
         app.include_router(router)
     # Pulsar's WebSocket API: outside the app-wide dependency (made for HTTP requests); each
     # handler applies the same policy itself (api.auth.authorize_websocket).
     app.router.routes.extend(websocket_router.routes)
     install_docs(app)
-    index_routes(app, routers)
+    index_routes(app, ROUTERS)
     install_error_handlers(app)
+    _add_middleware(app, settings, access_control)
+    return app
+
+
+def _add_middleware(app: FastAPI, settings: Settings, access_control: AccessControl) -> None:
+    """The middlewares, innermost first."""
     if access_control.authentication:
         # Innermost of the middlewares: CORS preflights and body limits come first.
         app.add_middleware(AuthenticationMiddleware, control=access_control)
@@ -210,4 +165,70 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_headers=["*"],
         )
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
-    return app
+
+
+async def _start(
+    app: FastAPI, settings: Settings, access_control: AccessControl
+) -> list[asyncio.Task]:
+    """Connect, build the process state (``app.state.sluice``) and start the background
+    tasks (returned)."""
+    # Connections in steady use skip the check before each use (a round trip per
+    # request); one idle for a second is checked (models.db).
+    engine = make_async_engine(
+        settings.effective_database_url, pool_size=settings.db_pool_size, ping_after_idle=1.0
+    )
+    sessions = make_session_factory(engine)
+    redis = connect_redis(settings)
+    relay = OutboxRelay(
+        sessions,
+        redis,
+        settings.events_stream,
+        maxlen=settings.events_stream_maxlen,
+        sweep_seconds=settings.outbox_sweep_seconds,
+    )
+    await ensure_local_cluster(
+        sessions, settings.cluster_name, f"http://localhost:{settings.http_port}"
+    )
+    try:
+        await migrate_legacy_keys(redis)
+    except RedisError as exc:  # Redis may come later; the workers migrate on their start
+        log.warning("legacy keys not migrated at start: %s", exc)
+    data_plane = DataPlane(redis, int(settings.consumer_timeout_seconds * 1000))
+    cache = PolicyCache(sessions, redis, settings.events_stream)
+    try:
+        await cache.reload()
+    except Exception as exc:  # the database may come later; reads fall back meanwhile
+        log.warning("policy cache not loaded at start: %s", exc)
+    enforcement = Enforcement(redis, settings.apply_timeout_seconds)
+    reports = ReportQueue(settings)
+    app.state.sluice = AppState(
+        settings, engine, sessions, redis, relay, data_plane, cache, enforcement, reports
+    )
+    tasks = [
+        asyncio.create_task(relay.run(), name="outbox-relay"),
+        asyncio.create_task(relay.mark(), name="outbox-mark"),
+        asyncio.create_task(cache.run(), name="policy-cache"),
+        asyncio.create_task(enforcement.run(), name="enforcement"),
+    ]
+    # With authentication on, clients get Redis users of their own (api.sessions).
+    if access_control.authentication:
+        acl_sessions = Sessions(
+            redis,
+            functools.partial(role_grants, sessions, access_control),
+            settings.dataplane_session_seconds,
+        )
+        app.state.dataplane_acl = acl_sessions
+        tasks.append(asyncio.create_task(acl_sessions.run(), name="acl-sessions"))
+    return tasks
+
+
+async def _stop(app: FastAPI, tasks: list[asyncio.Task]) -> None:
+    """Stop the background tasks and close what ``_start`` opened."""
+    state: AppState = app.state.sluice
+    for task in tasks:
+        task.cancel()
+    await asyncio.wait(tasks, timeout=5)
+    await close_websocket_client(app)
+    state.reports.close()
+    await state.redis.aclose()
+    await state.engine.dispose()

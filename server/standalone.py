@@ -65,68 +65,13 @@ WORKER_START_SECONDS = 60.0  # a (re)started worker must answer /healthz within 
 
 def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
     """Start the embedded services and the admin service; block until interrupted."""
-    updates: dict[str, object] = {}
-    if args.data_dir:
-        updates["data_dir"] = Path(args.data_dir)
-    if args.port:
-        updates["http_port"] = args.port
-    if args.host:
-        updates["http_host"] = args.host
-    settings = settings.model_copy(update=updates)
-    check_free(
-        Port(settings.http_host, settings.http_port, "admin API", "--port"),
-        Port(
-            "127.0.0.1",
-            0 if settings.redis_url else args.redis_port,
-            "embedded Redis",
-            "--redis-port",
-        ),
-        Port(
-            settings.http_host,
-            settings.worker_http_port,
-            "worker metrics",
-            "SLUICE_WORKER_HTTP_PORT (0 turns it off)",
-        ),
-    )
+    settings = _with_arguments(settings, args)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-
     run_dir = settings.data_dir / "run"  # pid files of the children
     children: list[SupervisedProcess] = []
     service_urls: dict[str, str] = {}
     if not settings.redis_url:
-        folder = settings.data_dir / "redis"
-        passwords = embedded_acl(folder) if settings.authentication_enabled else None
-        embedded = EmbeddedRedis(
-            folder,
-            args.redis_port,
-            appendonly=True,
-            extra_args=("--appendfsync", "everysec"),
-            acl_file=folder / ACL_FILE if passwords else None,
-            username=SERVICE_USERS["api"] if passwords else None,
-            password=passwords["api"] if passwords else None,
-        )
-        redis_child = SupervisedProcess(
-            "redis-server", embedded.spawn, ready=embedded.wait_ready, pid_dir=run_dir
-        ).start()
-        children.append(redis_child)
-        log.info(
-            "embedded Redis: pid %d (%s), append-only file in %s",
-            redis_child.process.pid if redis_child.process else 0,
-            redis_child.pid_file,
-            embedded.directory,
-        )
-        settings = settings.model_copy(update={"redis_url": embedded.url})
-        if passwords:
-            plain = f"redis://127.0.0.1:{embedded.port}/0"
-            service_urls = {
-                service: with_credentials(plain, SERVICE_USERS[service], passwords[service])
-                for service in ("worker", "reports")
-            }
-            log.info(
-                "embedded Redis ACLs: default user off, service users %s, clients get "
-                "session users from the admin service",
-                ", ".join(SERVICE_USERS.values()),
-            )
+        settings, service_urls = _start_redis(settings, args.redis_port, run_dir, children)
     try:
         upgrade(settings.effective_database_url)
         log.info("database: %s", redact_url(settings.effective_database_url))
@@ -153,6 +98,76 @@ def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
         for child in reversed(children):
             child.stop()
     return 0
+
+
+def _with_arguments(settings: Settings, args: argparse.Namespace) -> Settings:
+    """The settings with the command line's data folder, port and host, once every port
+    they name is known to be free (one clear line otherwise)."""
+    updates: dict[str, object] = {}
+    if args.data_dir:
+        updates["data_dir"] = Path(args.data_dir)
+    if args.port:
+        updates["http_port"] = args.port
+    if args.host:
+        updates["http_host"] = args.host
+    settings = settings.model_copy(update=updates)
+    check_free(
+        Port(settings.http_host, settings.http_port, "admin API", "--port"),
+        Port(
+            "127.0.0.1",
+            0 if settings.redis_url else args.redis_port,
+            "embedded Redis",
+            "--redis-port",
+        ),
+        Port(
+            settings.http_host,
+            settings.worker_http_port,
+            "worker metrics",
+            "SLUICE_WORKER_HTTP_PORT (0 turns it off)",
+        ),
+    )
+    return settings
+
+
+def _start_redis(
+    settings: Settings, port: int, run_dir: Path, children: list[SupervisedProcess]
+) -> tuple[Settings, dict[str, str]]:
+    """Start the embedded Redis (appended to ``children``): the settings pointing at it, and
+    the service users' URLs when authentication is on."""
+    folder = settings.data_dir / "redis"
+    passwords = embedded_acl(folder) if settings.authentication_enabled else None
+    embedded = EmbeddedRedis(
+        folder,
+        port,
+        appendonly=True,
+        extra_args=("--appendfsync", "everysec"),
+        acl_file=folder / ACL_FILE if passwords else None,
+        username=SERVICE_USERS["api"] if passwords else None,
+        password=passwords["api"] if passwords else None,
+    )
+    redis_child = SupervisedProcess(
+        "redis-server", embedded.spawn, ready=embedded.wait_ready, pid_dir=run_dir
+    ).start()
+    children.append(redis_child)
+    log.info(
+        "embedded Redis: pid %d (%s), append-only file in %s",
+        redis_child.process.pid if redis_child.process else 0,
+        redis_child.pid_file,
+        embedded.directory,
+    )
+    settings = settings.model_copy(update={"redis_url": embedded.url})
+    if not passwords:
+        return settings, {}
+    plain = f"redis://127.0.0.1:{embedded.port}/0"
+    log.info(
+        "embedded Redis ACLs: default user off, service users %s, clients get "
+        "session users from the admin service",
+        ", ".join(SERVICE_USERS.values()),
+    )
+    return settings, {
+        service: with_credentials(plain, SERVICE_USERS[service], passwords[service])
+        for service in ("worker", "reports")
+    }
 
 
 def embedded_acl(folder: Path) -> dict[str, str]:

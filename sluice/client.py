@@ -41,7 +41,7 @@ from sluice.errors import (
 )
 from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.message import Message
-from sluice.options import refuse_unsupported
+from sluice.options import refuse_non_defaults
 from sluice.producer import Producer
 from sluice.protocol import keys
 from sluice.protocol.abuse import auto_create_call
@@ -69,6 +69,74 @@ def parse_topic(topic: str) -> TopicName:
         return TopicName.from_full(topic)
     except PreconditionFailed as exc:
         raise InvalidConfiguration(exc.reason) from None
+
+
+# pulsar-client's arguments Sluice lacks, with the defaults they are accepted at (in the
+# order they are checked).
+CLIENT_DEFAULTS: dict[str, object] = {
+    "io_threads": 1,
+    "message_listener_threads": 1,
+    "concurrent_lookup_requests": 50_000,
+    "use_tls": False,
+    "tls_trust_certs_file_path": None,
+    "tls_allow_insecure_connection": False,
+    "tls_validate_hostname": False,
+    "logger": None,
+    "listener_name": None,
+    "tls_private_key_file_path": None,
+    "tls_certificate_file_path": None,
+}
+PRODUCER_DEFAULTS: dict[str, object] = {
+    "schema": None,
+    "compression_type": "NONE",
+    "chunking_enabled": False,
+    "lazy_start_partitioned_producers": False,
+    "batching_type": "Default",
+    "encryption_key": None,
+    "crypto_key_reader": None,
+    "access_mode": "Shared",
+}
+SUBSCRIBE_DEFAULTS: dict[str, object] = {
+    "schema": None,
+    "broker_consumer_stats_cache_time_ms": 30_000,
+    "is_read_compacted": False,
+    "properties": None,
+    "pattern_auto_discovery_period": 60,
+    "crypto_key_reader": None,
+    "replicate_subscription_state_enabled": False,
+    "max_pending_chunked_message": 10,
+    "auto_ack_oldest_chunked_message_on_queue_full": False,
+    "start_message_id_inclusive": False,
+    "batch_receive_policy": None,
+    "batch_index_ack_enabled": False,
+    "regex_subscription_mode": "PersistentOnly",
+    "crypto_failure_action": "FAIL",
+}
+
+
+def _check_subscription(
+    topics: list[str],
+    subscription_name: str,
+    receiver_queue_size: int,
+    unacked_messages_timeout_ms: int | None,
+) -> None:
+    """``InvalidConfiguration`` for a subscribe call that cannot work."""
+    if not topics:
+        raise InvalidConfiguration("at least one topic is required")
+    if not subscription_name:
+        raise InvalidConfiguration("subscription name is required")
+    if receiver_queue_size < 1:
+        raise InvalidConfiguration("receiver_queue_size must be >= 1")
+    if unacked_messages_timeout_ms is not None and 0 < unacked_messages_timeout_ms < 1000:
+        raise InvalidConfiguration("unacked_messages_timeout_ms must be >= 1000")
+
+
+def _queue_per_partition(queue_size: int, total: int, partitions: int) -> int:
+    """Each partition's receiver queue: the whole size for one partition, else a share of
+    the total across partitions (at least one, at most the size)."""
+    if partitions <= 1:
+        return queue_size
+    return max(1, min(queue_size, total // partitions))
 
 
 class Client:
@@ -104,76 +172,21 @@ class Client:
         ``NotSupported`` unless left at their defaults (``sluice.options``).  Consumers and
         producers renew their registrations every ``heartbeat_interval_seconds`` (by default
         a fifth of the workers' consumer timeout: 2 s for the default 10 s, at least 1 s)."""
-        refuse_unsupported(
-            "Client",
-            {
-                "io_threads": (io_threads, 1),
-                "message_listener_threads": (message_listener_threads, 1),
-                "concurrent_lookup_requests": (concurrent_lookup_requests, 50_000),
-                "use_tls": (use_tls, False),
-                "tls_trust_certs_file_path": (tls_trust_certs_file_path, None),
-                "tls_allow_insecure_connection": (tls_allow_insecure_connection, False),
-                "tls_validate_hostname": (tls_validate_hostname, False),
-                "logger": (logger, None),
-                "listener_name": (listener_name, None),
-                "tls_private_key_file_path": (tls_private_key_file_path, None),
-                "tls_certificate_file_path": (tls_certificate_file_path, None),
-            },
-        )
+        refuse_non_defaults("Client", CLIENT_DEFAULTS, locals())
         self.service_url = service_url
         self.operation_timeout = operation_timeout_seconds
         if authentication is not None and not isinstance(authentication, AuthenticationToken):
             raise NotSupported("Client: authentication takes a sluice.AuthenticationToken")
         # The session with the admin service, while it gave this client a Redis user.
         self._session: Session | None = None
-        redis_url = service_url
-        renew_after = None
-        if service_url.startswith(("http://", "https://")):
-            session = Session(service_url, authentication, connection_timeout_ms / 1000)
-            credentials = session.open()
-            redis_url = credentials.service_url
-            if credentials.username and credentials.password:
-                redis_url = with_credentials(redis_url, credentials.username, credentials.password)
-                self._session, renew_after = session, credentials.renew_after
-            else:  # authentication is off: the plain Redis URL is all there is
-                session.close()
-        elif authentication is not None:
-            raise InvalidConfiguration(
-                "authentication needs the admin service's URL (http://host:8080), which "
-                "trades the token for Redis credentials; a Redis URL carries its own"
-            )
+        redis_url, renew_after = self._open_session(authentication, connection_timeout_ms)
         self.redis_url = redis_url  # with the session's credentials, when it has some
-        try:
-            self.redis = connect(
-                redis_url,
-                socket_connect_timeout=connection_timeout_ms / 1000,
-                health_check_interval=30,
-            )
-            self.redis.ping()
-        except RedisAuthenticationError as exc:
-            self._close_session()
-            raise ConnectError(
-                f"authentication failed at {redact_url(redis_url)}: {exc} "
-                "(check the user and password in the service URL)"
-            ) from None
-        except RedisConnectionError as exc:
-            self._close_session()
-            raise ConnectError(f"cannot reach {redact_url(redis_url)}: {exc}") from None
+        self.redis = self._connect(redis_url, connection_timeout_ms)
         # The receive path reads entries with XRANGE and parses them itself: the same
         # connections, without redis-py's per-entry conversion into dicts.
         self.raw_redis = raw_client(self.redis)
         self.cluster = is_cluster(self.redis)
-        # A session user may call the scripts but not load them: the admin service does.
-        self.scripts: dict[str, Script]
-        if self._session is not None:
-            self.scripts = {
-                name: SessionScript(self.redis, script_source(name), self._session.renew)
-                for name in SCRIPT_NAMES
-            }
-        else:
-            self.scripts = {
-                name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES
-            }
+        self.scripts: dict[str, Script] = self._register_scripts()
         self.host = client_host(self.redis)
         self.heartbeat_interval = heartbeat_interval_seconds or self._default_heartbeat()
         self.ticker = Ticker()
@@ -183,6 +196,61 @@ class Client:
         self._lock = threading.Lock()
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
+
+    def _open_session(
+        self, authentication: AuthenticationToken | None, connection_timeout_ms: int
+    ) -> tuple[str, float | None]:
+        """The Redis URL to connect to and when to renew its credentials: from the admin
+        service when ``service_url`` is one (keeping the session while it gave this client a
+        Redis user), else ``service_url`` itself."""
+        service_url = self.service_url
+        if service_url.startswith(("http://", "https://")):
+            session = Session(service_url, authentication, connection_timeout_ms / 1000)
+            credentials = session.open()
+            redis_url = credentials.service_url
+            if credentials.username and credentials.password:
+                self._session = session
+                url = with_credentials(redis_url, credentials.username, credentials.password)
+                return url, credentials.renew_after
+            session.close()  # authentication is off: the plain Redis URL is all there is
+            return redis_url, None
+        if authentication is not None:
+            raise InvalidConfiguration(
+                "authentication needs the admin service's URL (http://host:8080), which "
+                "trades the token for Redis credentials; a Redis URL carries its own"
+            )
+        return service_url, None
+
+    def _connect(self, redis_url: str, connection_timeout_ms: int) -> redis.Redis:
+        """A connected Redis client (``ConnectError`` when it cannot be reached or refuses
+        the credentials; the session, if any, is closed then)."""
+        try:
+            client = connect(
+                redis_url,
+                socket_connect_timeout=connection_timeout_ms / 1000,
+                health_check_interval=30,
+            )
+            client.ping()
+        except RedisAuthenticationError as exc:
+            self._close_session()
+            raise ConnectError(
+                f"authentication failed at {redact_url(redis_url)}: {exc} "
+                "(check the user and password in the service URL)"
+            ) from None
+        except RedisConnectionError as exc:
+            self._close_session()
+            raise ConnectError(f"cannot reach {redact_url(redis_url)}: {exc}") from None
+        return client
+
+    def _register_scripts(self) -> dict[str, Script]:
+        """Every data-plane script by name.  A session user may call the scripts but not load
+        them: the admin service does."""
+        if self._session is not None:
+            renew = self._session.renew
+            return {
+                name: SessionScript(self.redis, script_source(name), renew) for name in SCRIPT_NAMES
+            }
+        return {name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES}
 
     def _default_heartbeat(self) -> float:
         """A fifth of the consumer timeout the workers publish (at least 1 s, at most 30 s):
@@ -233,18 +301,8 @@ class Client:
         attempts); ``clock`` replaces time and sleep.
         """
         self._check_open()
-        refuse_unsupported(
-            "create_producer",
-            {
-                "schema": (_bytes_schema(schema), None),
-                "compression_type": (compression_type, "NONE"),
-                "chunking_enabled": (chunking_enabled, False),
-                "lazy_start_partitioned_producers": (lazy_start_partitioned_producers, False),
-                "batching_type": (batching_type, "Default"),
-                "encryption_key": (encryption_key, None),
-                "crypto_key_reader": (crypto_key_reader, None),
-                "access_mode": (access_mode, "Shared"),
-            },
+        refuse_non_defaults(
+            "create_producer", PRODUCER_DEFAULTS, {**locals(), "schema": _bytes_schema(schema)}
         )
         name = parse_topic(topic)
         try:
@@ -321,65 +379,21 @@ class Client:
         self._check_open()
         if not isinstance(topic, str | list):
             raise NotSupported("subscribe: a topic pattern is not supported (a name or a list)")
-        refuse_unsupported(
-            "subscribe",
-            {
-                "schema": (_bytes_schema(schema), None),
-                "broker_consumer_stats_cache_time_ms": (
-                    broker_consumer_stats_cache_time_ms,
-                    30_000,
-                ),
-                "is_read_compacted": (is_read_compacted, False),
-                "properties": (properties or None, None),
-                "pattern_auto_discovery_period": (pattern_auto_discovery_period, 60),
-                "crypto_key_reader": (crypto_key_reader, None),
-                "replicate_subscription_state_enabled": (
-                    replicate_subscription_state_enabled,
-                    False,
-                ),
-                "max_pending_chunked_message": (max_pending_chunked_message, 10),
-                "auto_ack_oldest_chunked_message_on_queue_full": (
-                    auto_ack_oldest_chunked_message_on_queue_full,
-                    False,
-                ),
-                "start_message_id_inclusive": (start_message_id_inclusive, False),
-                "batch_receive_policy": (batch_receive_policy, None),
-                "batch_index_ack_enabled": (batch_index_ack_enabled, False),
-                "regex_subscription_mode": (regex_subscription_mode, "PersistentOnly"),
-                "crypto_failure_action": (crypto_failure_action, "FAIL"),
-            },
-        )
+        arguments = {**locals(), "schema": _bytes_schema(schema), "properties": properties or None}
+        refuse_non_defaults("subscribe", SUBSCRIBE_DEFAULTS, arguments)
         if dead_letter_policy is not None and dead_letter_policy.initial_subscription_name:
             raise NotSupported(
                 "subscribe: DeadLetterPolicy.initial_subscription_name is not supported "
                 "(create the dead-letter topic's subscription before it is needed)"
             )
         topics = [topic] if isinstance(topic, str) else list(topic)
-        if not topics:
-            raise InvalidConfiguration("at least one topic is required")
-        if not subscription_name:
-            raise InvalidConfiguration("subscription name is required")
-        if receiver_queue_size < 1:
-            raise InvalidConfiguration("receiver_queue_size must be >= 1")
-        if unacked_messages_timeout_ms is not None and 0 < unacked_messages_timeout_ms < 1000:
-            raise InvalidConfiguration("unacked_messages_timeout_ms must be >= 1000")
-        partitions: list[TopicName] = []
-        for each in topics:
-            name = parse_topic(each)
-            count = self.lookup_partitions(name, "consume")
-            if count:
-                partitions.extend(name.partition(i) for i in range(count))
-            else:
-                partitions.append(name)
-        per_partition = receiver_queue_size
-        if len(partitions) > 1:
-            per_partition = max(
-                1,
-                min(
-                    receiver_queue_size,
-                    max_total_receiver_queue_size_across_partitions // len(partitions),
-                ),
-            )
+        _check_subscription(
+            topics, subscription_name, receiver_queue_size, unacked_messages_timeout_ms
+        )
+        partitions = self._partitions_of(topics)
+        per_partition = _queue_per_partition(
+            receiver_queue_size, max_total_receiver_queue_size_across_partitions, len(partitions)
+        )
         consumer = Consumer(
             self,
             topics,
@@ -399,6 +413,18 @@ class Client:
         if message_listener is not None:
             consumer._listen(message_listener)
         return consumer
+
+    def _partitions_of(self, topics: list[str]) -> list[TopicName]:
+        """Every partition of these topics (a non-partitioned topic stands for itself)."""
+        partitions: list[TopicName] = []
+        for each in topics:
+            name = parse_topic(each)
+            count = self.lookup_partitions(name, "consume")
+            if count:
+                partitions.extend(name.partition(i) for i in range(count))
+            else:
+                partitions.append(name)
+        return partitions
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         """Full names of a topic's partitions (the topic itself when non-partitioned)."""

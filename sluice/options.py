@@ -8,6 +8,8 @@ nothing), and any other value raises ``NotSupported`` naming the argument.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sluice.errors import NotSupported
 
 
@@ -31,3 +33,12 @@ def refuse_unsupported(call: str, given: dict[str, tuple[object, object]]) -> No
                 f"{call}: argument {name}={value!r} is not supported by Sluice "
                 f"(only its default, {default!r}, is accepted)"
             )
+
+
+def refuse_non_defaults(
+    call: str, defaults: Mapping[str, object], arguments: Mapping[str, object]
+) -> None:
+    """``refuse_unsupported`` for the arguments ``defaults`` names (in its order), their
+    values taken from ``arguments`` (a call's ``locals()``, adjusted where a value must be
+    normalised first)."""
+    refuse_unsupported(call, {name: (arguments[name], d) for name, d in defaults.items()})

@@ -196,46 +196,58 @@ class Dispatcher:
 
     async def step(self) -> None:
         """Dispatch once, then wait as the outcome requires."""
-        shared = self.shared
-        config = shared.settings
-        broker = shared.broker_limiter
-        skip_when_caught_up = config.skip_when_caught_up
+        config = self.shared.settings
+        broker = self.shared.broker_limiter
         now = time.monotonic()
-        if broker.enabled and broker.available(now).exhausted and not skip_when_caught_up:
+        if broker.enabled and broker.available(now).exhausted and not config.skip_when_caught_up:
             await self._wait_for_broker()
             return
         if self.sub_type in SINGLE_CONSUMER_TYPES and not self.active:
             self.settled = not self.refresh_needed
             await self._park(-1)
             return
-        max_entries = config.max_entries
-        read_cap = config.read_cap
-        count_entries = config.count_entries
+        reserved = self._reserve_broker(now)
+        result = await self._call(self._call_args(reserved), reserved)
+        self._note(result, reserved)
+        await self._after(result)
+
+    def _reserve_broker(self, now: float) -> tuple[int | None, int | None]:
+        """Reserve on the BROKER limiter what one call may hand out (messages, bytes; None
+        where it does not limit)."""
+        broker = self.shared.broker_limiter
+        if not broker.enabled:
+            return None, None
+        config = self.shared.settings
         reserve_msgs = reserve_bytes = None
-        if broker.enabled:
-            budget = broker.available(now)
-            per_entry = 1.0 if count_entries else self.messages_per_entry
-            if budget.messages is not None:
-                cap = math.ceil(max_entries * per_entry * 1.5)
-                reserve_msgs = max(0, min(budget.messages, cap))
-            if budget.bytes is not None:
-                reserve_bytes = max(0, min(budget.bytes, read_cap))
-            broker.reserve(reserve_msgs, reserve_bytes, now)
-        rr_chunk = max_entries if self.active else config.round_robin_chunk
+        budget = broker.available(now)
+        per_entry = 1.0 if config.count_entries else self.messages_per_entry
+        if budget.messages is not None:
+            cap = math.ceil(config.max_entries * per_entry * 1.5)
+            reserve_msgs = max(0, min(budget.messages, cap))
+        if budget.bytes is not None:
+            reserve_bytes = max(0, min(budget.bytes, config.read_cap))
+        broker.reserve(reserve_msgs, reserve_bytes, now)
+        return reserve_msgs, reserve_bytes
+
+    def _call_args(self, reserved: tuple[int | None, int | None]) -> DispatchArgs:
+        """What ``dispatch.lua`` is called with: the limits in force and this call's budgets."""
+        config = self.shared.settings
+        max_entries = config.max_entries
+        reserve_msgs, reserve_bytes = reserved
         sub_limit, consumer_limit = self._unacked_limits(max_entries)
-        args = DispatchArgs(
+        return DispatchArgs(
             subscription=self.subscription,
             queue_prefix=self._queue_prefix,
             now_ms=int(time.time() * 1000),
             max_entries=max_entries,
             broker_msg=-1 if reserve_msgs is None else reserve_msgs,
             broker_byte=-1 if reserve_bytes is None else reserve_bytes,
-            read_cap=read_cap,
-            count_entries=count_entries,
+            read_cap=config.read_cap,
+            count_entries=config.count_entries,
             active=self.active,
-            rr_chunk=rr_chunk,
+            rr_chunk=max_entries if self.active else config.round_robin_chunk,
             rr_offset=self.rr_offset,
-            skip_when_caught_up=skip_when_caught_up,
+            skip_when_caught_up=config.skip_when_caught_up,
             fencing_token=self.fencing_token,
             max_unacked_subscription=sub_limit,
             max_unacked_consumer=consumer_limit,
@@ -245,30 +257,41 @@ class Dispatcher:
             delay_margin_ms=self._delay_margin(config),
             key_shared=self.sub_type == KEY_SHARED,
         )
+
+    async def _call(
+        self, args: DispatchArgs, reserved: tuple[int | None, int | None]
+    ) -> DispatchResult:
+        """One ``dispatch.lua`` call, counted by the gate until Redis has answered it; a
+        refused or failed call hands the BROKER reservation back."""
+        broker = self.shared.broker_limiter
         self.wake.clear()
         self.settled = False
         self.in_call = True
-        gate = shared.gate
+        gate = self.shared.gate
         generation = gate.enter()
         try:
             # The gate counts the call until Redis has answered it, even if this task is
             # cancelled meanwhile (a stopped dispatcher's call may still be running).
-            reply = await shared.script.call(
+            reply = await self.shared.script.call(
                 self._packed_keys, args.argv(), lambda: gate.leave(generation)
             )
         except ResponseError as exc:
             if broker.enabled:
-                broker.settle(reserve_msgs, reserve_bytes, 0, 0)
+                broker.settle(*reserved, 0, 0)
             if str(exc).startswith("FENCED"):
                 raise Fenced(str(exc)) from None
             raise
         except BaseException:
             if broker.enabled:
-                broker.settle(reserve_msgs, reserve_bytes, 0, 0)
+                broker.settle(*reserved, 0, 0)
             raise
         finally:
             self.in_call = False
-        result = DispatchResult.from_reply(reply)
+        return DispatchResult.from_reply(reply)
+
+    def _note(self, result: DispatchResult, reserved: tuple[int | None, int | None]) -> None:
+        """Take in what a call did: the pending bound, the BROKER settlement, the counters."""
+        broker = self.shared.broker_limiter
         self.dispatch_calls += 1
         if result.unacked >= 0:
             self.unacked_bound = result.unacked
@@ -277,9 +300,9 @@ class Dispatcher:
         self.blocked_on_unacked = result.reason is DispatchReason.UNACKED
         if broker.enabled:
             if result.unthrottled:
-                broker.settle(reserve_msgs, reserve_bytes, 0, 0)
+                broker.settle(*reserved, 0, 0)
             else:
-                broker.settle(reserve_msgs, reserve_bytes, result.units, result.bytes)
+                broker.settle(*reserved, result.units, result.bytes)
         if result.unthrottled:
             self.unthrottled_messages += result.messages
         if result.entries:
@@ -287,7 +310,6 @@ class Dispatcher:
             self.messages_per_entry = 0.8 * self.messages_per_entry + 0.2 * (
                 result.messages / result.entries
             )
-        await self._after(result)
 
     def _delay_margin(self, config: DispatchSettings) -> int:
         """Delayed delivery as ``dispatch.lua`` takes it: -1 = deliver at once (turned off,

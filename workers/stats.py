@@ -290,69 +290,20 @@ class StatsPublisher:
     def _document(self, runner: PartitionRunner, samples, now: float) -> dict:
         rate_in = runner.publish.rate()
         flow = runner.flow.limits
-        consumer_limit = flow.max_unacked_per_consumer.value
-        subs = {}
-        msg_out_total = bytes_out_total = 0
-        rate_out_total = throughput_out_total = 0.0
         avg_size = runner.bytes_in / runner.msg_in if runner.msg_in else 0.0
-        for name, sample in samples.items():
-            dispatcher = runner.dispatchers.get(name)
-            key = (runner.partition.full, name)
-            out = self.out_meters.setdefault(key, RateMeter())
-            redel = self.redeliver_meters.setdefault(key, RateMeter())
-            msg_out = _int(sample.counters, b"msg_out")
-            bytes_out = _int(sample.counters, b"bytes_out")
-            out.add(now, msg_out, bytes_out)
-            redel.add(now, _int(sample.counters, b"redelivered"), 0)
-            rate = out.rate()
-            msg_out_total += msg_out
-            bytes_out_total += bytes_out
-            rate_out_total += rate.msg_per_second
-            throughput_out_total += rate.byte_per_second
-            backlog = sample.lag + sample.pending
-            expired = self.expire_meters.setdefault(key, RateMeter())
-            expired.add(now, _int(sample.counters, b"expired"), 0)
-            subs[name] = {
-                "msgRateOut": rate.msg_per_second,
-                "msgThroughputOut": rate.byte_per_second,
-                "bytesOutCounter": bytes_out,
-                "msgOutCounter": msg_out,
-                "msgRateRedeliver": redel.rate().msg_per_second,
-                "msgBacklog": backlog,
-                "msgBacklogNoDelayed": backlog,
-                "backlogSize": int(backlog * avg_size),
-                "unackedMessages": sample.pending,
-                "msgAckCounter": _int(sample.counters, b"acked"),
-                "type": dispatcher.sub_type if dispatcher else "Shared",
-                "isDurable": True,
-                "blockedSubscriptionOnUnackedMsgs": bool(
-                    dispatcher and dispatcher.blocked_on_unacked
-                ),
-                "msgRateExpired": expired.rate().msg_per_second,
-                "totalMsgExpired": _int(sample.counters, b"expired"),
-                "msgEvictedCounter": _int(sample.counters, b"evicted"),
-                "consumers": [
-                    {
-                        "consumerName": info.get("name", cid),
-                        "consumerId": cid,
-                        "availablePermits": permits,
-                        "unackedMessages": unacked,
-                        "blockedConsumerOnUnackedMsgs": 0 < consumer_limit <= unacked,
-                        "connectedSince": info.get("since"),
-                    }
-                    for cid, permits, unacked, info in sample.consumers
-                ],
-                **_throttled(dispatcher),
-            }
+        subs = {
+            name: self._subscription_document(runner, name, sample, now, avg_size)
+            for name, sample in samples.items()
+        }
         return {
             "msgRateIn": rate_in.msg_per_second,
             "msgThroughputIn": rate_in.byte_per_second,
-            "msgRateOut": rate_out_total,
-            "msgThroughputOut": throughput_out_total,
+            "msgRateOut": sum((s["msgRateOut"] for s in subs.values()), 0.0),
+            "msgThroughputOut": sum((s["msgThroughputOut"] for s in subs.values()), 0.0),
             "bytesInCounter": runner.bytes_in,
             "msgInCounter": runner.msg_in,
-            "bytesOutCounter": bytes_out_total,
-            "msgOutCounter": msg_out_total,
+            "bytesOutCounter": sum(s["bytesOutCounter"] for s in subs.values()),
+            "msgOutCounter": sum(s["msgOutCounter"] for s in subs.values()),
             "averageMsgSize": avg_size,
             "backlogSize": sum(s["backlogSize"] for s in subs.values()),
             "msgExpiredCounter": sum(s["totalMsgExpired"] for s in subs.values()),
@@ -372,89 +323,140 @@ class StatsPublisher:
             "updatedAt": int(time.time() * 1000),
         }
 
+    def _subscription_document(
+        self, runner: PartitionRunner, name: str, sample, now: float, avg_size: float
+    ) -> dict:
+        """One subscription's part of the stats document (its rates from its meters)."""
+        dispatcher = runner.dispatchers.get(name)
+        key = (runner.partition.full, name)
+        out = self.out_meters.setdefault(key, RateMeter())
+        redel = self.redeliver_meters.setdefault(key, RateMeter())
+        expired = self.expire_meters.setdefault(key, RateMeter())
+        msg_out = _int(sample.counters, b"msg_out")
+        bytes_out = _int(sample.counters, b"bytes_out")
+        out.add(now, msg_out, bytes_out)
+        redel.add(now, _int(sample.counters, b"redelivered"), 0)
+        expired.add(now, _int(sample.counters, b"expired"), 0)
+        rate = out.rate()
+        backlog = sample.lag + sample.pending
+        consumer_limit = runner.flow.limits.max_unacked_per_consumer.value
+        return {
+            "msgRateOut": rate.msg_per_second,
+            "msgThroughputOut": rate.byte_per_second,
+            "bytesOutCounter": bytes_out,
+            "msgOutCounter": msg_out,
+            "msgRateRedeliver": redel.rate().msg_per_second,
+            "msgBacklog": backlog,
+            "msgBacklogNoDelayed": backlog,
+            "backlogSize": int(backlog * avg_size),
+            "unackedMessages": sample.pending,
+            "msgAckCounter": _int(sample.counters, b"acked"),
+            "type": dispatcher.sub_type if dispatcher else "Shared",
+            "isDurable": True,
+            "blockedSubscriptionOnUnackedMsgs": bool(dispatcher and dispatcher.blocked_on_unacked),
+            "msgRateExpired": expired.rate().msg_per_second,
+            "totalMsgExpired": _int(sample.counters, b"expired"),
+            "msgEvictedCounter": _int(sample.counters, b"evicted"),
+            "consumers": [
+                {
+                    "consumerName": info.get("name", cid),
+                    "consumerId": cid,
+                    "availablePermits": permits,
+                    "unackedMessages": unacked,
+                    "blockedConsumerOnUnackedMsgs": 0 < consumer_limit <= unacked,
+                    "connectedSince": info.get("since"),
+                }
+                for cid, permits, unacked, info in sample.consumers
+            ],
+            **_throttled(dispatcher),
+        }
+
     def _snapshots(self, runner: PartitionRunner, samples, interval_ms: int) -> list[StatsSnapshot]:
         partition = runner.partition
-        ts = int(time.time() * 1000)
-        now = time.monotonic()
-        base = partition.base
         common = dict(
-            ts=ts,
+            ts=int(time.time() * 1000),
             interval_ms=interval_ms,
             worker=self.context.worker_id,
             tenant=partition.tenant,
             namespace=partition.namespace,
-            topic=base.full,
+            topic=partition.base.full,
             partition=partition.partition_index,
         )
         part_base = self.baselines.setdefault((partition.full, ""), Baseline(fresh=True))
-        msg_in = part_base.delta("msg_in", runner.msg_in)
-        bytes_in = part_base.delta("bytes_in", runner.bytes_in)
+        common["msg_in"] = part_base.delta("msg_in", runner.msg_in)
+        common["bytes_in"] = part_base.delta("bytes_in", runner.bytes_in)
         if not samples:
-            return [StatsSnapshot(**common, subscription="", msg_in=msg_in, bytes_in=bytes_in)]
-        rows = []
+            return [StatsSnapshot(**common, subscription="")]
         doc = self.docs.get(partition.full, {}).get("subscriptions", {})
-        for name, sample in samples.items():
-            dispatcher = runner.dispatchers.get(name)
-            baseline = self.baselines.setdefault((partition.full, name), Baseline(fresh=True))
-            limits = runner.limits.resolve(name, runner.publish.rate())
-            sources = {
-                "broker": limits.broker,
-                "topic": limits.topic,
-                "subscription": limits.subscription,
-            }
-            throttled = _throttled(dispatcher)
-            allowed_msgs, allowed_bytes = runner.limit_clock.take(
-                name, now, interval_ms / 1000, (limits.msg_per_second, limits.byte_per_second)
-            )
-            rows.append(
-                StatsSnapshot(
-                    **common,
-                    subscription=name,
-                    msg_in=msg_in,
-                    bytes_in=bytes_in,
-                    msg_out=baseline.delta("msg_out", _int(sample.counters, b"msg_out")),
-                    bytes_out=baseline.delta("bytes_out", _int(sample.counters, b"bytes_out")),
-                    msg_redelivered=baseline.delta(
-                        "redelivered", _int(sample.counters, b"redelivered")
-                    ),
-                    throttled_broker=baseline.delta(
-                        "t_broker",
-                        throttled["dispatchThrottledMsgEventsByBrokerLimit"]
-                        + throttled["dispatchThrottledBytesEventsByBrokerLimit"],
-                    ),
-                    throttled_topic=baseline.delta(
-                        "t_topic",
-                        throttled["dispatchThrottledMsgEventsByTopicLimit"]
-                        + throttled["dispatchThrottledBytesEventsByTopicLimit"],
-                    ),
-                    throttled_subscription=baseline.delta(
-                        "t_sub",
-                        throttled["dispatchThrottledMsgEventsBySubscriptionLimit"]
-                        + throttled["dispatchThrottledBytesEventsBySubscriptionLimit"],
-                    ),
-                    backlog_msgs=sample.lag + sample.pending,
-                    backlog_bytes=doc.get(name, {}).get("backlogSize", 0),
-                    unacked=sample.pending,
-                    consumers=len(sample.consumers),
-                    limit_msg_per_s=limits.msg_per_second,
-                    limit_byte_per_s=limits.byte_per_second,
-                    limit_msg_limiter=limits.msg_limiter.value if limits.msg_limiter else None,
-                    limit_byte_limiter=limits.byte_limiter.value if limits.byte_limiter else None,
-                    limit_msg_source=(
-                        sources[limits.msg_limiter.value].source.value
-                        if limits.msg_limiter
-                        else None
-                    ),
-                    limit_byte_source=(
-                        sources[limits.byte_limiter.value].source.value
-                        if limits.byte_limiter
-                        else None
-                    ),
-                    allowed_msgs=allowed_msgs,
-                    allowed_bytes=allowed_bytes,
-                )
-            )
-        return rows
+        now = time.monotonic()
+        return [
+            self._snapshot(runner, name, sample, common, doc.get(name, {}), now)
+            for name, sample in samples.items()
+        ]
+
+    def _snapshot(
+        self, runner: PartitionRunner, name: str, sample, common: dict, doc: dict, now: float
+    ) -> StatsSnapshot:
+        """One subscription's snapshot row: counters as deltas since its last row, the
+        limits in force and what they allowed over the interval."""
+        baseline = self.baselines.setdefault((runner.partition.full, name), Baseline(fresh=True))
+        limits = runner.limits.resolve(name, runner.publish.rate())
+        allowed_msgs, allowed_bytes = runner.limit_clock.take(
+            name,
+            now,
+            common["interval_ms"] / 1000,
+            (limits.msg_per_second, limits.byte_per_second),
+        )
+        return StatsSnapshot(
+            **common,
+            subscription=name,
+            msg_out=baseline.delta("msg_out", _int(sample.counters, b"msg_out")),
+            bytes_out=baseline.delta("bytes_out", _int(sample.counters, b"bytes_out")),
+            msg_redelivered=baseline.delta("redelivered", _int(sample.counters, b"redelivered")),
+            **_throttled_deltas(baseline, _throttled(runner.dispatchers.get(name))),
+            backlog_msgs=sample.lag + sample.pending,
+            backlog_bytes=doc.get("backlogSize", 0),
+            unacked=sample.pending,
+            consumers=len(sample.consumers),
+            **_limit_fields(limits),
+            allowed_msgs=allowed_msgs,
+            allowed_bytes=allowed_bytes,
+        )
+
+
+def _throttled_deltas(baseline: Baseline, throttled: dict[str, int]) -> dict[str, int]:
+    """Throttling events per limiter since the last snapshot row (messages and bytes)."""
+    return {
+        f"throttled_{field}": baseline.delta(
+            key,
+            throttled[f"dispatchThrottledMsgEventsBy{limiter}Limit"]
+            + throttled[f"dispatchThrottledBytesEventsBy{limiter}Limit"],
+        )
+        for field, key, limiter in (
+            ("broker", "t_broker", "Broker"),
+            ("topic", "t_topic", "Topic"),
+            ("subscription", "t_sub", "Subscription"),
+        )
+    }
+
+
+def _limit_fields(limits) -> dict:
+    """The limits in force as a snapshot row holds them: per dimension, the value, the
+    limiter that sets it and the level that limiter's value came from."""
+    sources = {
+        "broker": limits.broker,
+        "topic": limits.topic,
+        "subscription": limits.subscription,
+    }
+    msg, byte = limits.msg_limiter, limits.byte_limiter
+    return {
+        "limit_msg_per_s": limits.msg_per_second,
+        "limit_byte_per_s": limits.byte_per_second,
+        "limit_msg_limiter": msg.value if msg else None,
+        "limit_byte_limiter": byte.value if byte else None,
+        "limit_msg_source": sources[msg.value].source.value if msg else None,
+        "limit_byte_source": sources[byte.value].source.value if byte else None,
+    }
 
 
 def _moved(row: StatsSnapshot) -> bool:

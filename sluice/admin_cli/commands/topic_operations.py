@@ -183,35 +183,40 @@ def register_operation_commands(group, parents) -> None:
             parser.add_argument("-s", "--subscription", required=True, help="subscription name")
         return parser
 
+    _cursor_commands(command)
+    _inspection_commands(command)
+
+
+def _expire_time(parser) -> None:
+    parser.add_argument(
+        "-t",
+        "--expireTime",
+        dest="expire_time",
+        type=seconds,
+        required=True,
+        help="expire messages older than this: seconds, or 100m, 3h, 2d, 5w",
+    )
+
+
+def _cursor_commands(command) -> None:
+    """Commands that move a subscription's cursor: clear, skip, expire, reset."""
     command("clear-backlog", "Skip all the messages for the subscription", _clear_backlog)
     parser = command("skip", "Skip some messages for the subscription", _skip)
     parser.add_argument("-n", "--count", type=int, required=True, help="number of messages to skip")
-    parser = command(
-        "expire-messages",
-        "Expire messages older than the given time for the subscription",
-        _expire,
+    _expire_time(
+        command(
+            "expire-messages",
+            "Expire messages older than the given time for the subscription",
+            _expire,
+        )
     )
-    parser.add_argument(
-        "-t",
-        "--expireTime",
-        dest="expire_time",
-        type=seconds,
-        required=True,
-        help="expire messages older than this: seconds, or 100m, 3h, 2d, 5w",
-    )
-    parser = command(
-        "expire-messages-all-subscriptions",
-        "Expire messages older than the given time for every subscription",
-        _expire_all,
-        subscription=False,
-    )
-    parser.add_argument(
-        "-t",
-        "--expireTime",
-        dest="expire_time",
-        type=seconds,
-        required=True,
-        help="expire messages older than this: seconds, or 100m, 3h, 2d, 5w",
+    _expire_time(
+        command(
+            "expire-messages-all-subscriptions",
+            "Expire messages older than the given time for every subscription",
+            _expire_all,
+            subscription=False,
+        )
     )
     parser = command(
         "reset-cursor",
@@ -236,6 +241,10 @@ def register_operation_commands(group, parents) -> None:
         action="store_true",
         help="start after the given message id, not at it",
     )
+
+
+def _inspection_commands(command) -> None:
+    """Commands that read a topic (peek, examine, internal stats, lookups) or unload it."""
     parser = command("peek-messages", "Peek some messages for the subscription", _peek)
     parser.add_argument("-n", "--count", type=int, default=1, help="number of messages (default 1)")
     parser = command(

@@ -116,6 +116,31 @@ def _namespace_command(group, parents, name: str, help_text: str, handler):
 def register(commands, parents) -> None:
     """Add the ``topics`` group."""
     group = add_group(commands, "topics", "Operations about persistent topics")
+    _lifecycle_commands(group, parents)
+    _subscription_and_stats_commands(group, parents)
+    register_rate_commands(group, parents, global_flag=False)
+    register_topic_limits(group, parents, global_flag=False)
+    register_topic_rates(group, parents, global_flag=False)
+    register_operation_commands(group, parents)
+    register_permissions(
+        group,
+        parents,
+        target=("topic", "persistent://tenant/namespace/topic"),
+        path_of=lambda args: topic_path(args.topic),
+        short_flags=True,
+    )
+
+    _topic_command(
+        group,
+        parents,
+        "effective-dispatch-rates",
+        "Every limiter of the topic and its subscriptions, and where each value comes from",
+        _effective,
+    ).set_defaults(table_view=PROVENANCE)
+
+
+def _lifecycle_commands(group, parents) -> None:
+    """Create, list and delete topics."""
     parser = _topic_command(group, parents, "create", "Create a non-partitioned topic", _create)
     parser.add_argument(
         "-m", "--metadata", action="append", metavar="KEY=VALUE", help="topic property"
@@ -164,6 +189,9 @@ def register(commands, parents) -> None:
     )
     add_force(parser, "delete even with active consumers")
 
+
+def _subscription_and_stats_commands(group, parents) -> None:
+    """A topic's subscriptions and stats."""
     _topic_command(group, parents, "subscriptions", "List subscriptions", _subscriptions)
     parser = _topic_command(
         group, parents, "create-subscription", "Create a subscription", _create_subscription
@@ -180,23 +208,3 @@ def register(commands, parents) -> None:
     parser.add_argument(
         "--per-partition", action="store_true", help="also show each partition's stats"
     )
-
-    register_rate_commands(group, parents, global_flag=False)
-    register_topic_limits(group, parents, global_flag=False)
-    register_topic_rates(group, parents, global_flag=False)
-    register_operation_commands(group, parents)
-    register_permissions(
-        group,
-        parents,
-        target=("topic", "persistent://tenant/namespace/topic"),
-        path_of=lambda args: topic_path(args.topic),
-        short_flags=True,
-    )
-
-    _topic_command(
-        group,
-        parents,
-        "effective-dispatch-rates",
-        "Every limiter of the topic and its subscriptions, and where each value comes from",
-        _effective,
-    ).set_defaults(table_view=PROVENANCE)

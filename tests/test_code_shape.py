@@ -1,0 +1,32 @@
+"""Product functions stay short enough to read: none over 80 lines (docstring included;
+migrations aside, which are written once and never edited)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PRODUCT = ("api", "models", "workers", "dataplane", "server", "reports", "sluice")
+LIMIT = 80
+
+
+def long_functions(limit: int = LIMIT) -> list[str]:
+    found = []
+    for package in PRODUCT:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    length = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if length > limit:
+                        where = path.relative_to(ROOT)
+                        found.append(f"{where}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def test_the_check_finds_a_long_function():
+    assert long_functions(limit=20), "some product function is longer than 20 lines"
+
+
+def test_no_product_function_is_longer_than_80_lines():
+    assert long_functions() == []
