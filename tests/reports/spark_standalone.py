@@ -51,9 +51,19 @@ class SparkStandalone:
         self.workers = workers
         self.cores = cores
         self.memory = memory
-        self.port = free_port()
-        self.web_port = free_port()
+        self._taken: set[int] = set()
+        self.port = self._free_port()
+        self.web_port = self._free_port()
         self.processes: list[subprocess.Popen[bytes]] = []
+
+    def _free_port(self) -> int:
+        """A free port none of this cluster's processes was given yet (``free_port`` alone
+        may hand out the same port twice before the first process binds it: a worker's web
+        UI then took the master's, and the master's JSON view answered with a worker page)."""
+        while (port := free_port()) in self._taken:
+            pass
+        self._taken.add(port)
+        return port
 
     @property
     def url(self) -> str:
@@ -113,9 +123,9 @@ class SparkStandalone:
                         "--host",
                         "127.0.0.1",
                         "--port",
-                        str(free_port()),
+                        str(self._free_port()),
                         "--webui-port",
-                        str(free_port()),
+                        str(self._free_port()),
                         "--cores",
                         str(self.cores),
                         "--memory",
@@ -140,7 +150,8 @@ class SparkStandalone:
                     raise RuntimeError(
                         f"a Spark process exited with {process.returncode}: {self.logs()}"
                     )
-            with contextlib.suppress(httpx.HTTPError):
+            # Not ready yet: no answer, or a page that is not the master's JSON view.
+            with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
                 alive = self.state()["aliveworkers"]
                 if alive == self.workers:
                     return
