@@ -14,7 +14,7 @@ run as that user.
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import functools
 import glob
 import os
 import pwd
@@ -22,12 +22,12 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
+from server.embedded_redis import die_with_parent, free_port
+
 INSTALL_HINT = (
     "install PostgreSQL's server package (scripts/install-system-packages.sh does, and "
     "`make test` runs it)"
@@ -55,19 +55,8 @@ def find_bindir() -> Path:
     return Path(max(found, key=version)).parent
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _die_with_parent() -> None:
-    # SIGINT is PostgreSQL's fast shutdown: it does not wait for its clients to go.
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+# SIGINT is PostgreSQL's fast shutdown: it does not wait for its clients to go.
+_die_with_parent = functools.partial(die_with_parent, signal.SIGINT)
 
 
 def _unprivileged_user() -> pwd.struct_passwd | None:
@@ -87,7 +76,7 @@ class EmbeddedPostgres:
 
     def __init__(self, port: int = 0, *, max_connections: int = 300) -> None:
         self.bindir = find_bindir()
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.max_connections = max_connections
         self.directory: Path | None = None
         self.process: subprocess.Popen | None = None

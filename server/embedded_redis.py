@@ -37,11 +37,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def die_with_parent() -> None:
-    """In a child before exec: receive SIGTERM when the parent (thread) dies."""
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """In a child before exec: receive ``sig`` (SIGTERM) when the parent (thread) dies."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
 @dataclass(frozen=True)

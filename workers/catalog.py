@@ -166,15 +166,7 @@ class Catalog:
                     session.add(row)
                     await session.flush()
                     db_topics[name] = row
-                    self._record(
-                        session,
-                        "topic",
-                        "topic",
-                        name,
-                        None,
-                        {"partitions": row.partitions},
-                        partitions=row.partitions,
-                    )
+                    self._record_created(session, name, row)
                 elif not record.get("autoCreated"):
                     await self.drop_topic_data(topic, int(record["partitions"]))
             await self._sync_subscriptions(session, db_topics)
@@ -235,15 +227,7 @@ class Catalog:
                 )
                 session.add(row)
                 await session.flush()
-                self._record(
-                    session,
-                    "topic",
-                    "topic",
-                    name,
-                    None,
-                    {"partitions": row.partitions},
-                    partitions=row.partitions,
-                )
+                self._record_created(session, name, row)
         await self.plane.register_topics({n: int(r["partitions"]) for n, r in auto.items()})
 
     async def publish_client_config(self) -> None:
@@ -410,6 +394,13 @@ class Catalog:
             )
             await session.execute(insert(AuditEntry), audit)
             await session.execute(insert(OutboxEvent), events)
+
+    def _record_created(self, session, name: str, row: Topic) -> None:
+        """Audit and emit a topic the worker recorded (a client created it)."""
+        partitions = row.partitions
+        self._record(
+            session, "topic", "topic", name, None, {"partitions": partitions}, partitions=partitions
+        )
 
     def _record(self, session, kind, entity_type, entity, before, after, **payload) -> None:
         record_change(
