@@ -14,6 +14,7 @@ import functools
 import gc
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -103,14 +104,15 @@ ROUTERS = (
 )
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the admin service for ``settings`` (read from the environment by default)."""
+def create_app(settings: Settings | None = None, *, dataplane_acl: Any = None) -> FastAPI:
+    """Build the admin service for ``settings`` (read from the environment by default).
+    ``dataplane_acl`` replaces the data plane's credential manager (tests)."""
     settings = settings or Settings()
     access_control = AccessControl.from_settings(settings)  # fails fast on bad security config
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        tasks = await _start(app, settings, access_control)
+        tasks = await _start(app, settings, access_control, dataplane_acl)
         # Objects made at start-up live as long as the process: keeping them out of the
         # collector's generations shortens the full collections that show up as latency spikes.
         gc.freeze()
@@ -136,8 +138,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.router.route_class = SluiceRoute  # the checks of api.routing, on the docs pages too
     app.router.default = not_found
-    app.state.access_control = access_control
-    app.state.dataplane_acl = None  # the data-plane sessions, made at start-up (lifespan)
     for router in ROUTERS:
         app.include_router(router)
     # Pulsar's WebSocket API: outside the app-wide dependency (made for HTTP requests); each
@@ -168,7 +168,7 @@ def _add_middleware(app: FastAPI, settings: Settings, access_control: AccessCont
 
 
 async def _start(
-    app: FastAPI, settings: Settings, access_control: AccessControl
+    app: FastAPI, settings: Settings, access_control: AccessControl, dataplane_acl: Any
 ) -> list[asyncio.Task]:
     """Connect, build the process state (``app.state.sluice``) and start the background
     tasks (returned)."""
@@ -201,9 +201,6 @@ async def _start(
         log.warning("policy cache not loaded at start: %s", exc)
     enforcement = Enforcement(redis, settings.apply_timeout_seconds)
     reports = ReportQueue(settings)
-    app.state.sluice = AppState(
-        settings, engine, sessions, redis, relay, data_plane, cache, enforcement, reports
-    )
     tasks = [
         asyncio.create_task(relay.run(), name="outbox-relay"),
         asyncio.create_task(relay.mark(), name="outbox-mark"),
@@ -211,14 +208,26 @@ async def _start(
         asyncio.create_task(enforcement.run(), name="enforcement"),
     ]
     # With authentication on, clients get Redis users of their own (api.sessions).
-    if access_control.authentication:
-        acl_sessions = Sessions(
+    if dataplane_acl is None and access_control.authentication:
+        dataplane_acl = Sessions(
             redis,
             functools.partial(role_grants, sessions, access_control),
             settings.dataplane_session_seconds,
         )
-        app.state.dataplane_acl = acl_sessions
-        tasks.append(asyncio.create_task(acl_sessions.run(), name="acl-sessions"))
+        tasks.append(asyncio.create_task(dataplane_acl.run(), name="acl-sessions"))
+    app.state.sluice = AppState(
+        settings,
+        engine,
+        sessions,
+        redis,
+        relay,
+        data_plane,
+        cache,
+        enforcement,
+        reports,
+        access_control,
+        dataplane_acl,
+    )
     return tasks
 
 

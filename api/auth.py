@@ -273,7 +273,7 @@ async def authorize_websocket(websocket: HTTPConnection) -> None:
 async def _apply_policy(request: HTTPConnection) -> None:
     route = request.scope.get("route")
     access = required_access(getattr(route, "path_format", None) or request.url.path)
-    control: AccessControl = request.app.state.access_control
+    control: AccessControl = request.app.state.sluice.access_control
     if access is Access.OPEN or not control.authentication:
         return
     role = request.scope["state"]["role"]  # set by AuthenticationMiddleware

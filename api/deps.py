@@ -116,12 +116,12 @@ async def enforce(request: Request, state: AppState, uow: UnitOfWork) -> None:
 async def refresh_dataplane_acl(request: Request, roles: set[str]) -> None:
     """Tell the data plane's credential manager that these roles' grants changed.
 
-    The one place that calls ``app.state.dataplane_acl.refresh_role``: after the commit and
+    The one place that calls ``AppState.dataplane_acl.refresh_role``: after the commit and
     the enforcement wait, so it reads the change as durable (a dry run never gets here).
     Without a credential manager it does nothing.  A failure leaves the change committed and
     the answer says enforcement is pending (``X-Sluice-Enforcement``).
     """
-    acl = getattr(request.app.state, "dataplane_acl", None)
+    acl = request.app.state.sluice.dataplane_acl
     if acl is None:
         return
     for role in sorted(roles):

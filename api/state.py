@@ -2,23 +2,39 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from api.auth import AccessControl
 from api.dataplane import DataPlane
 from api.enforcement import Enforcement
 from api.outbox import OutboxRelay
 from api.policy_cache import PolicyCache
 from api.reports.queue import ReportQueue
+from dataplane.sessions import Sessions
 from models.settings import Settings
+
+if TYPE_CHECKING:
+    from sluice import Client
+
+
+@dataclass
+class SharedClient:
+    """The process's ``sluice.Client`` for WebSocket connections, made on first use."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    client: Client | None = None
 
 
 @dataclass
 class AppState:
     """Engine, sessions, Redis client, outbox relay, data-plane access, policy cache, the
-    workers' confirmations and the report-run queue."""
+    workers' confirmations, the report-run queue, access control, the data plane's
+    credential manager (authentication on) and the WebSocket connections' client."""
 
     settings: Settings
     engine: AsyncEngine
@@ -29,6 +45,10 @@ class AppState:
     cache: PolicyCache
     enforcement: Enforcement
     reports: ReportQueue
+    access_control: AccessControl
+    # Gives clients Redis users of their own and refreshes their grants (api.sessions).
+    dataplane_acl: Sessions | Any | None = None
+    websocket: SharedClient = field(default_factory=SharedClient)
 
     @property
     def cluster(self) -> str:

@@ -22,7 +22,7 @@ router = APIRouter(prefix="/admin/v2/dataplane", tags=["dataplane"], route_class
 
 
 def _sessions(request: Request) -> Sessions | None:
-    return getattr(request.app.state, "dataplane_acl", None)
+    return request.app.state.sluice.dataplane_acl
 
 
 def _expiry(request: Request) -> float | None:

@@ -19,6 +19,7 @@ from starlette.datastructures import QueryParams
 from api.auth import authorize_websocket
 from api.errors import reason_response
 from api.sessions.service import may_use
+from api.state import AppState
 from api.websocket import sessions
 from api.websocket.frames import FrameError, decode_id
 from models.errors import Forbidden
@@ -50,22 +51,20 @@ class BadParams(ValueError):
 
 async def websocket_client(app: FastAPI) -> Client:
     """The process's ``sluice.Client`` for WebSocket connections, made on first use."""
-    state = app.state
-    lock = state.__dict__.setdefault("websocket_lock", asyncio.Lock())
-    async with lock:
-        client = getattr(state, "websocket_client", None)
-        if client is None:
-            url = state.sluice.settings.effective_redis_url
-            client = await asyncio.to_thread(Client, url)
-            state.websocket_client = client
-        return client
+    state: AppState = app.state.sluice
+    shared = state.websocket
+    async with shared.lock:
+        if shared.client is None:
+            url = state.settings.effective_redis_url
+            shared.client = await asyncio.to_thread(Client, url)
+        return shared.client
 
 
 async def close_websocket_client(app: FastAPI) -> None:
     """Close the WebSocket connections' client (on shutdown)."""
-    client = getattr(app.state, "websocket_client", None)
+    shared = app.state.sluice.websocket
+    client, shared.client = shared.client, None
     if client is not None:
-        app.state.websocket_client = None
         await asyncio.to_thread(client.close)
 
 
@@ -112,7 +111,7 @@ async def _allowed(websocket: WebSocket, action: str) -> bool:
     try:
         await authorize_websocket(websocket)
     except Forbidden as exc:
-        sessions = getattr(websocket.app.state, "dataplane_acl", None)
+        sessions = websocket.app.state.sluice.dataplane_acl
         role = websocket.scope.get("state", {}).get("role")
         params = websocket.path_params
         if sessions is not None and role is not None:

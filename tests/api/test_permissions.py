@@ -355,10 +355,9 @@ class RecordingAcl:
 
 @pytest.fixture
 def acl_http(world, settings, db):
-    """An admin server with a credential manager on ``app.state.dataplane_acl``."""
-    app = create_app(settings)
+    """An admin server with a credential manager of its own (``AppState.dataplane_acl``)."""
     acl = RecordingAcl(db)
-    app.state.dataplane_acl = acl
+    app = create_app(settings, dataplane_acl=acl)
     server = ServerThread(app).start()
     try:
         with httpx.Client(base_url=server.url, timeout=30) as client:
