@@ -24,7 +24,7 @@ from dataplane.catalog import CatalogProjection
 from dataplane.scripts import register_scripts
 from models.errors import PreconditionFailed
 from sluice.protocol import keys
-from sluice.protocol.frames import partitions_of
+from sluice.protocol.frames import lease_holder, partitions_of
 from sluice.protocol.names import TopicName
 from sluice.protocol.text import as_text
 
@@ -197,7 +197,7 @@ async def lookup(redis: Redis, partitions: list[TopicName]) -> dict[str, dict[st
     infos: dict[str, dict[str, str]] = {}
     answer = {}
     for partition, token in zip(partitions, tokens, strict=True):
-        owner = as_text(token).rpartition(":")[0] if token is not None else None
+        owner = lease_holder(as_text(token)) if token is not None else None
         if owner is None or owner not in live:
             answer[partition.full] = {"owner": None, "leaseToken": None}
             continue

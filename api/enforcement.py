@@ -28,35 +28,12 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError
 
 from sluice.protocol import keys
-from sluice.protocol.frames import parse_position
+from sluice.protocol.frames import parse_position, script_source
 from sluice.protocol.names import TopicName
 
 log = logging.getLogger(__name__)
 
 RECHECK_SECONDS = 0.25  # re-read the fleet and the confirmations this often while waiting
-
-# Deletes a lease only while the given worker holds it (its token is "<worker>:<epoch>").
-FENCE_SCRIPT = """
-local token = redis.call('GET', KEYS[1])
-if token and string.sub(token, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-return 0
-"""
-
-# The live workers (heartbeat not expired, by Redis time) and the position each confirmed.
-FLEET_SCRIPT = """
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-local live = redis.call('ZRANGEBYSCORE', KEYS[1], now_ms, '+inf')
-local out = {}
-for i, worker in ipairs(live) do
-  out[2 * i - 1] = worker
-  out[2 * i] = redis.call('HGET', KEYS[2], worker) or ''
-end
-return out
-"""
 
 
 @dataclass
@@ -75,8 +52,8 @@ class Enforcement:
         self.timeout = timeout
         self.applied: dict[str, tuple[int, int]] = {}
         self._changed = asyncio.Event()
-        self._fence = redis.register_script(FENCE_SCRIPT)
-        self._fleet = redis.register_script(FLEET_SCRIPT)
+        self._fence = redis.register_script(script_source("lease_fence"))
+        self._fleet = redis.register_script(script_source("fleet_read"))
 
     async def run(self) -> None:
         """Follow the confirmations channel until cancelled (reconnecting on errors)."""
@@ -150,7 +127,7 @@ class Enforcement:
         return self._fleet_reply(await self._fleet(keys=[keys.WORKERS, keys.APPLIED]))
 
     def _fleet_reply(self, reply: list[Any]) -> list[str]:
-        """The live workers of a ``FLEET_SCRIPT`` reply; their stored positions noted."""
+        """The live workers of a ``fleet_read.lua`` reply; their stored positions noted."""
         live = []
         for worker, position in zip(reply[::2], reply[1::2], strict=True):
             name = worker.decode()

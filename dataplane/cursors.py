@@ -34,7 +34,7 @@ from dataplane.backlog import read_backlogs
 from dataplane.batches import in_batches
 from dataplane.scripts import Scripts
 from sluice.protocol import keys
-from sluice.protocol.frames import parse_position, wake_dispatch
+from sluice.protocol.frames import lease_holder, parse_position, wake_dispatch
 from sluice.protocol.names import TopicName
 from sluice.protocol.text import as_text
 
@@ -360,7 +360,7 @@ class Cursors:
                 "lastEntryId": as_text(last[0]) if last else None,
                 "lastConfirmedEntry": pulsar_position(as_text(last[0])) if last else None,
                 "lastGeneratedId": as_text(stream.get("last-generated-id") or START),
-                "owner": token_text.rpartition(":")[0] if token_text else None,
+                "owner": lease_holder(token_text) if token_text else None,
                 "leaseToken": token_text,
                 "cursors": cursors,
             }
@@ -384,16 +384,14 @@ class Cursors:
         taken: dict[str, list[str]] = {}
         for (partition, token), ok in zip(held, released, strict=True):
             if ok:
-                taken.setdefault(token.rpartition(":")[0], []).append(partition.full)
+                taken.setdefault(lease_holder(token), []).append(partition.full)
         for owner, names in taken.items():
             async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.sadd(keys.worker_unloaded(owner), *names)
                 # Read and cleared by a live owner within a heartbeat; a dead one's goes.
                 pipe.expire(keys.worker_unloaded(owner), UNLOADED_TTL_SECONDS)
                 await pipe.execute()
-        return [
-            token.rpartition(":")[0] for (_, token), ok in zip(held, released, strict=True) if ok
-        ]
+        return [lease_holder(token) for (_, token), ok in zip(held, released, strict=True) if ok]
 
 
 def _or_all(remaining: int | None) -> int:

@@ -73,6 +73,7 @@ from dataplane.batches import in_batches
 from dataplane.scripts import ensure_loaded
 from sluice.protocol import keys
 from sluice.protocol.connection import is_cluster
+from sluice.protocol.frames import lease_holder
 from sluice.protocol.names import TopicName
 from workers.context import OwnershipHooks, WorkerContext
 from workers.heartbeat import Beat, HeartbeatThread, beat_of, queue_renewal
@@ -112,11 +113,6 @@ def assigned(me: str, workers: list[str], partitions: Iterable[TopicName]) -> di
         if best == me:
             mine[name] = partition
     return mine
-
-
-def holder(token: str) -> str:
-    """The worker a fencing token ``<worker>:<epoch>`` belongs to."""
-    return token.rpartition(":")[0]
 
 
 class LeaseOwnership:
@@ -633,7 +629,7 @@ class LeaseOwnership:
             mine = {
                 p.full: token.decode()
                 for p, token in zip(batch, tokens, strict=True)
-                if token is not None and holder(token.decode()) == me
+                if token is not None and lease_holder(token.decode()) == me
             }
             if mine:
                 log.info("releasing %d lease(s) left behind by this worker id", len(mine))

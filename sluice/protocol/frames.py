@@ -52,7 +52,15 @@ SCRIPT_NAMES = (
     "trim",
     "stats_read",
     "internal_read",
+    "lease_fence",
+    "fleet_read",
 )
+
+
+def lease_holder(token: str) -> str:
+    """The worker a fencing token ``<worker>:<epoch>`` belongs to (``lease_acquire.lua``
+    makes the tokens; this is the one place that reads them)."""
+    return token.rpartition(":")[0]
 
 
 def script_source(name: str) -> str:
