@@ -25,9 +25,8 @@ limits, no count limit applies there and the size limit is Pulsar's default, 5 M
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-
-import orjson
 
 from sluice.protocol import keys
 from sluice.protocol.errors import NotFound
@@ -104,7 +103,7 @@ def auto_create_call(topic: TopicName, namespaces: set[bytes], config: dict[byte
     partitions = 0
     if settings.get("allowAutoTopicCreationType", "non-partitioned") == "partitioned":
         partitions = int(settings.get("defaultNumPartitions", "1"))
-    record = orjson.dumps({"partitions": partitions, "autoCreated": True})
+    record = json.dumps({"partitions": partitions, "autoCreated": True}, separators=(",", ":"))
     # Registered atomically within the namespace's maxTopicsPerNamespace; a topic another
     # client registered first wins.
     return topic_create_call(topic, partitions, record, wake_topic(topic.full))
