@@ -158,7 +158,10 @@ class Consumer:
                 self._release(part)
             raise
         ticker = client.ticker
-        self._io_job = ticker.every(ACK_GROUP_SECONDS, self._flush_acks)
+        # Acknowledgements and permits go out within ACK_GROUP_SECONDS of the first pending
+        # one (the flush is armed then; an idle consumer costs its client thread nothing).
+        self._io_job = ticker.on_demand(self._flush_acks)
+        self._flush_armed = False
         self._jobs = [ticker.every(client.heartbeat_interval, self._heartbeat), self._io_job]
         if ack_timeout_ms:
             self._jobs.append(ticker.every(min(ack_timeout_ms / 1000 / 4, 1.0), self._expire))
@@ -215,6 +218,8 @@ class Consumer:
                 pending.append(message._entry)
                 if len(pending) >= ACK_GROUP_MAX:
                     self._client.ticker.nudge(self._io_job)
+                elif not self._flush_armed:
+                    self._arm_flush()
                 return
         message_id = self._message_id(message)
         part = self._by_topic.get(message_id.topic) or self._part_of(message_id)
@@ -222,6 +227,8 @@ class Consumer:
             part.pending_acks.append(message_id.stream_id)
             if len(part.pending_acks) >= ACK_GROUP_MAX:
                 self._client.ticker.nudge(self._io_job)
+            elif not self._flush_armed:
+                self._arm_flush()
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge this message and every earlier one (Exclusive and Failover only)."""
@@ -570,12 +577,19 @@ class Consumer:
                 # heartbeat tries again.
                 log.warning("consumer %s on %s: %s", self._id, part.name.full, exc)
 
+    def _arm_flush(self) -> None:
+        """Have the pending acknowledgements sent within ACK_GROUP_SECONDS."""
+        self._flush_armed = True
+        self._client.ticker.arm(self._io_job, ACK_GROUP_SECONDS)
+
     def _flush_acks(self) -> None:
         """Send pending acknowledgements and permits, in one round trip.
 
         Runs on the client's background thread (and on explicit flushes); the application's
         threads only append.  Each popleft is atomic, so every id and permit is taken
-        exactly once, by one flush."""
+        exactly once, by one flush.  The armed flag is cleared before anything is taken: an
+        acknowledgement appended after this flush took its part arms the next one."""
+        self._flush_armed = False
         calls = []
         for part in self._parts:
             permits = _take_all(part.pending_permits)
@@ -605,6 +619,7 @@ class Consumer:
             for part, script, _value, taken in calls:
                 queue = part.pending_permits if script == "flow" else part.pending_acks
                 queue.extendleft(reversed(taken))
+            self._arm_flush()  # tried again within ACK_GROUP_SECONDS
 
     def _release(self, part: Part) -> None:
         self._call("release", *release_call(part.name, self._subscription, self._id, _now_ms()))

@@ -1,13 +1,16 @@
-"""One background thread per client that runs periodic jobs (heartbeats, ack flushes, ...).
+"""One background thread per client that runs periodic jobs (heartbeats, ...) and jobs on
+demand (a consumer's acknowledgement flush, armed when something is pending).
 
 Jobs wait in a heap by due time, so a client holding thousands of consumers (each with its
-own heartbeat) spends per wake-up only what is due, not a look at every job.
+own heartbeat) spends per wake-up only what is due, not a look at every job; a job on demand
+costs nothing while it is not armed.
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +22,8 @@ class Ticker:
     """Runs registered callables every ``interval`` seconds on a daemon thread."""
 
     def __init__(self, name: str = "sluice-client") -> None:
-        self._jobs: dict[int, tuple[float, Callable[[], None], float]] = {}
+        # handle -> (interval, or None for a job on demand; the job; when it is due, or inf)
+        self._jobs: dict[int, tuple[float | None, Callable[[], None], float]] = {}
         self._due: list[tuple[float, int]] = []  # (due time, handle); stale entries skipped
         self._next_id = 0
         self._lock = threading.Lock()
@@ -36,6 +40,25 @@ class Ticker:
             self._schedule(handle, interval, job, time.monotonic() + interval)
         self._wake.set()
         return handle
+
+    def on_demand(self, job: Callable[[], None]) -> int:
+        """Register ``job`` to run only when armed (``arm``, ``nudge``), once per arming;
+        returns a handle for ``arm``, ``nudge`` and ``cancel``."""
+        with self._lock:
+            self._next_id += 1
+            handle = self._next_id
+            self._jobs[handle] = (None, job, math.inf)
+        return handle
+
+    def arm(self, handle: int, delay: float) -> None:
+        """Run a job within ``delay`` seconds (sooner if it is due sooner already)."""
+        at = time.monotonic() + delay
+        with self._lock:
+            entry = self._jobs.get(handle)
+            if entry is None or entry[2] <= at:
+                return
+            self._schedule(handle, entry[0], entry[1], at)
+        self._wake.set()
 
     def nudge(self, handle: int) -> None:
         """Run a job as soon as possible (then on its interval again)."""
@@ -57,7 +80,9 @@ class Ticker:
         if threading.current_thread() is not self._thread:
             self._thread.join(5)
 
-    def _schedule(self, handle: int, interval: float, job: Callable[[], None], at: float) -> None:
+    def _schedule(
+        self, handle: int, interval: float | None, job: Callable[[], None], at: float
+    ) -> None:
         """Run ``job`` at ``at`` (the lock is held)."""
         self._jobs[handle] = (interval, job, at)
         heapq.heappush(self._due, (at, handle))
@@ -74,10 +99,15 @@ class Ticker:
                     continue  # cancelled, or moved (nudged)
                 interval, job, _at = entry
                 due.append(job)
-                self._schedule(handle, interval, job, now + interval)
+                if interval is None:
+                    self._jobs[handle] = (None, job, math.inf)  # until armed again
+                else:
+                    self._schedule(handle, interval, job, now + interval)
             wait = min(1.0, heap[0][0] - now) if heap else 1.0
             if len(heap) > 2 * len(self._jobs) + 64:  # mostly stale entries: rebuild
-                self._due = [(at, handle) for handle, (_i, _j, at) in self._jobs.items()]
+                self._due = [
+                    (at, handle) for handle, (_i, _j, at) in self._jobs.items() if at < math.inf
+                ]
                 heapq.heapify(self._due)
         return due, wait
 

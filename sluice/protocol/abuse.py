@@ -103,7 +103,8 @@ def auto_create_call(topic: TopicName, namespaces: set[bytes], config: dict[byte
     partitions = 0
     if settings.get("allowAutoTopicCreationType", "non-partitioned") == "partitioned":
         partitions = int(settings.get("defaultNumPartitions", "1"))
-    record = json.dumps({"partitions": partitions, "autoCreated": True}, separators=(",", ":"))
+    fields = {"partitions": partitions, "autoCreated": True}
+    record = json.dumps(fields, separators=(",", ":")).encode()
     # Registered atomically within the namespace's maxTopicsPerNamespace; a topic another
     # client registered first wins.
     return topic_create_call(topic, partitions, record, wake_topic(topic.full))

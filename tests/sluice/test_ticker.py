@@ -72,3 +72,29 @@ def test_thousands_of_jobs_each_run_once_per_interval():
         assert min(counts) >= 3 and max(counts) <= 10, (min(counts), max(counts))
     finally:
         ticker.stop()
+
+
+def test_a_job_on_demand_runs_once_per_arming_and_never_unarmed():
+    ticker = Ticker("test-ticker")
+    try:
+        runs: list[float] = []
+        handle = ticker.on_demand(lambda: runs.append(time.monotonic()))
+        time.sleep(0.3)
+        assert runs == []  # never armed: never run
+        armed_at = time.monotonic()
+        ticker.arm(handle, 0.1)
+        ticker.arm(handle, 5.0)  # later than it is due already: changes nothing
+        wait_for(lambda: len(runs) == 1)
+        assert 0.09 <= runs[0] - armed_at < 1.0
+        time.sleep(0.3)
+        assert len(runs) == 1  # once per arming
+        ticker.arm(handle, 10.0)
+        ticker.arm(handle, 0.05)  # sooner than it is due: moves it
+        wait_for(lambda: len(runs) == 2)
+        assert runs[1] - runs[0] < 2.0
+        ticker.nudge(handle)
+        wait_for(lambda: len(runs) == 3)
+        time.sleep(0.2)
+        assert len(runs) == 3
+    finally:
+        ticker.stop()
