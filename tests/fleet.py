@@ -49,6 +49,9 @@ class Fleet:
         self.database_url = database_url or settings.database_url
         self.env = env or {}
         self.processes: dict[str, subprocess.Popen] = {}
+        # Earlier processes of a worker id started again: reaped at the end, so that no
+        # Popen is collected unwaited (a ResourceWarning, an error in whichever test runs then).
+        self.retired: list[subprocess.Popen] = []
         self.redis = connect(self.redis_url)
 
     def start(self, worker_id: str) -> subprocess.Popen:
@@ -71,6 +74,9 @@ class Fleet:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+        previous = self.processes.get(worker_id)
+        if previous is not None:
+            self.retired.append(previous)  # killed by the test: reaped by stop_all
         self.processes[worker_id] = process
         wait_until(lambda: worker_id in self.live(), timeout=30, every=0.1)
         return process
@@ -113,16 +119,19 @@ class Fleet:
         return owners if owners == expected else None
 
     def stop_all(self) -> None:
-        """Resume paused workers, then stop every worker (SIGTERM, SIGKILL after 15 s)."""
-        for process in self.processes.values():
+        """Resume paused workers, then stop every worker (SIGTERM, SIGKILL after 15 s) and
+        reap every process this fleet started."""
+        processes = [*self.retired, *self.processes.values()]
+        for process in processes:
             if process.poll() is None:
                 with_signal(process, signal.SIGCONT)
                 process.terminate()
-        for process in self.processes.values():
+        for process in processes:
             try:
                 process.wait(15)
             except subprocess.TimeoutExpired:
                 process.kill()
+                process.wait()
         self.redis.close()
 
 
