@@ -325,8 +325,7 @@ class Cursors:
         if not reply:
             return None
         entry_id, flat = reply
-        pairs = iter(flat)
-        return Entry(as_text(entry_id), {as_text(k): v for k, v in zip(pairs, pairs, strict=True)})
+        return Entry(as_text(entry_id), _flat_dict(flat))
 
     # --- internal stats -------------------------------------------------------------------
 

@@ -97,8 +97,12 @@ def _scoped_query(
     query = _SCOPED.get(shape)
     if query is None:
         query = (
-            select(*wanted, Tenant.name.label("tenant"), Namespace.name.label("namespace"))
-            .add_columns(Topic.name.label("topic"))
+            select(
+                *wanted,
+                Tenant.name.label("tenant"),
+                Namespace.name.label("namespace"),
+                Topic.name.label("topic"),
+            )
             .join(Namespace, model.namespace_id == Namespace.id)
             .join(Tenant, Namespace.tenant_id == Tenant.id)
             .outerjoin(Topic, model.topic_id == Topic.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -270,6 +271,31 @@ def test_a_heartbeat_during_unsubscribe_does_not_bring_the_subscription_back(
     members = client.redis.smembers(keys.subs(TopicName.from_full(TOPIC)))
     assert b"leaving" not in members
     assert "leaving" not in http.get(f"{ADMIN}/persistent/acme/orders/created/subscriptions").json()
+
+
+def test_an_idle_consumer_schedules_no_flush_and_an_ack_arms_one(http, namespace, client):
+    """The acknowledgement flush runs only when something waits to be sent: nothing is due
+    for an idle consumer, and one acknowledgement (fewer than a full group) reaches Redis
+    within the grouping time all the same."""
+    make_topic(http)
+    consumer = client.subscribe(TOPIC, "idle", consumer_type=sluice.ConsumerType.Shared)
+    producer = client.create_producer(TOPIC)
+
+    def flush_due() -> float:
+        return client.ticker._jobs[consumer._io_job][2]  # (interval, job, due)
+
+    time.sleep(0.3)
+    assert flush_due() == math.inf  # idle: no flush scheduled at all
+    producer.send(b"one")
+    message = consumer.receive(timeout_millis=10_000)
+    time.sleep(0.3)  # the permits given back with it have been flushed by now
+    assert flush_due() == math.inf
+    acked_at = time.monotonic()
+    consumer.acknowledge(message)
+    assert flush_due() <= acked_at + 0.2  # armed by the acknowledgement
+    log = keys.log(TopicName.from_full(TOPIC))
+    wait_until(lambda: client.redis.xpending(log, "idle")["pending"] == 0, timeout=5)
+    wait_until(lambda: flush_due() == math.inf, timeout=5)  # and disarmed after it ran
 
 
 def test_batched_messages_and_batch_acks(http, namespace, client):
