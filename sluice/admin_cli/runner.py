@@ -117,4 +117,5 @@ def main(argv: list[str] | None = None) -> int:
         except OutputError as exc:
             return _error(str(exc))
         print(text)
-    return 0
+    # A command may set its own exit status from what it found (``reports run --wait``).
+    return getattr(args, "result_code", 0)

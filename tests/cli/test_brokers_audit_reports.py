@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import update
 
+from models.reports import ReportRun
 from sluice.admin_cli.client import AdminError
 from sluice.admin_cli.commands.audit import timestamp
 
@@ -124,3 +128,67 @@ def test_report_runs_and_charts(cli, namespace, tmp_path):
         str(tmp_path / "chart.html"),
     )
     assert page.code == 0 and "<img" in (tmp_path / "chart.html").read_text()
+
+
+def _advance_later(db, run_id: int, steps: list[dict], pause: float) -> threading.Thread:
+    """Move a run through ``steps`` (column values), one every ``pause`` seconds, as the
+    report worker would."""
+
+    def advance() -> None:
+        for values in steps:
+            time.sleep(pause)
+            with db.begin() as connection:
+                connection.execute(update(ReportRun).where(ReportRun.id == run_id).values(**values))
+
+    thread = threading.Thread(target=advance, daemon=True)
+    thread.start()
+    return thread
+
+
+def _queue_run(cli) -> int:
+    queued = cli("reports", "start", "--jobs", "rates")
+    assert queued.code == 0, queued.err
+    [run_id] = json.loads(queued.out)["runIds"]
+    return run_id
+
+
+@pytest.mark.parametrize("outcome, code", [("succeeded", 0), ("failed", 1)])
+def test_report_run_wait_follows_to_the_end(cli, db, namespace, outcome, code):
+    run_id = _queue_run(cli)
+    final = {"status": outcome, "rows": 7 if outcome == "succeeded" else 0}
+    if outcome == "failed":
+        final["error"] = "the lake is unreachable"
+    thread = _advance_later(db, run_id, [{"status": "running", "attempt": 1}, final], 0.7)
+    started = time.monotonic()
+    followed = cli("reports", "run", str(run_id), "--wait", "--wait-timeout", "30")
+    thread.join()
+    assert time.monotonic() - started >= 1.4  # it waited for the end, not just one read
+    assert followed.code == code, followed.err
+    assert json.loads(followed.out)["status"] == outcome
+    lines = followed.err.splitlines()
+    assert lines[0] == f"run {run_id} (rates): queued, attempt 0"
+    assert lines[1] == f"run {run_id} (rates): running, attempt 1"
+    last = {
+        "succeeded": f"run {run_id} (rates): succeeded, attempt 1, 7 rows",
+        "failed": f"run {run_id} (rates): failed, attempt 1: the lake is unreachable",
+    }[outcome]
+    assert lines[2:] == [last]
+
+
+def test_report_start_wait_and_the_timeout(cli, db, namespace):
+    # Nothing takes the run here: --wait-timeout gives up with exit status 3, having shown it.
+    run_id = _queue_run(cli)
+    started = time.monotonic()
+    unfinished = cli("reports", "run", str(run_id), "--follow", "--wait-timeout", "1.5")
+    assert 1.4 <= time.monotonic() - started < 10
+    assert unfinished.code == 3
+    assert json.loads(unfinished.out)["status"] == "queued"
+    assert unfinished.err.splitlines()[-1] == f"not finished after 1.5 s: run {run_id}"
+    # Without --wait the status is read once and the exit status is 0 whatever it is.
+    assert cli("reports", "run", str(run_id)).code == 0
+    # start --wait follows every run it queued; the first one still waits, so give up at once.
+    both = cli("reports", "start", "--wait", "--wait-timeout", "0")
+    assert both.code == 3
+    answer = json.loads(both.out)
+    assert [r["status"] for r in answer["runs"]] == ["queued", "queued"]
+    assert len(both.err.splitlines()) == 3  # one line per run, then the timeout

@@ -3,11 +3,16 @@
 Kept apart from the Pulsar-style groups: the reporting endpoints live under
 ``/admin/v2/reports`` (rates and backlog per namespace, the run history, on-demand runs,
 and charts of a topic's subscription as PNG or HTML).  ``start`` queues a run and prints the
-ids of the runs recorded for it (one per job); ``run ID`` follows one of them.
+ids of the runs recorded for it (one per job); ``run ID`` shows one of them, and with
+``--wait`` both follow their runs to the end: a line on stderr at every change of status, the
+final documents on stdout, and the exit status from the result (0 succeeded, 1 failed, 3 still
+unfinished when ``--wait-timeout`` ran out).
 """
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 
 from sluice.admin_cli.client import AdminError, segment
@@ -18,6 +23,9 @@ from sluice.admin_cli.views import BACKLOG_REPORT, QUEUED_RUNS, RATE_REPORT, RUN
 BASE = "/admin/v2/reports"
 JOBS = ("rates", "backlog")
 STATUSES = ("queued", "running", "succeeded", "failed")
+FINISHED = ("succeeded", "failed")
+POLL_SECONDS = 1.0
+EXIT_FAILED, EXIT_UNFINISHED = 1, 3
 
 
 def _report(kind: str):
@@ -42,8 +50,47 @@ def _runs(args, admin):
     return admin.request("GET", f"{BASE}/runs", params=params)
 
 
+def _progress(run: dict) -> str:
+    line = f"run {run['id']} ({run['job']}): {run['status']}, attempt {run['attempt']}"
+    if run["status"] == "succeeded":
+        line += f", {run['rows']} rows"
+    if run.get("error"):
+        line += f": {run['error']}"
+    return line
+
+
+def _follow(args, admin, runs: list[dict]) -> list[dict]:
+    """Poll ``runs`` until every one has finished or ``--wait-timeout`` runs out; report each
+    change of status on stderr and set the exit status from the outcome."""
+    deadline = None if args.wait_timeout is None else time.monotonic() + args.wait_timeout
+    seen: dict[int, tuple] = {}
+    while True:
+        for run in runs:
+            state = (run["status"], run["attempt"], run.get("error"))
+            if seen.get(run["id"]) != state:
+                seen[run["id"]] = state
+                print(_progress(run), file=sys.stderr, flush=True)
+        pending = [run["id"] for run in runs if run["status"] not in FINISHED]
+        left = None if deadline is None else deadline - time.monotonic()
+        if not pending or (left is not None and left <= 0):
+            break
+        time.sleep(POLL_SECONDS if left is None else min(POLL_SECONDS, left))
+        runs = [admin.request("GET", f"{BASE}/runs/{run['id']}") for run in runs]
+    if pending:
+        ids = ", ".join(str(i) for i in pending)
+        print(f"not finished after {args.wait_timeout:g} s: run {ids}", file=sys.stderr)
+        args.result_code = EXIT_UNFINISHED
+    elif any(run["status"] == "failed" for run in runs):
+        args.result_code = EXIT_FAILED
+    return runs
+
+
 def _run(args, admin):
-    return admin.request("GET", f"{BASE}/runs/{args.id}")
+    run = admin.request("GET", f"{BASE}/runs/{args.id}")
+    if not args.wait:
+        return run
+    [run] = _follow(args, admin, [run])
+    return run
 
 
 def _start(args, admin):
@@ -51,7 +98,24 @@ def _start(args, admin):
     body: dict = {"jobs": jobs}
     if args.lookback_seconds is not None:
         body["lookbackSeconds"] = args.lookback_seconds
-    return admin.request("POST", f"{BASE}/runs", body=body)
+    queued = admin.request("POST", f"{BASE}/runs", body=body)
+    if args.wait:
+        queued["runs"] = _follow(args, admin, queued["runs"])
+    return queued
+
+
+def _wait_flags(parser) -> None:
+    parser.add_argument(
+        "-w",
+        "--wait",
+        "--follow",
+        action="store_true",
+        help="follow to the end: status changes on stderr, exit 0 succeeded, 1 failed, "
+        "3 unfinished at --wait-timeout",
+    )
+    parser.add_argument(
+        "--wait-timeout", type=float, metavar="SECONDS", help="with --wait: give up after this"
+    )
 
 
 def _chart(args, admin):
@@ -109,6 +173,7 @@ def register(commands, parents) -> None:
 
     run = add_command(group, "run", "One report run: its status, attempts and error", _run, parents)
     run.add_argument("id", type=int, help="the run id (as `start` and `runs` print it)")
+    _wait_flags(run)
 
     start = add_command(
         group, "start", "Queue a report run now; prints the id of each job's run", _start, parents
@@ -118,6 +183,7 @@ def register(commands, parents) -> None:
     start.add_argument(
         "--lookback-seconds", type=float, help="recompute this far back (default: the schedule's)"
     )
+    _wait_flags(start)
 
     chart = add_command(
         group, "chart", "Chart rate vs limit and backlog to a file", _chart, parents
