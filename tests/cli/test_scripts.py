@@ -107,10 +107,20 @@ def test_set_rates_from_csv(url, http, tmp_path):
         "\n"
         "acme/orders/b, 20 ,-1\n"
     )
+    http.post("/admin/v2/persistent/acme/orders/b/dispatchRate", json=rate(20, 4096))
     dry = script("set-rates-from-csv.sh", "--dry-run", str(csv), url=url)
     assert dry.returncode == 0, dry.stderr
-    assert '"dryRun":true' in dry.stdout.replace(" ", "")
+    # One readable line per row: the fields that change, old -> new, and the limit after.
+    assert dry.stdout.splitlines() == [
+        "persistent://acme/orders/a: would set msg unset -> 100, byte unset -> 1048576, "
+        "period unset -> 1; then 100 msg/s, 1048576 byte/s per partition "
+        "(msg limit from the topic limiter)",
+        "acme/orders/b: would set byte 4096 -> unlimited; then 20 msg/s, unlimited byte/s per "
+        "partition (msg limit from the topic limiter)",
+    ]
+    assert "dry run: 2 would be set, 0 failed, nothing changed" in dry.stderr
     assert http.get("/admin/v2/persistent/acme/orders/a/dispatchRate").json() is None
+    assert http.get("/admin/v2/persistent/acme/orders/b/dispatchRate").json() == rate(20, 4096)
     result = script("set-rates-from-csv.sh", str(csv), url=url)
     assert result.returncode == 0, result.stderr
     assert "2 set, 0 failed" in result.stderr
