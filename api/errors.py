@@ -8,6 +8,8 @@ that is a bug (a wrong type, a script error), 500 without a stack trace (it is l
 
 from __future__ import annotations
 
+import enum
+import functools
 import logging
 
 from fastapi import FastAPI, Request
@@ -18,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.responses import JsonResponse
 from models import errors
+from models.json_body import shown
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,28 @@ async def _domain(_request: Request, exc: Exception) -> JsonResponse:
     return reason_response(status_of(exc), exc.reason)
 
 
+@functools.cache
+def _enum_values(class_name: str) -> tuple[str, ...] | None:
+    """The values of the enum named ``class_name`` (a strict field's ``is_instance_of``
+    error names only the class), or None when no enum has that name."""
+    pending = list(enum.Enum.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        if cls.__name__ == class_name and len(cls):
+            return tuple(str(member.value) for member in cls)
+        pending.extend(cls.__subclasses__())
+    return None
+
+
+def _message(error: dict) -> str:
+    """Pydantic's message, except that an unknown enum value names the allowed ones."""
+    if error.get("type") == "is_instance_of":
+        allowed = _enum_values(str(error.get("ctx", {}).get("class", "")))
+        if allowed:
+            return f"{shown(error.get('input'))} is not one of {', '.join(allowed)}"
+    return error.get("msg", "invalid")
+
+
 async def _validation(request: Request, exc: Exception) -> JsonResponse:
     assert isinstance(exc, RequestValidationError)
     content_type = request.headers.get("content-type", "")
@@ -69,7 +94,7 @@ async def _validation(request: Request, exc: Exception) -> JsonResponse:
             return reason_response(400, "Malformed JSON body")
         if loc[:1] == ["body"] and error.get("type") == "missing" and len(loc) == 1:
             return reason_response(400, "Request body is required")
-        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+        parts.append(f"{where}: {_message(error)}")
     return reason_response(400, "Invalid request: " + "; ".join(parts))
 
 

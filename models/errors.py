@@ -34,3 +34,21 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
 ]
+
+
+# Pulsar's 404 reasons name what was not found (``PersistentTopicsBase``'s messages).
+
+
+def topic_not_found(topic: object) -> NotFound:
+    """``Topic persistent://t/ns/x not found``."""
+    return NotFound(f"Topic {topic} not found")
+
+
+def partitioned_topic_not_found(topic: object) -> NotFound:
+    """``Partitioned Topic persistent://t/ns/x not found``."""
+    return NotFound(f"Partitioned Topic {topic} not found")
+
+
+def subscription_not_found(subscription: str, topic: object) -> NotFound:
+    """``Subscription s not found for topic persistent://t/ns/x``."""
+    return NotFound(f"Subscription {subscription} not found for topic {topic}")

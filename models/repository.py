@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from models.broker_config import BrokerConfig
 from models.dispatch_rate import DispatchRate
-from models.errors import NotFound
+from models.errors import NotFound, topic_not_found
 from models.flow import value_from_json
 from models.orm import (
     DISPATCH_RATE,
@@ -271,7 +271,7 @@ async def get_topic(session: AsyncSession, topic: TopicName) -> tuple[Namespace,
         if base is not None and topic.partition_index < base.partitions:
             row = base
     if row is None:
-        raise NotFound("Topic not found")
+        raise topic_not_found(topic)
     return namespace, row
 
 

@@ -27,7 +27,14 @@ from dataplane.cursors import (
     is_after,
     next_id,
 )
-from models.errors import NotAllowed, NotFound, PreconditionFailed, Unavailable
+from models.errors import (
+    NotAllowed,
+    NotFound,
+    PreconditionFailed,
+    Unavailable,
+    partitioned_topic_not_found,
+    subscription_not_found,
+)
 from models.repository import get_topic
 from sluice.protocol.names import TopicName, check_subscription
 
@@ -57,12 +64,17 @@ def _cursors(uow: UnitOfWork) -> Cursors:
     return Cursors(uow.data_plane.redis, uow.data_plane.scripts)
 
 
+def _requested(scope: Scope) -> TopicName:
+    """The topic a request named: a partitioned topic's base name, or the one partition."""
+    return scope.base if scope.partitioned_base else scope.partitions[0]
+
+
 async def _pairs(cursors: Cursors, scope: Scope, subscription: str) -> list[Pair]:
     """The partitions that have the subscription; 404 when none has it."""
     check_subscription(subscription)
     pairs = await cursors.having(scope.partitions, subscription)
     if not pairs:
-        raise NotFound("Subscription not found")
+        raise subscription_not_found(subscription, _requested(scope))
     return pairs
 
 
@@ -262,7 +274,7 @@ async def peek(uow: UnitOfWork, topic: TopicName, subscription: str, position: i
     try:
         entry = await _cursors(uow).nth(scope.partitions[0], "backlog", position, subscription)
     except SubscriptionGone:
-        raise NotFound("Subscription not found") from None
+        raise subscription_not_found(subscription, topic) from None
     if entry is None:
         raise NotFound("Message not found")
     return entry
@@ -301,7 +313,7 @@ async def partitioned_internal_stats(uow: UnitOfWork, topic: TopicName) -> dict[
     """Every partition's internal stats."""
     scope = await _scope(uow, topic)
     if not scope.partitioned_base:
-        raise NotFound("Partitioned Topic not found")
+        raise partitioned_topic_not_found(topic)
     docs = await _cursors(uow).internal_stats(scope.partitions)
     return {"metadata": {"partitions": len(scope.partitions)}, "partitions": docs}
 

@@ -13,7 +13,16 @@ from api.topics.limits import check_subscriptions_limit, check_topics_limit
 from api.unit_of_work import UnitOfWork
 from dataplane.catalog import subscription_names
 from models.broker_config import BrokerConfig
-from models.errors import Conflict, NotAcceptable, NotFound, PreconditionFailed, Unavailable
+from models.errors import (
+    Conflict,
+    NotAcceptable,
+    NotFound,
+    PreconditionFailed,
+    Unavailable,
+    partitioned_topic_not_found,
+    subscription_not_found,
+    topic_not_found,
+)
 from models.orm import Subscription, Topic
 from models.repository import (
     find_topic,
@@ -166,7 +175,7 @@ async def delete_topic(
     if partitioned and (row is None or row.partitions == 0):
         raise NotFound("Partitioned topic does not exist")
     if not partitioned and (row is None or row.partitions > 0):
-        raise NotFound("Topic not found")
+        raise topic_not_found(topic)
     if not force and uow.data_plane is not None:
         redis = uow.data_plane.redis
         for name in await subscription_names(redis, topic, row.partitions):
@@ -232,7 +241,7 @@ async def delete_subscription(
         if not force:
             await uow.data_plane.require_no_consumers(base, row.partitions, name)
     if existing is None and not in_redis:
-        raise NotFound("Subscription not found")
+        raise subscription_not_found(name, topic)
     if existing is not None:
         await uow.session.delete(existing)
     _record_subscription(uow, base, name, {"name": name}, None)
@@ -264,7 +273,7 @@ async def partitioned_stats(uow: UnitOfWork, topic: TopicName, per_partition: bo
     """Pulsar's ``PartitionedTopicStats``: totals over partitions, and each if asked."""
     _, row = await get_topic(uow.session, topic)
     if row.partitions == 0:
-        raise NotFound("Partitioned Topic not found")
+        raise partitioned_topic_not_found(topic)
     partitions = [topic.partition(i) for i in range(row.partitions)]
     return aggregate(await _data_plane(uow).partitions_stats(partitions), per_partition)
 

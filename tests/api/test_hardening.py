@@ -115,3 +115,17 @@ async def test_cors_is_off_unless_origins_are_configured(settings: Settings):
         assert answer.headers["access-control-allow-origin"] == "https://ui.example"
         refused = await opened.options("/admin/v2/tenants/acme", headers=preflight)
         assert "access-control-allow-origin" not in refused.headers
+
+
+@pytest.mark.parametrize("path", [f"{NS}/backlogQuota", f"{TOPIC}/backlogQuota"])
+def test_an_unknown_enum_value_names_the_allowed_ones(namespace, path):
+    http = namespace
+    assert http.put(TOPIC).status_code == 204
+    body = {"limitSize": 1024, "policy": "producer_excepton"}
+    answer = http.post(path, json=body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json() == {
+        "reason": "Invalid request: policy: 'producer_excepton' is not one of "
+        "producer_request_hold, producer_exception, consumer_backlog_eviction"
+    }
+    assert http.get(f"{NS}/backlogQuotaMap").json() == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import httpx
 import pytest
@@ -173,7 +174,8 @@ def test_topic_must_exist(world):
     ):
         answer = http.request(method, path, json=body)
         assert answer.status_code == 404, (method, path, answer.text)
-        assert answer.json()["reason"] == "Topic not found"
+        reason = answer.json()["reason"]
+        assert re.fullmatch(r"Topic persistent://acme/orders/\S+ not found", reason), reason
     missing_ns = http.get(f"{ADMIN}/persistent/acme/gone/t/permissions")
     assert missing_ns.status_code == 404
     assert missing_ns.json()["reason"] == "Namespace does not exist"

@@ -70,7 +70,8 @@ def test_skip_clear_backlog_and_expire(ok, cli, produced):
     ok("topics", "expire-messages-all-subscriptions", T, "-t", "0")
     assert ok("topics", "stats-internal", T).json["cursors"]["audit"]["lag"] == 0
     unknown = cli("topics", "skip", T, "-s", "nobody", "-n", "1")
-    assert unknown.code == 1 and "Subscription not found (HTTP 404)" in unknown.err
+    assert unknown.code == 1
+    assert f"Subscription nobody not found for topic {T} (HTTP 404)" in unknown.err
 
 
 def test_reset_cursor(ok, cli, produced):

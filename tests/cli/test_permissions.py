@@ -65,6 +65,6 @@ def test_dot_names_are_sent_as_names_not_dot_segments(cli, ok, topic, namespace)
         refused = cli("namespaces", "revoke-permission", namespace, "--role", name)
         assert refused.code == 1 and "(HTTP 412)" in refused.err, refused
         refused = cli("topics", "unsubscribe", topic, "-s", name)  # not the topic's DELETE
-        assert refused.code == 1 and "Subscription not found" in refused.err, refused
+        assert refused.code == 1 and f"Subscription {name} not found" in refused.err, refused
     assert ok("namespaces", "list", "acme").json == [namespace]
     assert ok("topics", "subscriptions", topic).json == ["s1"]

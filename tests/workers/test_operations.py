@@ -402,7 +402,8 @@ def test_lookup_v2(http, topic):
     assert answer.json()["brokerUrl"] == "sluice://test-worker"
     assert isinstance(answer.json()["httpUrl"], str)  # "" here: the worker serves no HTTP
     missing = http.get(f"{lookup}/nope")
-    assert missing.status_code == 404 and missing.json() == {"reason": "Topic not found"}
+    assert missing.status_code == 404
+    assert missing.json() == {"reason": "Topic persistent://acme/orders/nope not found"}
     assert http.put(f"{ADMIN}/persistent/acme/orders/wide/partitions", json=2).status_code == 204
     assert http.get(f"{lookup}/wide").status_code == 412
     wait_until(lambda: http.get(f"{lookup}/wide-partition-1").status_code == 200)
@@ -461,16 +462,17 @@ def test_errors_carry_pulsar_status_codes_and_a_reason(http, topic, client):
     ids = produce(client, 2)
     unknown_topic = f"{ADMIN}/persistent/acme/orders/nope/subscription/audit"
     unknown_sub = sub_path("nobody")
+    NO_SUB = f"Subscription nobody not found for topic {TOPIC}"  # named, as Pulsar does
     cases = [
-        ("POST", f"{unknown_topic}/skip_all", None, 404, "Topic not found"),
-        ("POST", f"{unknown_sub}/skip_all", None, 404, "Subscription not found"),
-        ("POST", f"{unknown_sub}/skip/1", None, 404, "Subscription not found"),
-        ("POST", f"{unknown_sub}/expireMessages/1", None, 404, "Subscription not found"),
-        ("POST", f"{unknown_sub}/resetcursor/0", None, 404, "Subscription not found"),
-        ("POST", f"{unknown_sub}/resetcursor", "earliest", 404, "Subscription not found"),
-        ("GET", f"{unknown_sub}/position/1", None, 404, "Subscription not found"),
+        ("POST", f"{unknown_topic}/skip_all", None, 404, "Topic persistent://acme/orders/nope not"),
+        ("POST", f"{unknown_sub}/skip_all", None, 404, NO_SUB),
+        ("POST", f"{unknown_sub}/skip/1", None, 404, NO_SUB),
+        ("POST", f"{unknown_sub}/expireMessages/1", None, 404, NO_SUB),
+        ("POST", f"{unknown_sub}/resetcursor/0", None, 404, NO_SUB),
+        ("POST", f"{unknown_sub}/resetcursor", "earliest", 404, NO_SUB),
+        ("GET", f"{unknown_sub}/position/1", None, 404, NO_SUB),
         ("GET", f"{ADMIN}/persistent/acme/nons/ops/internalStats", None, 404, "Namespace"),
-        ("PUT", f"{ADMIN}/persistent/acme/orders/nope/unload", None, 404, "Topic not found"),
+        ("PUT", f"{ADMIN}/persistent/acme/orders/nope/unload", None, 404, "Topic persistent:"),
         ("POST", f"{sub_path()}/skip/-1", None, 400, "numMessages"),
         ("POST", f"{sub_path()}/skip/many", None, 400, "numMessages"),
         ("POST", f"{sub_path()}/expireMessages/-5", None, 400, "expireTimeInSeconds"),
