@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from celery import Celery
 from celery.schedules import crontab
-from celery.signals import beat_init
+from celery.signals import beat_init, worker_init
 
 from models.settings import Settings
 from reports.celery_redis import celery_redis
+from reports.parent_watch import watch_parent
 
 QUEUE = "sluice-reports"
 
@@ -72,6 +73,12 @@ def _data_dir(sender, **_kwargs) -> None:
     """Beat keeps its schedule state under the data folder: make sure it exists."""
     settings: Settings = sender.app.conf.sluice_settings
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+
+@worker_init.connect
+def _die_with_the_standalone(**_kwargs) -> None:
+    """Under ``sluice standalone``: go, with everything started, when the standalone goes."""
+    watch_parent()
 
 
 app = make_celery(Settings())

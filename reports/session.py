@@ -9,10 +9,12 @@ settings (for example the ``spark.hadoop.fs.s3a.*`` keys an ``s3a://`` lake need
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from models.settings import Settings
@@ -56,4 +58,24 @@ def spark_session(settings: Settings, app_name: str = "sluice-reports") -> Spark
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    _kill_jvm_at_exit()
     return session
+
+
+def _kill_jvm() -> None:
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    if process is not None and process.poll() is None:
+        process.kill()
+
+
+_registered: list[bool] = []
+
+
+def _kill_jvm_at_exit() -> None:
+    """Kill the session's JVM when this process exits.  PySpark counts on the JVM seeing its
+    stdin close, but a JVM in the middle of a job can take minutes to stop, or never does:
+    a scheduler stopped (or whose standalone was killed) would leave it running alone."""
+    if not _registered:
+        _registered.append(True)
+        atexit.register(_kill_jvm)

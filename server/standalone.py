@@ -51,6 +51,7 @@ from api.app import create_app
 from dataplane.acl import SERVICE_USERS, render_acl_file
 from migrations import upgrade
 from models.settings import Settings
+from reports.parent_watch import PARENT_ENV
 from server.acl_file import write_private
 from server.embedded_redis import EmbeddedRedis, die_with_parent
 from server.http_protocol import HTTP_PROTOCOL
@@ -61,6 +62,8 @@ from sluice.protocol.urls import redact_url, with_credentials
 log = logging.getLogger("sluice.standalone")
 ACL_FILE = "users.acl"
 WORKER_START_SECONDS = 60.0  # a (re)started worker must answer /healthz within this long
+CELERY_ROOT_WARNING = "You're running the worker with superuser privileges"
+SCHEDULER_STOP_SECONDS = 5.0  # a stop waits this long for the scheduler, then kills it
 
 
 def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
@@ -97,6 +100,7 @@ def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
         # The worker first, then the report scheduler, the Redis everything uses last.
         for child in reversed(children):
             child.stop()
+        log.info("Sluice standalone stopped: every process it started has exited")
     return 0
 
 
@@ -200,6 +204,13 @@ def report_scheduler(
             "SLUICE_DATA_DIR": str(settings.data_dir.resolve()),
         }
     )
+    if os.geteuid() == 0:
+        # Celery warns at every start as root; the standalone runs the scheduler as the user
+        # who started it (the README's fresh machine is root), and the scheduler takes JSON
+        # only, which is what makes root dangerous for Celery.  Said once, here.
+        log.info("report scheduler: runs as root, like this standalone (JSON tasks only)")
+        warnings_env = [env.get("PYTHONWARNINGS", ""), f"ignore:{CELERY_ROOT_WARNING}"]
+        env["PYTHONWARNINGS"] = ",".join(w for w in warnings_env if w)
     command = [
         sys.executable,
         "-m",
@@ -218,13 +229,25 @@ def report_scheduler(
 
     def spawn() -> subprocess.Popen:
         # A session of its own, like the embedded Redis: a Ctrl-C reaches the standalone,
-        # which stops the scheduler itself (and does not mistake its exit for a crash).
+        # which stops the scheduler itself (and does not mistake its exit for a crash).  If
+        # the standalone dies first, the scheduler kills its own group (reports.parent_watch).
         return subprocess.Popen(
-            command, env=env, preexec_fn=die_with_parent, start_new_session=True
+            command,
+            env={**env, PARENT_ENV: str(os.getpid())},
+            preexec_fn=die_with_parent,
+            start_new_session=True,
         )
 
     log.info("report scheduler: Celery worker with beat (schedule %s)", settings.report_schedule)
-    return SupervisedProcess("report-scheduler", spawn, pid_dir=run_dir)
+    # Stopped with SIGQUIT too: a stop does not wait for a running report to finish (its task
+    # is acknowledged late, so Celery delivers it again, as after a crash of the scheduler).
+    return SupervisedProcess(
+        "report-scheduler",
+        spawn,
+        pid_dir=run_dir,
+        stop_signal=signal.SIGQUIT,
+        stop_timeout=SCHEDULER_STOP_SECONDS,
+    )
 
 
 def broker_worker(
@@ -292,6 +315,29 @@ def healthz_ready(
     return ready
 
 
+async def _announce_when_up(
+    settings: Settings, server: uvicorn.Server, children: list[SupervisedProcess]
+) -> None:
+    """One line once the admin service and every child serve: where to go, where data is."""
+    while not server.started:
+        await asyncio.sleep(0.05)
+    try:
+        for child in children:
+            await asyncio.to_thread(child.wait_ready)
+    except Exception as exc:  # the supervisor says what went wrong and restarts the child
+        log.warning("Sluice standalone is up without all its parts: %s", exc)
+        return
+    base = f"http://localhost:{settings.http_port}"
+    log.info(
+        "Sluice standalone is up: admin API %s/admin/v2, console %s/console, data plane %s, "
+        "data in %s (Ctrl-C stops it)",
+        base,
+        base,
+        redact_url(settings.effective_redis_url),
+        settings.data_dir.resolve(),
+    )
+
+
 async def _serve(settings: Settings, log_level: str, children: list[SupervisedProcess]) -> None:
     """The admin service, the children supervised, until SIGINT/SIGTERM."""
     stop = asyncio.Event()
@@ -311,6 +357,8 @@ async def _serve(settings: Settings, log_level: str, children: list[SupervisedPr
     server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
     api = asyncio.create_task(server.serve())
     supervisors = [asyncio.create_task(child.supervise(stop)) for child in children]
+    announce = asyncio.create_task(_announce_when_up(settings, server, children))
     await stop.wait()
+    announce.cancel()
     server.should_exit = True
     await asyncio.gather(api, *supervisors, return_exceptions=True)

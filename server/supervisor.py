@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import subprocess
 import time
@@ -77,6 +78,7 @@ class SupervisedProcess:
         ready: Callable[[subprocess.Popen], None] | None = None,
         pid_dir: Path | None = None,
         stop_timeout: float = 20.0,
+        stop_signal: int = signal.SIGTERM,
         backoff: Backoff | None = None,
     ) -> None:
         self.name = name
@@ -84,8 +86,10 @@ class SupervisedProcess:
         self._ready = ready
         self.pid_file = pid_dir / f"{name}.pid" if pid_dir is not None else None
         self.stop_timeout = stop_timeout
+        self.stop_signal = stop_signal
         self.backoff = backoff or Backoff()
         self.process: subprocess.Popen | None = None
+        self._group_leader = False
         self.restarts = 0
 
     def start(self, *, wait: bool = True) -> SupervisedProcess:
@@ -96,8 +100,18 @@ class SupervisedProcess:
             self._ready(process)
         return self
 
+    def wait_ready(self) -> None:
+        """Block until the current child serves (at once without a readiness check); raises
+        when it never does."""
+        if self._ready is not None and self.process is not None:
+            self._ready(self.process)
+
     def _launch(self) -> subprocess.Popen:
         self.process = self._spawn()
+        try:
+            self._group_leader = os.getpgid(self.process.pid) == self.process.pid
+        except ProcessLookupError:  # already gone: nothing of its group to reap
+            self._group_leader = False
         if self.pid_file is not None:
             self.pid_file.parent.mkdir(parents=True, exist_ok=True)
             self.pid_file.write_text(f"{self.process.pid}\n")
@@ -116,6 +130,7 @@ class SupervisedProcess:
             ran_for = time.monotonic() - started
             delay = self.backoff.next_delay(ran_for)
             if process is not None:
+                self._reap_group()
                 log.warning(
                     "%s (pid %d) died: %s after %.1f s; restarting in %.1f s",
                     self.name,
@@ -140,22 +155,32 @@ class SupervisedProcess:
             log.warning("%s restarted (pid %d, restart %d)", self.name, process.pid, self.restarts)
 
     def stop(self) -> None:
-        """Stop the child: SIGTERM, then SIGKILL after ``stop_timeout`` seconds."""
+        """Stop the child: ``stop_signal`` (SIGTERM), then SIGKILL after ``stop_timeout``
+        seconds; then SIGKILL whatever the child left in its process group."""
         process = self.process
         if process is not None and process.poll() is None:
-            process.terminate()
+            process.send_signal(self.stop_signal)
             try:
                 process.wait(self.stop_timeout)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        self._reap_group()
         self._forget()
 
     def _kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        self._reap_group()
         self._forget()
+
+    def _reap_group(self) -> None:
+        # Every child starts a session of its own, so its process group is its pid: what it
+        # started and left behind (Celery's beat process, a Spark JVM) goes with it.
+        if self.process is not None and self._group_leader:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
     def _forget(self) -> None:
         if self.pid_file is not None:

@@ -21,8 +21,15 @@ class Standalone:
     ``env`` adds environment variables (security settings, say).  The worker is a child
     process of the standalone, serving /healthz and /readyz on ``worker_port``."""
 
-    def __init__(self, folder: Path, *extra_args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *extra_args: str,
+        env: dict[str, str] | None = None,
+        own_session: bool = False,
+    ) -> None:
         self.folder = folder
+        self.own_session = own_session  # a process group of its own, as a service manager does
         self.env = dict(env or {})
         self.port, self.redis_port, self.worker_port = free_port(), free_port(), free_port()
         self.data = folder / "data"
@@ -74,6 +81,7 @@ class Standalone:
                 env=env,
                 stdout=output,
                 stderr=subprocess.STDOUT,
+                start_new_session=self.own_session,
             )
         deadline = time.monotonic() + timeout
         for url in (f"{self.url}/admin/v2/brokers/ready", f"{self.worker_url}/readyz"):

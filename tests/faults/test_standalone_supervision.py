@@ -19,6 +19,7 @@ The pids come from the standalone's pid files (``<data dir>/run/<name>.pid``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -259,3 +260,89 @@ def test_the_worker_is_a_child_process_restarted_when_killed(standalone):
     # Ctrl-C stops the worker with the rest (the fixture checks the exit code).
     assert standalone.interrupt() == 0, standalone.log()[-3000:]
     assert not alive(new)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from ``/proc``), whatever session it runs in."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("stop", ["sigterm-then-sigkill-1s", "sigterm-with-grace"])
+def test_no_child_outlives_the_standalone(tmp_path, stop):
+    # Stopped as a service manager stops it, while a report runs (Celery's worker, its beat
+    # process and a Spark JVM: a warm Celery shutdown would wait for the report).
+    pytest.importorskip("pyspark", reason="the report scheduler needs the 'reports' extra")
+    server = Standalone(tmp_path, own_session=True).start()
+    assert server.process is not None
+    group = server.process.pid
+    try:
+        wait_for_new_pid(server.data, "report-scheduler", 0, 10)
+        assert httpx.post(f"{server.url}{ADMIN}/reports/runs", json={}).status_code == 202
+        deadline = time.monotonic() + 90
+        while not any(b"java" in cmdline(p) for p in alive_below(group)):
+            assert time.monotonic() < deadline, "no report started: " + server.log()[-3000:]
+            time.sleep(0.2)
+        children = descendants(group)
+        os.killpg(group, signal.SIGTERM)
+        if stop == "sigterm-then-sigkill-1s":
+            time.sleep(1.0)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+            server.process.wait(10)
+        else:
+            started = time.monotonic()
+            assert server.process.wait(15) == 0, server.log()[-3000:]
+            assert time.monotonic() - started < 10, server.log()[-3000:]
+            # One line when it was up, one when it stopped; Celery's root warning said once.
+            log = server.log()
+            assert (
+                f"Sluice standalone is up: admin API http://localhost:{server.port}/admin/v2, "
+                f"console http://localhost:{server.port}/console, data plane "
+                f"redis://127.0.0.1:{server.redis_port}/0, data in {server.data.resolve()}"
+            ) in log, log[-3000:]
+            assert log.rstrip().endswith(
+                "Sluice standalone stopped: every process it started has exited"
+            ), log[-3000:]
+            assert "superuser privileges" not in log
+        deadline = time.monotonic() + 10
+        while left := [p for p in children if running(p)]:
+            assert time.monotonic() < deadline, f"left running: {[cmdline(p)[:200] for p in left]}"
+            time.sleep(0.1)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def alive_below(pid: int) -> list[int]:
+    """The running processes below ``pid`` whose command line can still be read."""
+    return [p for p in descendants(pid) if running(p) and Path(f"/proc/{p}/cmdline").exists()]
+
+
+def cmdline(pid: int) -> bytes:
+    """The command line of a process (empty once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

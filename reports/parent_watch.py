@@ -1,0 +1,43 @@
+"""Die with the parent: a report scheduler started by ``sluice standalone`` takes its whole
+process group down (Celery's worker, its beat process, a Spark JVM) once the standalone is
+gone, however the standalone ended.
+
+The parent-death signal alone is not enough: it reaches only the Celery worker, whose warm
+shutdown waits for a running report, and neither its beat process nor the JVM hears of it.
+The standalone names itself in ``SLUICE_PARENT_PID`` and starts the scheduler in a session
+of its own; a thread of the worker watches for a new parent and then kills the group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+PARENT_ENV = "SLUICE_PARENT_PID"
+POLL_SECONDS = 0.5
+
+
+def _kill_own_group() -> None:
+    if os.getpgrp() == os.getpid():  # a group of its own: everything it started goes too
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def watch_parent(poll: float = POLL_SECONDS) -> threading.Thread | None:
+    """Start the watch when ``SLUICE_PARENT_PID`` names this process's parent; None
+    otherwise (a scheduler run by hand, or under another supervisor)."""
+    expected = os.environ.get(PARENT_ENV, "")
+    if not expected.isdigit() or int(expected) != os.getppid():
+        return None
+    parent = int(expected)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll)
+        _kill_own_group()
+
+    thread = threading.Thread(target=watch, name="parent-watch", daemon=True)
+    thread.start()
+    return thread
