@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from typing import TYPE_CHECKING
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -44,6 +45,10 @@ class ProducerRegistration:
         raw = client.redis.hget(keys.CLIENT_CONFIG, "consumerTimeoutMs")
         self.expiry_ms = int(raw) if raw else DEFAULT_EXPIRY_MS
         self._max_sizes = {p.full: DEFAULT_MAX_MESSAGE_SIZE for p in partitions}
+        # A heartbeat that was running when the producer closed must not register it again
+        # after its removal: renewals and the removal take turns, and none follows a close.
+        self._turn = threading.Lock()
+        self._unregistered = False
 
     def max_message_size(self, partition: TopicName) -> int:
         """The partition's maxMessageSize as it last answered, in bytes."""
@@ -75,7 +80,10 @@ class ProducerRegistration:
             script_keys, args = producer_call(partition, self._id, self.expiry_ms)
             script(keys=script_keys, args=args, client=pipe)
         try:
-            replies = pipe.execute(raise_on_error=False)
+            with self._turn:
+                if self._unregistered:
+                    return
+                replies = pipe.execute(raise_on_error=False)
         except (RedisConnectionError, RedisTimeoutError):
             return  # the next heartbeat tries again; the registration lasts expiry_ms
         if any(isinstance(reply, NoScriptError) for reply in replies):
@@ -91,8 +99,10 @@ class ProducerRegistration:
     def unregister(self) -> None:
         """Stop counting on every partition (best effort: otherwise it expires)."""
         # Also when the role lost its grant meanwhile (NOPERM): the registration expires.
-        with contextlib.suppress(RedisConnectionError, RedisTimeoutError, NoPermissionError):
-            self._remove(self._partitions)
+        with self._turn:
+            self._unregistered = True
+            with contextlib.suppress(RedisConnectionError, RedisTimeoutError, NoPermissionError):
+                self._remove(self._partitions)
 
     def _remove(self, partitions: list[TopicName]) -> None:
         if not partitions:

@@ -8,6 +8,7 @@ partition's limits before it confirms the change).
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -101,6 +102,32 @@ def test_a_dead_producer_stops_counting_after_the_expiry(topic, worker, client, 
             assert time.monotonic() - died < 3.0 + 1.0, "the dead producer still counts"
             time.sleep(0.1)
     assert time.monotonic() - died > 2.0  # its place was kept until it expired
+
+
+def test_a_heartbeat_racing_a_close_does_not_register_the_producer_again(
+    topic, worker, client, redis_server
+):
+    # The heartbeat runs on the client's ticker thread: one in flight while the producer
+    # closes must not put its registration back after the close removed it (a closed
+    # producer would keep its place until it expired, refusing the next one).
+    assert topic.post(f"{PATH}/maxProducers", json=1).status_code == 204
+    with redis.Redis.from_url(redis_server.url) as r:
+        for _ in range(40):
+            producer = client.create_producer(TOPIC)
+            registration = producer._registration
+            start = threading.Barrier(2)
+
+            def beat(registration=registration, start=start) -> None:
+                start.wait()
+                for _ in range(5):
+                    registration.renew()
+
+            heartbeat = threading.Thread(target=beat)
+            heartbeat.start()
+            start.wait()
+            producer.close()
+            heartbeat.join()
+            assert r.zcard(keys.producers(NAME)) == 0
 
 
 # --- subscriptions and consumers -------------------------------------------------------------
