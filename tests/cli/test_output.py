@@ -192,7 +192,13 @@ def test_provenance_view():
     assert (
         "sub audit subscription 50 msg + 1 MiB per 2 s subscription 50 msg + 1 MiB per 2 s" in rows
     )
-    assert "topic 1000 msg/s (topic) no limit" in rows
-    assert "sub audit 25 msg/s (subscription) 512 KiB/s (subscription)" in rows
-    assert any("Limits apply per partition" in row for row in rows)
+    assert "topic 1000 msg/s (namespace level, topic limiter) no limit" in rows
+    assert (
+        "sub audit 25 msg/s (subscription level, subscription limiter) "
+        "512 KiB/s (subscription level, subscription limiter)"
+    ) in rows
+    assert rows[-1] == (
+        "Limits apply per partition; over the 4 partitions: topic 4 \N{MULTIPLICATION SIGN} "
+        "1,000 msg/s = 4,000 msg/s; sub audit 4 \N{MULTIPLICATION SIGN} 25 msg/s = 100 msg/s"
+    )
     assert "{" not in text

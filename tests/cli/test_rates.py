@@ -119,5 +119,12 @@ def test_effective_dispatch_rates(ok, cli, topic):
     assert rows[1].split()[:4] == ["scope", "limiter", "limit", "from"]
     assert "topic topic 100 msg/s namespace - 100 msg/s no limit" in rows
     assert "sub s1 subscription 5 msg/s subscription 5 msg/s - - no limit" in rows
-    assert "sub s1 5 msg/s (subscription) no limit" in rows
+    # The effective limits name the level and the limiter that won, and the footer does the
+    # arithmetic over this topic's partitions.
+    assert "topic 100 msg/s (namespace level, topic limiter) no limit" in rows, table
+    assert "sub s1 5 msg/s (subscription level, subscription limiter) no limit" in rows, table
+    assert rows[-1] == (
+        "Limits apply per partition; over the 2 partitions: topic 2 \N{MULTIPLICATION SIGN} "
+        "100 msg/s = 200 msg/s; sub s1 2 \N{MULTIPLICATION SIGN} 5 msg/s = 10 msg/s"
+    )
     assert "404" in cli("topics", "effective-dispatch-rates", "acme/orders/missing").err

@@ -65,6 +65,26 @@ def test_stats(ok, cli, topic):
     assert "404" in cli("topics", "partitioned-stats", "acme/orders/missing").err
 
 
+def test_stats_as_tables(ok, topic):
+    # One table per part, short column names, units, and no blank cell for a nested value.
+    out = ok("topics", "partitioned-stats", topic, "--per-partition", "--output", "table").out
+    tables = {block.splitlines()[0]: block.splitlines()[1:] for block in out.split("\n\n")}
+    assert list(tables) == ["topic", "subscriptions", "partitions"]
+    topic_rows = [" ".join(line.split()) for line in tables["topic"][2:]]
+    assert "rate out 0 msg/s, 0 B/s" in topic_rows and "partitions 2" in topic_rows, topic_rows
+    assert "backlog size 0 B" in topic_rows and "publish throttled 0 times" in topic_rows
+    header, _, *subscriptions = tables["subscriptions"]
+    assert header.split("  ")[0] == "subscription" and "backlog (msgs)" in header
+    assert [" ".join(line.split()) for line in subscriptions] == [
+        "s1 Shared 0 0 0 B 0 0 msg/s, 0 B/s 0 0 0 never"
+    ]
+    partitions = [" ".join(line.split()) for line in tables["partitions"][2:]]
+    assert partitions == [f"{i} 0 msg/s, 0 B/s 0 msg/s, 0 B/s 0 0 B -" for i in (0, 1)]
+    for lines in tables.values():
+        widths = [len(cell) for cell in lines[1].split("  ") if cell]  # the dashes
+        assert all(len(line.split()) >= len(widths) for line in lines[2:]), lines
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [

@@ -13,7 +13,7 @@ from sluice.admin_cli.commands.permissions import register_permissions
 from sluice.admin_cli.commands.topic_operations import register_operation_commands
 from sluice.admin_cli.commands.topic_rates import register_rate_commands
 from sluice.admin_cli.names import namespace_path, topic_path
-from sluice.admin_cli.views import PROVENANCE
+from sluice.admin_cli.views import PROVENANCE, TOPIC_STATS
 
 PERSISTENT = "/admin/v2/persistent"
 
@@ -201,10 +201,12 @@ def _subscription_and_stats_commands(group, parents) -> None:
     parser.add_argument("-s", "--subscription", required=True, help="subscription name")
     add_force(parser, "delete even with active consumers")
 
-    _topic_command(group, parents, "stats", "Stats of a topic or one partition", _stats)
+    parser = _topic_command(group, parents, "stats", "Stats of a topic or one partition", _stats)
+    parser.set_defaults(table_view=TOPIC_STATS)
     parser = _topic_command(
         group, parents, "partitioned-stats", "Stats of a partitioned topic", _partitioned_stats
     )
+    parser.set_defaults(table_view=TOPIC_STATS)
     parser.add_argument(
         "--per-partition", action="store_true", help="also show each partition's stats"
     )
