@@ -147,9 +147,6 @@ class Consumer:
             or DEFAULT_CONSUMER_TIMEOUT_MS
         )
         self._parts = [Part(i, name, subscription, self._id) for i, name in enumerate(partitions)]
-        # The KEYS of the calls a consumer makes most, packed once per part.
-        self._flow_keys = [FLOW.keys(p.name, subscription) for p in self._parts]
-        self._ack_keys = [ACK.keys(p.name, subscription) for p in self._parts]
         self._by_queue = {p.queue.encode(): p for p in self._parts}
         self._by_topic = {p.name.full: p for p in self._parts}
         self._acks = AckTracker(ack_timeout_ms, tracking=bool(ack_timeout_ms or dead_letter_policy))
@@ -543,7 +540,7 @@ class Consumer:
 
     def _flow_call(self, part: Part, permits: int) -> tuple[list[str], list]:
         argv = flow_argv(part.name, self._subscription, self._id, permits, _now_ms())
-        return self._flow_keys[part.index], argv
+        return part.flow_keys, argv
 
     def _flow(self, part: Part, permits: int) -> bool:
         return bool(self._call(FLOW, *self._flow_call(part, permits)))
@@ -595,7 +592,7 @@ class Consumer:
             if script is FLOW:
                 script_keys, args = self._flow_call(part, value)
             else:
-                script_keys = self._ack_keys[part.index]
+                script_keys = part.ack_keys
                 args = ack_argv(part.name, self._subscription, value)
             scripts[script.name](keys=script_keys, args=args, client=pipe)
         try:
