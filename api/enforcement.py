@@ -28,8 +28,9 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError
 
 from sluice.protocol import keys
-from sluice.protocol.frames import parse_position, script_source
+from sluice.protocol.frames import parse_position
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import FLEET_READ, LEASE_FENCE
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,8 @@ class Enforcement:
         self.timeout = timeout
         self.applied: dict[str, tuple[int, int]] = {}
         self._changed = asyncio.Event()
-        self._fence = redis.register_script(script_source("lease_fence"))
-        self._fleet = redis.register_script(script_source("fleet_read"))
+        self._fence = redis.register_script(LEASE_FENCE.source)
+        self._fleet = redis.register_script(FLEET_READ.source)
 
     async def run(self) -> None:
         """Follow the confirmations channel until cancelled (reconnecting on errors)."""
@@ -86,7 +87,8 @@ class Enforcement:
         handed to ``wait`` as ``fleet``): the request that publishes its events reads the
         fleet in the same round trip.  Queued as a plain EVALSHA, so that the pipeline does
         not check the script's presence first (``wait`` loads it when Redis lacks it)."""
-        return pipe.evalsha(self._fleet.sha, 2, keys.WORKERS, keys.APPLIED)
+        fleet_keys, args = FLEET_READ.call()
+        return pipe.evalsha(FLEET_READ.sha, len(fleet_keys), *fleet_keys, *args)
 
     async def wait(self, position: str, fleet: Any = None) -> Outcome:
         """Return once every live worker enforces everything up to ``position``.
@@ -124,7 +126,8 @@ class Enforcement:
         """Workers whose heartbeat has not expired (by Redis time), in one round trip; the
         positions they stored are noted too (confirmations sent before this process
         listened, or lost)."""
-        return self._fleet_reply(await self._fleet(keys=[keys.WORKERS, keys.APPLIED]))
+        fleet_keys, args = FLEET_READ.call()
+        return self._fleet_reply(await self._fleet(keys=fleet_keys, args=args))
 
     def _fleet_reply(self, reply: list[Any]) -> list[str]:
         """The live workers of a ``fleet_read.lua`` reply; their stored positions noted."""
@@ -149,6 +152,7 @@ class Enforcement:
             partitions = await self.redis.smembers(keys.worker_leases(worker))
             async with self.redis.pipeline(transaction=False) as pipe:
                 for name in partitions:
-                    lease = keys.lease(TopicName.from_full(name.decode()))
-                    await self._fence(keys=[lease], args=[worker], client=pipe)
+                    partition = TopicName.from_full(name.decode())
+                    lease_keys, args = LEASE_FENCE.call(partition, worker)
+                    await self._fence(keys=lease_keys, args=args, client=pipe)
                 await pipe.execute()

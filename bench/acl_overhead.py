@@ -30,8 +30,8 @@ from dataplane.sessions import Sessions
 from server.embedded_redis import EmbeddedRedis
 from sluice.protocol import keys
 from sluice.protocol.connection import connect_async
-from sluice.protocol.frames import script_source
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import PRODUCE_SCRIPT
 from sluice.protocol.urls import with_credentials
 
 PARTITION = TopicName.from_full("persistent://bench/granted/t")
@@ -101,7 +101,7 @@ def main() -> None:
     try:
         plain = f"redis://127.0.0.1:{server.port}/0"
         admin = redis.Redis.from_url(server.url)
-        admin.script_load(script_source("produce"))
+        admin.script_load(PRODUCE_SCRIPT.source)
         users = {
             "service user (baseline)": server.url,
             "session, 1 grant": session_url(plain, server.url, 1),

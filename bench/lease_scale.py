@@ -41,7 +41,6 @@ import sys
 import tempfile
 import threading
 import time
-from hashlib import sha1
 from pathlib import Path
 
 import redis
@@ -50,13 +49,13 @@ from bench.harness import ROOT, Stack, report, wait_http
 from bench.many_subscriptions import cpu_seconds
 from server.embedded_redis import EmbeddedRedis, free_port
 from sluice.protocol import keys
-from sluice.protocol.frames import script_source
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import WORKER_HEARTBEAT
 
 LEASE_TTL = 3.0
 TOPIC_SIZE = 10_000  # partitions per registered topic (the per-topic hard maximum)
 API_TOPIC_SIZE = 1_000  # partitions per topic created over the admin API (its default bound)
-HEARTBEAT_SHA = sha1(script_source("worker_heartbeat").encode()).hexdigest()
+HEARTBEAT_SHA = WORKER_HEARTBEAT.sha
 
 
 # --- a member: LeaseOwnership over the worker's catalog, nothing else ------------------------

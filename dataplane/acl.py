@@ -32,15 +32,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from hashlib import sha1
 
 from sluice.protocol import keys
-from sluice.protocol.frames import script_source
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import CONSUME, PRODUCE, SCRIPTS, scripts_for
 
-# The scripts a client calls, by action.
-PRODUCE_SCRIPTS = ("produce", "producer")
-CONSUME_SCRIPTS = ("subscribe", "flow", "ack", "ack_cumulative", "nack", "release", "unsubscribe")
+# The scripts a client calls, by action (each script's spec names the action that may call it).
+ACTION_SCRIPTS = {action: scripts_for(action) for action in (PRODUCE, CONSUME)}
 
 # What each action may do, as (commands, key suffixes after the partition prefix ``sl:{P}:``).
 # A suffix ending in "*" is a pattern.  Keys only read are marked with a leading "%R".
@@ -190,7 +188,7 @@ ALL_TOPICS = Scope("*", "*")  # a super-user's scope: every tenant's topics
 
 def script_sha(name: str) -> str:
     """The SHA-1 digest ``EVALSHA`` names a data-plane script by."""
-    return sha1(script_source(name).encode()).hexdigest()
+    return SCRIPTS[name].sha
 
 
 def _selector(commands: Iterable[str], patterns: Iterable[str]) -> str:
@@ -212,21 +210,16 @@ def grant_selectors(grants: Iterable[tuple[Scope, Iterable[str]]]) -> list[str]:
     prefixes: dict[str, list[str]] = {}
     for scope, actions in grants:
         for action in actions:
-            if action not in ("produce", "consume"):
+            if action not in ACTION_SCRIPTS:
                 raise ValueError(f"unknown action {action!r}")
             prefixes.setdefault(action, []).extend(scope.partition_prefixes())
     selectors: list[str] = []
-    scripts: tuple[str, ...]
     for action in sorted(prefixes):
-        if action == "produce":
-            scripts, rules = PRODUCE_SCRIPTS, PRODUCE_RULES
-        else:
-            scripts, rules = CONSUME_SCRIPTS, CONSUME_RULES
+        rules = PRODUCE_RULES if action == PRODUCE else CONSUME_RULES
         mine = list(dict.fromkeys(prefixes[action]))
         # The script calls themselves: EVALSHA checks the keys it is given (read and write).
-        selectors.append(
-            _selector([f"evalsha|{script_sha(s)}" for s in scripts], [p + "*" for p in mine])
-        )
+        evalsha = [f"evalsha|{spec.sha}" for spec in ACTION_SCRIPTS[action]]
+        selectors.append(_selector(evalsha, [p + "*" for p in mine]))
         for commands, suffixes in rules:
             patterns = []
             for suffix in suffixes:

@@ -25,6 +25,7 @@ from dataplane.batches import in_batches
 from dataplane.scripts import Scripts
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import BACKLOG, BACKLOG_SET, COUNT_ENTRIES
 from sluice.protocol.text import as_text
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ async def _count_unknown(
     for _attempt in range(ATTEMPTS):
         if not todo:
             break
-        starts = await in_batches(redis, todo, _call(scripts["backlog"]), raise_on_error=False)
+        starts = await in_batches(redis, todo, _call(scripts[BACKLOG.name]), raise_on_error=False)
         for pair, reply in zip(todo, starts, strict=True):
             if not isinstance(reply, list) or int(reply[0]) < 0:
                 continue
@@ -128,15 +129,14 @@ async def _count_unknown(
 
 async def _count(redis: Redis, scripts: Scripts, walks: dict[tuple[TopicName, str], _Walk]) -> None:
     """Count each walk's entries in (``ref``, ``end``], ``COUNT_BATCH`` per call."""
-    script = scripts["count_entries"]
+    script = scripts[COUNT_ENTRIES.name]
     counting = [pair for pair, walk in walks.items() if walk.ref != walk.end]
     while counting:
 
         def queue(pipe: Any, pair: tuple[TopicName, str]) -> Awaitable[Any]:
             walk = walks[pair]
-            return script(
-                keys=[keys.log(pair[0])], args=[walk.anchor, COUNT_BATCH, walk.end], client=pipe
-            )
+            script_keys, args = COUNT_ENTRIES.call(pair[0], walk.anchor, COUNT_BATCH, walk.end)
+            return script(keys=script_keys, args=args, client=pipe)
 
         replies = await in_batches(redis, counting, queue)
         still = []
@@ -158,7 +158,7 @@ async def _store(
     """Store each walk's count (``backlog_set.lua``) and take the lag into ``result``; the
     pairs to count again from the start (their group moved back, or entries were trimmed,
     meanwhile)."""
-    script = scripts["backlog_set"]
+    script = scripts[BACKLOG_SET.name]
     position = {
         pair: (walk.ref, walk.added - walk.counted, walk.deleted) for pair, walk in walks.items()
     }
@@ -168,11 +168,8 @@ async def _store(
 
         def queue(pipe: Any, pair: tuple[TopicName, str]) -> Awaitable[Any]:
             ref, read, deleted = position[pair]
-            return script(
-                keys=[keys.log(pair[0])],
-                args=[pair[1], ref, read, COUNT_BATCH, deleted],
-                client=pipe,
-            )
+            script_keys, args = BACKLOG_SET.call(pair[0], pair[1], ref, read, COUNT_BATCH, deleted)
+            return script(keys=script_keys, args=args, client=pipe)
 
         pairs = list(position)
         replies = await in_batches(redis, pairs, queue, raise_on_error=False)
@@ -197,6 +194,6 @@ def _backlog(reply: list[Any]) -> Backlog:
 
 def _call(script: Any) -> Any:
     def queue(pipe: Any, pair: tuple[TopicName, str]) -> Awaitable[Any]:
-        return script(keys=[keys.log(pair[0])], args=[pair[1]], client=pipe)
+        return script(*BACKLOG.call(*pair), client=pipe)
 
     return queue

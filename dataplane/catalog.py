@@ -20,13 +20,9 @@ from redis.asyncio.client import Pipeline
 from dataplane.batches import in_batches
 from dataplane.scripts import Scripts
 from sluice.protocol import keys
-from sluice.protocol.frames import (
-    partitions_of,
-    subscribe_call,
-    unsubscribe_call,
-    wake_subscription,
-)
+from sluice.protocol.frames import partitions_of, wake_subscription
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import SUBSCRIBE, UNSUBSCRIBE
 
 
 def topic_record(partitions: int) -> bytes:
@@ -106,10 +102,10 @@ class CatalogProjection:
         now_ms = int(time.time() * 1000)
         # A plain EVALSHA: a script object would have every batch's pipeline check first
         # that Redis holds the script (``in_batches`` loads it on NOSCRIPT instead).
-        sha = self.scripts["subscribe"].sha
+        sha = SUBSCRIBE.sha
 
         async def queue(pipe: Pipeline, partition: TopicName) -> None:
-            script_keys, args = subscribe_call(
+            script_keys, args = SUBSCRIBE.call(
                 partition, name, "", "", "latest", now_ms, "{}", self.consumer_timeout_ms
             )
             queued = pipe.evalsha(sha, len(script_keys), *script_keys, *args)
@@ -128,10 +124,10 @@ class CatalogProjection:
     async def drop_subscriptions(self, pairs: list[tuple[TopicName, str]]) -> None:
         """Delete each (partition, subscription) pair, in bounded pipelined batches."""
         now_ms = int(time.time() * 1000)
-        script = self.scripts["unsubscribe"]
+        script = self.scripts[UNSUBSCRIBE.name]
 
         def queue(pipe: Pipeline, pair: tuple[TopicName, str]) -> Awaitable[Any]:
-            script_keys, args = unsubscribe_call(pair[0], pair[1], "", now_ms, 0)
+            script_keys, args = UNSUBSCRIBE.call(pair[0], pair[1], "", now_ms, 0)
             return script(keys=script_keys, args=args, client=pipe)
 
         await in_batches(self.redis, pairs, queue)

@@ -36,6 +36,14 @@ from dataplane.scripts import Scripts
 from sluice.protocol import keys
 from sluice.protocol.frames import lease_holder, parse_position, wake_dispatch
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import (
+    COUNT_ENTRIES,
+    INTERNAL_READ,
+    LEASE_RELEASE,
+    PEEK,
+    RESET_CURSOR,
+    SKIP,
+)
 from sluice.protocol.text import as_text
 
 Pair = tuple[TopicName, str]  # (partition, subscription)
@@ -152,7 +160,7 @@ class Cursors:
         ``field``.  Returns (entries, messages) acknowledged."""
         if limit is not None and limit <= 0:
             return 0, 0
-        script = self.scripts["skip"]
+        script = self.scripts[SKIP.name]
         left: dict[Pair, int | None] = {}
         for pair in pairs:
             if cutoffs(pair[0]) is not None:
@@ -164,17 +172,10 @@ class Cursors:
 
             def queue(pipe: Pipeline, pair: Pair, asked: dict[Pair, int] = asked) -> Awaitable[Any]:
                 partition, name = pair
-                return script(
-                    keys=[
-                        keys.log(partition),
-                        keys.sub_key(partition, name, "cursor"),
-                        keys.sub_key(partition, name, "redeliver"),
-                        keys.sub_key(partition, name, "stats"),
-                        keys.lease(partition),
-                    ],
-                    args=[name, cutoffs(partition), asked[pair], 1, field, ""],
-                    client=pipe,
+                script_keys, args = SKIP.call(
+                    partition, name, cutoffs(partition), asked[pair], True, field
                 )
+                return script(keys=script_keys, args=args, client=pipe)
 
             replies = await in_batches(self.redis, batch, queue, raise_on_error=False)
             for pair, reply in zip(batch, replies, strict=True):
@@ -211,32 +212,13 @@ class Cursors:
         """Move each pair's cursor to ``target`` (see ``reset_cursor.lua``)."""
         targets = await self._targets(pairs, target)
         counted = await self._count_after(targets)
-        script = self.scripts["reset_cursor"]
+        script = self.scripts[RESET_CURSOR.name]
 
         def queue(pipe: Pipeline, pair: Pair) -> Awaitable[Any]:
             partition, name = pair
             anchor, count = counted.get(pair, (targets[pair], 0))
-            return script(
-                keys=[
-                    keys.log(partition),
-                    keys.subs(partition),
-                    keys.sub_key(partition, name, "cursor"),
-                    keys.sub_key(partition, name, "redeliver"),
-                    keys.sub_key(partition, name, "permits"),
-                    keys.sub_key(partition, name, "waitp"),
-                    keys.sub_key(partition, name, "waitack"),
-                ],
-                args=[
-                    name,
-                    targets[pair],
-                    anchor,
-                    count,
-                    keys.sub_prefix(partition, name) + "q:",
-                    keys.WAKE_CHANNEL,
-                    wake_dispatch(partition.full, name),
-                ],
-                client=pipe,
-            )
+            script_keys, args = RESET_CURSOR.call(partition, name, targets[pair], anchor, count)
+            return script(keys=script_keys, args=args, client=pipe)
 
         replies = await in_batches(self.redis, list(pairs), queue, raise_on_error=False)
         backlog = dropped = returned = 0
@@ -277,15 +259,14 @@ class Cursors:
     async def _count_after(self, targets: dict[Pair, str]) -> dict[Pair, tuple[str, int]]:
         """Entries after each target, counted COUNT_BATCH per call: pair -> (the last entry
         counted, how many).  ``reset_cursor.lua`` counts whatever came after."""
-        script = self.scripts["count_entries"]
+        script = self.scripts[COUNT_ENTRIES.name]
         state = {pair: (t, 0) for pair, t in targets.items() if t not in (START, END)}
         counting = list(state)
         while counting:
 
             def queue(pipe: Pipeline, pair: Pair) -> Awaitable[Any]:
-                return script(
-                    keys=[keys.log(pair[0])], args=[state[pair][0], COUNT_BATCH], client=pipe
-                )
+                script_keys, args = COUNT_ENTRIES.call(pair[0], state[pair][0], COUNT_BATCH)
+                return script(keys=script_keys, args=args, client=pipe)
 
             replies = await in_batches(self.redis, counting, queue)
             still = []
@@ -310,14 +291,8 @@ class Cursors:
         first or the last entry of the partition; None when there is none.  Raises
         ``SubscriptionGone`` for a subscription the partition does not have."""
         try:
-            reply = await self.scripts["peek"](
-                keys=[
-                    keys.log(partition),
-                    keys.subs(partition),
-                    keys.sub_key(partition, subscription, "cursor"),
-                ],
-                args=[mode, position, subscription],
-            )
+            script_keys, args = PEEK.call(partition, mode, position, subscription)
+            reply = await self.scripts[PEEK.name](keys=script_keys, args=args)
         except ResponseError as exc:
             if str(exc).startswith("NOSUB"):
                 raise SubscriptionGone(subscription) from None
@@ -333,15 +308,11 @@ class Cursors:
         """Storage-level stats of each partition: its stream, its consumer groups (cursor,
         lag, pending entries, consumers) and its owner, each partition read in one atomic
         call (``internal_read.lua``), so its cursors and pending entries agree."""
-        script = self.scripts["internal_read"]
+        script = self.scripts[INTERNAL_READ.name]
         raw = await in_batches(
             self.redis,
             partitions,
-            lambda pipe, p: script(
-                keys=[keys.log(p), keys.lease(p)],
-                args=[keys.subscriptions_prefix(p)],
-                client=pipe,
-            ),
+            lambda pipe, p: script(*INTERNAL_READ.call(p), client=pipe),
         )
         docs = {}
         for partition, (stream_flat, token, *groups) in zip(partitions, raw, strict=True):
@@ -374,11 +345,11 @@ class Cursors:
         and takes the lease again.  Returns the owners released."""
         tokens = await in_batches(self.redis, partitions, lambda pipe, p: pipe.get(keys.lease(p)))
         held = [(p, as_text(t)) for p, t in zip(partitions, tokens, strict=True) if t is not None]
-        script = self.scripts["lease_release"]
+        script = self.scripts[LEASE_RELEASE.name]
         released = await in_batches(
             self.redis,
             held,
-            lambda pipe, pt: script(keys=[keys.lease(pt[0])], args=[pt[1]], client=pipe),
+            lambda pipe, pt: script(*LEASE_RELEASE.call([pt]), client=pipe),
         )
         taken: dict[str, list[str]] = {}
         for (partition, token), ok in zip(held, released, strict=True):

@@ -1,6 +1,6 @@
 """The data plane's Lua scripts, registered once per Redis client.
 
-``register_scripts`` returns every script of ``sluice.protocol.frames.SCRIPT_NAMES`` by name, as
+``register_scripts`` returns every script of the registry (``sluice.protocol.scripts``) by name, as
 redis-py ``AsyncScript`` objects: they load themselves again after a server restart, and a
 call may go through another client's pipeline (``client=``).
 """
@@ -8,20 +8,19 @@ call may go through another client's pipeline (``client=``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from hashlib import sha1
 
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from sluice.protocol.connection import is_cluster
-from sluice.protocol.frames import SCRIPT_NAMES, script_source
+from sluice.protocol.scripts import SCRIPTS
 
 Scripts = Mapping[str, AsyncScript]
 
 
 def register_scripts(redis: Redis) -> dict[str, AsyncScript]:
     """Every data-plane script, registered on ``redis``, by name."""
-    return {name: redis.register_script(script_source(name)) for name in SCRIPT_NAMES}
+    return {name: redis.register_script(spec.source) for name, spec in SCRIPTS.items()}
 
 
 async def ensure_loaded(redis: Redis) -> int:
@@ -39,9 +38,9 @@ async def ensure_loaded(redis: Redis) -> int:
 async def load_missing(redis: Redis) -> int:
     """Load every data-plane script the server (every master of a cluster) lacks, whoever
     will call it: one ``SCRIPT EXISTS``, then a ``SCRIPT LOAD`` per missing script."""
-    sources = [script_source(name) for name in SCRIPT_NAMES]
-    present = await redis.script_exists(*(sha1(s.encode()).hexdigest() for s in sources))
-    missing = [s for s, ok in zip(sources, present, strict=True) if not ok]
-    for source in missing:
-        await redis.script_load(source)
+    specs = list(SCRIPTS.values())
+    present = await redis.script_exists(*(spec.sha for spec in specs))
+    missing = [spec for spec, ok in zip(specs, present, strict=True) if not ok]
+    for spec in missing:
+        await redis.script_load(spec.source)
     return len(missing)

@@ -47,8 +47,8 @@ from sluice.protocol import keys
 from sluice.protocol.abuse import auto_create_call
 from sluice.protocol.connection import connect, is_cluster, raw_client
 from sluice.protocol.errors import NotFound, PreconditionFailed
-from sluice.protocol.frames import SCRIPT_NAMES, script_source
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import SCRIPTS, TOPIC_CREATE
 from sluice.protocol.urls import redact_url, with_credentials
 from sluice.refusals import refusal
 from sluice.routing import PartitionsRoutingMode
@@ -248,9 +248,10 @@ class Client:
         if self._session is not None:
             renew = self._session.renew
             return {
-                name: SessionScript(self.redis, script_source(name), renew) for name in SCRIPT_NAMES
+                name: SessionScript(self.redis, spec.source, renew)
+                for name, spec in SCRIPTS.items()
             }
-        return {name: self.redis.register_script(script_source(name)) for name in SCRIPT_NAMES}
+        return {name: self.redis.register_script(spec.source) for name, spec in SCRIPTS.items()}
 
     def _default_heartbeat(self) -> float:
         """A fifth of the consumer timeout the workers publish (at least 1 s, at most 30 s):
@@ -497,7 +498,7 @@ class Client:
             missing = NamespaceNotFound if exc.reason.startswith("Namespace") else TopicNotFound
             raise missing(exc.reason) from None
         try:
-            stored = self.scripts["topic_create"](keys=script_keys, args=args)
+            stored = self.scripts[TOPIC_CREATE.name](keys=script_keys, args=args)
         except ResponseError as exc:
             raise refusal(exc) or exc from None
         return int(orjson.loads(cast(bytes, stored))["partitions"])

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
@@ -42,18 +42,20 @@ from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.message import EMPTY_PROPERTIES, Message, MessageId
 from sluice.protocol import keys
 from sluice.protocol.connection import raw_rows
-from sluice.protocol.frames import (
-    ack_call,
-    ack_cumulative_call,
-    range_notice,
-    release_call,
-    subscribe_call,
-    unpack_batch,
-    unpack_packets,
-    unsubscribe_call,
-    wake_dispatch,
-)
+from sluice.protocol.frames import range_notice, unpack_batch, unpack_packets
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import (
+    ACK,
+    ACK_CUMULATIVE,
+    FLOW,
+    NACK,
+    RELEASE,
+    SUBSCRIBE,
+    UNSUBSCRIBE,
+    ScriptSpec,
+    ack_argv,
+    flow_argv,
+)
 from sluice.protocol.text import as_text
 from sluice.refusals import denied, refusal, session_ended
 
@@ -241,9 +243,7 @@ class Consumer:
         part = self._part_of(message_id)
         self._flush_acks()
         upto = self._acks.cumulative(part, message_id)
-        self._call(
-            "ack_cumulative", *ack_cumulative_call(part.name, self._subscription, self._id, upto)
-        )
+        self._send(ACK_CUMULATIVE, part.name, self._subscription, self._id, upto)
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         """Ask for redelivery after ``negative_ack_redelivery_delay_ms``."""
@@ -279,11 +279,15 @@ class Consumer:
             self._leaving = True  # no heartbeat registers the consumer again from here on
             try:
                 for part in self._parts:
-                    call = unsubscribe_call(
-                        part.name, self._subscription, self._id, _now_ms(), self._timeout_ms
-                    )
                     try:
-                        deleted = self._call("unsubscribe", *call)
+                        deleted = self._send(
+                            UNSUBSCRIBE,
+                            part.name,
+                            self._subscription,
+                            self._id,
+                            _now_ms(),
+                            self._timeout_ms,
+                        )
                     except ResponseError as exc:
                         raise SubscriptionBusy(str(exc).split(" ", 1)[-1]) from None
                     if deleted:
@@ -471,17 +475,7 @@ class Consumer:
         due = _now_ms() + delay_ms
         for index, ids in by_part.items():
             part = self._parts[index]
-            self._call(
-                "nack",
-                [part.log, part.redeliver],
-                [
-                    self._subscription,
-                    due,
-                    keys.WAKE_CHANNEL,
-                    wake_dispatch(part.name.full, self._subscription),
-                    *dict.fromkeys(ids),
-                ],
-            )
+            self._send(NACK, part.name, self._subscription, due, dict.fromkeys(ids))
 
     def _to_dead_letter(self, part: Part, messages: list[Message]) -> bool:
         """Send an entry's messages to the DLQ when they were redelivered enough; ack it."""
@@ -520,7 +514,7 @@ class Consumer:
                 **(self._key_shared.info() if self._key_shared is not None else {}),
             }
         ).decode()
-        call = subscribe_call(
+        call = SUBSCRIBE.call(
             part.name,
             self._subscription,
             self._id,
@@ -533,7 +527,7 @@ class Consumer:
             client_host=self._client.host,
         )
         try:
-            self._call("subscribe", *call)
+            self._call(SUBSCRIBE, *call)
         except AuthorizationError:
             raise
         except ResponseError as exc:
@@ -545,19 +539,11 @@ class Consumer:
         self._flow(part, self._permits)
 
     def _flow_call(self, part: Part, permits: int) -> tuple[list[str], list]:
-        return (
-            [part.permits, part.waitp, part.alive],
-            [
-                self._id,
-                permits,
-                _now_ms(),
-                keys.WAKE_CHANNEL,
-                wake_dispatch(part.name.full, self._subscription),
-            ],
-        )
+        argv = flow_argv(part.name, self._subscription, self._id, permits, _now_ms())
+        return part.flow_keys, argv
 
     def _flow(self, part: Part, permits: int) -> bool:
-        return bool(self._call("flow", *self._flow_call(part, permits)))
+        return bool(self._call(FLOW, *self._flow_call(part, permits)))
 
     def _heartbeat(self) -> None:
         with self._membership:
@@ -594,19 +580,21 @@ class Consumer:
         for part in self._parts:
             permits = _take_all(part.pending_permits)
             if permits:
-                calls.append((part, "flow", sum(permits), permits))
+                calls.append((part, FLOW, sum(permits), permits))
             ids = _take_all(part.pending_acks)
             if ids:
-                calls.append((part, "ack", ids, ids))
+                calls.append((part, ACK, ids, ids))
         if not calls:
             return
         pipe = self._client.redis.pipeline(transaction=False)
+        scripts = self._client.scripts
         for part, script, value, _taken in calls:
-            if script == "flow":
+            if script is FLOW:
                 script_keys, args = self._flow_call(part, value)
             else:
-                script_keys, args = ack_call(part.name, self._subscription, value)
-            self._client.scripts[script](keys=script_keys, args=args, client=pipe)
+                script_keys = part.ack_keys
+                args = ack_argv(part.name, self._subscription, value)
+            scripts[script.name](keys=script_keys, args=args, client=pipe)
         try:
             pipe.execute()
         except NoPermissionError as exc:
@@ -617,12 +605,12 @@ class Consumer:
             if isinstance(exc, NoScriptError):
                 self._client.reload_scripts()
             for part, script, _value, taken in calls:
-                queue = part.pending_permits if script == "flow" else part.pending_acks
+                queue = part.pending_permits if script is FLOW else part.pending_acks
                 queue.extendleft(reversed(taken))
             self._arm_flush()  # tried again within ACK_GROUP_SECONDS
 
     def _release(self, part: Part) -> None:
-        self._call("release", *release_call(part.name, self._subscription, self._id, _now_ms()))
+        self._send(RELEASE, part.name, self._subscription, self._id, _now_ms())
 
     def _shutdown(self, release: bool) -> None:
         with self._membership:  # a heartbeat on its way ends first; none starts after
@@ -643,9 +631,13 @@ class Consumer:
 
     # --- helpers --------------------------------------------------------------------------
 
-    def _call(self, script: str, script_keys: list[str], args: list):
+    def _send(self, script: ScriptSpec, *params: Any):
+        """Call ``script`` with the KEYS and ARGV its spec builds from ``params``."""
+        return self._call(script, *script.call(*params))
+
+    def _call(self, script: ScriptSpec, script_keys: list[str], args: list):
         try:
-            return self._client.scripts[script](keys=script_keys, args=args)
+            return self._client.scripts[script.name](keys=script_keys, args=args)
         except NoPermissionError as exc:
             raise self._denied(exc) from None
 

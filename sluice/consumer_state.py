@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from sluice.message import Message, MessageId
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import ACK, FLOW
 
 
 @dataclass(eq=False)
@@ -27,12 +28,10 @@ class Part:
     def __post_init__(self) -> None:
         sub = self.subscription
         self.log = keys.log(self.name)
-        self.permits = keys.sub_key(self.name, sub, "permits")
-        self.alive = keys.sub_key(self.name, sub, "alive")
-        self.redeliver = keys.sub_key(self.name, sub, "redeliver")
-        self.waitp = keys.sub_key(self.name, sub, "waitp")
-        self.stats = keys.sub_key(self.name, sub, "stats")
         self.queue = keys.queue(self.name, sub, self.consumer_id)
+        # The KEYS of the scripts a consumer calls most, built once.
+        self.flow_keys = FLOW.keys(self.name, sub)
+        self.ack_keys = ACK.keys(self.name, sub)
         self.index_in_topic = self.name.partition_index
         self.topic = self.name.full
 

@@ -67,10 +67,10 @@ from sluice.errors import (
     Timeout,
 )
 from sluice.message import MessageId
-from sluice.protocol import keys
 from sluice.protocol.abuse import PUBLISH_RATE_LIMITED
-from sluice.protocol.frames import pack_batch, produce_keys, wake_data
+from sluice.protocol.frames import pack_batch
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import PRODUCE_SCRIPT, produce_head
 from sluice.refusals import refusal, session_ended
 from sluice.registration import ProducerRegistration
 from sluice.routing import PartitionsRoutingMode, Router
@@ -120,8 +120,8 @@ class _Pending:
 class _Target:
     index: int
     name: TopicName
-    keys: list[str]
-    wake: str
+    keys: list[str]  # produce.lua's KEYS, and the ARGV every call starts with
+    head: list
     batch: list[_Pending] = field(default_factory=list)
     batch_bytes: int = 0
     batch_started: float = 0.0
@@ -168,8 +168,8 @@ class Producer:
             _Target(
                 i if partitions else -1,
                 name,
-                produce_keys(name),
-                wake_data(name.full),
+                PRODUCE_SCRIPT.keys(name),
+                produce_head(name),
             )
             for i, name in enumerate(names)
         ]
@@ -504,7 +504,7 @@ class Producer:
                 fields += ["a", str(only.deliver_at)]
             if only.ordering_key:
                 fields += ["o", only.ordering_key]
-        args = [keys.WAKE_CHANNEL, target.wake, 1, len(fields) // 2, *fields]
+        args = [*target.head, 1, len(fields) // 2, *fields]
         try:
             [entry_id] = self._call_with_retry(target.keys, args, target.name)
         except Exception as exc:
@@ -531,7 +531,7 @@ class Producer:
         while True:
             attempts += 1
             try:
-                return self._client.scripts["produce"](keys=script_keys, args=args)
+                return self._client.scripts[PRODUCE_SCRIPT.name](keys=script_keys, args=args)
             except RedisAuthenticationError as exc:
                 raise session_ended(exc) from None
             except (RedisConnectionError, RedisTimeoutError) as exc:

@@ -23,8 +23,9 @@ from redis.exceptions import NoPermissionError, NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sluice.protocol import keys
-from sluice.protocol.abuse import DEFAULT_MAX_MESSAGE_SIZE, producer_call
+from sluice.protocol.abuse import DEFAULT_MAX_MESSAGE_SIZE
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import PRODUCER
 from sluice.refusals import refusal
 
 if TYPE_CHECKING:
@@ -57,11 +58,11 @@ class ProducerRegistration:
     def register(self) -> None:
         """Register on every partition; ``ProducerBusy`` (and no registration left behind)
         when one of them has ``maxProducersPerTopic`` producers already."""
-        script = self._client.scripts["producer"]
+        script = self._client.scripts[PRODUCER.name]
         done: list[TopicName] = []
         try:
             for partition in self._partitions:
-                script_keys, args = producer_call(partition, self._id, self.expiry_ms)
+                script_keys, args = PRODUCER.call(partition, self._id, self.expiry_ms)
                 try:
                     size = script(keys=script_keys, args=args)
                 except ResponseError as exc:
@@ -74,10 +75,10 @@ class ProducerRegistration:
 
     def renew(self) -> None:
         """Heartbeat: renew every registration (in one round trip) and take the sizes."""
-        script = self._client.scripts["producer"]
+        script = self._client.scripts[PRODUCER.name]
         pipe = self._client.redis.pipeline(transaction=False)
         for partition in self._partitions:
-            script_keys, args = producer_call(partition, self._id, self.expiry_ms)
+            script_keys, args = PRODUCER.call(partition, self._id, self.expiry_ms)
             script(keys=script_keys, args=args, client=pipe)
         try:
             with self._turn:

@@ -39,9 +39,9 @@ from sluice.protocol.frames import (
     DispatchReason,
     DispatchResult,
     LimitArgs,
-    dispatch_keys,
 )
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import DISPATCH
 from workers.context import DispatchSettings, SharedDispatch, WorkerContext
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class Dispatcher:
         self.in_call = False  # a dispatch call is on its way
         self._stopped = False
         self._task: asyncio.Task | None = None
-        self._keys = dispatch_keys(partition, subscription)
+        self._keys = DISPATCH.keys(partition, subscription)
         self._packed_keys = shared.script.prefix(self._keys)
         self._queue_prefix = keys.sub_prefix(partition, subscription) + "q:"
 

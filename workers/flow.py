@@ -31,6 +31,7 @@ from models.flow_resolution import (
 )
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import SKIP
 from workers.context import WorkerContext
 from workers.samples import SubscriptionSample
 
@@ -65,24 +66,10 @@ class PartitionFlow:
     def _skip_call(
         self, subscription: str, cutoff: str, budget: int, include_pending: bool, field: str
     ):
-        partition = self.partition
-        return self.context.scripts["skip"](
-            keys=[
-                keys.log(partition),
-                keys.sub_key(partition, subscription, "cursor"),
-                keys.sub_key(partition, subscription, "redeliver"),
-                keys.sub_key(partition, subscription, "stats"),
-                keys.lease(partition),
-            ],
-            args=[
-                subscription,
-                cutoff,
-                budget,
-                1 if include_pending else 0,
-                field,
-                self.fencing_token,
-            ],
+        script_keys, args = SKIP.call(
+            self.partition, subscription, cutoff, budget, include_pending, field, self.fencing_token
         )
+        return self.context.scripts[SKIP.name](keys=script_keys, args=args)
 
     # --- message TTL ----------------------------------------------------------------------
 

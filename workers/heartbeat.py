@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 
 from sluice.protocol import keys
 from sluice.protocol.connection import connect
-from sluice.protocol.frames import script_source
+from sluice.protocol.scripts import WORKER_HEARTBEAT
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +92,13 @@ class HeartbeatThread:
     def _run(self) -> None:
         timeout = max(self.interval, 0.5)
         client = connect(self.url, socket_timeout=timeout, socket_connect_timeout=timeout)
-        script = client.register_script(script_source("worker_heartbeat"))
+        script = client.register_script(WORKER_HEARTBEAT.source)
+        script_keys, args = WORKER_HEARTBEAT.call(self.worker_id, self.ttl_ms)
         warned = 0.0
         try:
             while not self._stop.wait(self.interval):
                 try:
-                    reply = script(keys=[keys.WORKERS], args=[self.worker_id, self.ttl_ms])
+                    reply = script(keys=script_keys, args=args)
                     pipe = client.pipeline(transaction=False)
                     queue_renewal(pipe, self.worker_id, self.ttl_ms, self.partitions())
                     beat = beat_of(reply, pipe.execute())

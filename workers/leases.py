@@ -75,6 +75,7 @@ from sluice.protocol import keys
 from sluice.protocol.connection import is_cluster
 from sluice.protocol.frames import lease_holder
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import LEASE_ACQUIRE, LEASE_RELEASE, WORKER_HEARTBEAT
 from workers.context import OwnershipHooks, WorkerContext
 from workers.heartbeat import Beat, HeartbeatThread, beat_of, queue_renewal
 from workers.jobs import every, guarded
@@ -293,8 +294,9 @@ class LeaseOwnership:
             await ensure_loaded(redis)  # on a cluster: the script goes in a pipeline
             async with redis.pipeline(transaction=False) as pipe:
                 # Reads this worker's own entry before renewing it, in one atomic step.
-                await context.scripts["worker_heartbeat"](
-                    keys=[keys.WORKERS], args=[me, self.ttl_ms], client=pipe
+                script_keys, args = WORKER_HEARTBEAT.call(me, self.ttl_ms)
+                await context.scripts[WORKER_HEARTBEAT.name](
+                    keys=script_keys, args=args, client=pipe
                 )
                 queue_renewal(pipe, me, self.ttl_ms, len(self.tokens))
                 results = await pipe.execute()
@@ -529,8 +531,7 @@ class LeaseOwnership:
             return
         context = self._ctx
         redis, me = context.control, context.worker_id
-        script = context.scripts["lease_acquire"]
-        args = [me, *self.live]
+        script = context.scripts[LEASE_ACQUIRE.name]
         per_call = self._per_call()
         generation = self._generation
         taken = 0
@@ -542,11 +543,8 @@ class LeaseOwnership:
             try:
                 async with redis.pipeline(transaction=False) as pipe:
                     for first in range(0, len(batch), per_call):
-                        lease_keys = [
-                            key
-                            for p in batch[first : first + per_call]
-                            for key in (keys.lease(p), keys.lease_epoch(p))
-                        ]
+                        chunk = batch[first : first + per_call]
+                        lease_keys, args = LEASE_ACQUIRE.call(chunk, me, self.live)
                         await script(keys=lease_keys, args=args, client=pipe)
                     replies = await pipe.execute()
             except RedisError:
@@ -590,7 +588,7 @@ class LeaseOwnership:
             return
         context = self._ctx
         redis = context.control
-        script = context.scripts["lease_release"]
+        script = context.scripts[LEASE_RELEASE.name]
         per_call = self._per_call()
         items = list(leases.items())
         for start in range(0, len(items), BATCH):
@@ -598,11 +596,10 @@ class LeaseOwnership:
             async with redis.pipeline(transaction=False) as pipe:
                 for first in range(0, len(batch), per_call):
                     chunk = batch[first : first + per_call]
-                    await script(
-                        keys=[keys.lease(TopicName.from_full(name)) for name, _ in chunk],
-                        args=[token for _, token in chunk],
-                        client=pipe,
+                    lease_keys, args = LEASE_RELEASE.call(
+                        (TopicName.from_full(name), token) for name, token in chunk
                     )
+                    await script(keys=lease_keys, args=args, client=pipe)
                 pipe.srem(keys.worker_leases(context.worker_id), *(name for name, _ in batch))
                 await pipe.execute()
         log.info("released %d partition lease(s)", len(leases))

@@ -30,9 +30,10 @@ from redis.exceptions import RedisError, ResponseError
 from models.flow_resolution import FlowLimits
 from models.resolution import ResolvedRate
 from sluice.protocol import keys
-from sluice.protocol.abuse import limits_call
-from sluice.protocol.frames import LimitArgs, release_call
+from sluice.protocol.abuse import limit_pairs
+from sluice.protocol.frames import LimitArgs
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import LIMITS, RELEASE, TRIM
 from workers.context import SharedDispatch, WorkerContext
 from workers.dispatcher import Dispatcher, limit_args
 from workers.flow import PartitionFlow
@@ -272,9 +273,10 @@ class PartitionRunner:
             written = self.shared.limits_written
             if values == written.get(self.partition.full) and not force:
                 return
-            script_keys, args = limits_call(self.partition, self.fencing_token, values)
+            pairs = limit_pairs(values)
+            script_keys, args = LIMITS.call(self.partition, self.fencing_token, pairs)
             try:
-                await self.context.scripts["limits"](keys=script_keys, args=args)
+                await self.context.scripts[LIMITS.name](keys=script_keys, args=args)
             except ResponseError as exc:
                 if str(exc).startswith("FENCED"):
                     self.fenced()
@@ -350,8 +352,8 @@ class PartitionRunner:
             for consumer in dead:
                 consumer_id = consumer.decode()
                 log.info("releasing consumer %s of %s/%s", consumer_id, self.partition.full, name)
-                script_keys, args = release_call(self.partition, name, consumer_id, now_ms)
-                await self.context.scripts["release"](keys=script_keys, args=args)
+                script_keys, args = RELEASE.call(self.partition, name, consumer_id, now_ms)
+                await self.context.scripts[RELEASE.name](keys=script_keys, args=args)
                 dispatcher.refresh_needed = True
                 dispatcher.wake.set()
         await self.flow.expire(now_ms, list(self.dispatchers))
@@ -367,10 +369,8 @@ class PartitionRunner:
         call.  Returns the entries deleted."""
         floor = now_ms - int(self.context.settings.retention_grace_seconds * 1000)
         try:
-            deleted = await self.context.scripts["trim"](
-                keys=[keys.log(self.partition), keys.lease(self.partition)],
-                args=[floor, self.fencing_token],
-            )
+            script_keys, args = TRIM.call(self.partition, floor, self.fencing_token)
+            deleted = await self.context.scripts[TRIM.name](keys=script_keys, args=args)
         except ResponseError as exc:
             if str(exc).startswith("FENCED"):
                 self.fenced()

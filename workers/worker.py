@@ -29,9 +29,10 @@ from dataplane.scripts import register_scripts
 from models.resolution import Limiter
 from models.settings import Settings
 from sluice.protocol import keys
-from sluice.protocol.abuse import limits_call
-from sluice.protocol.frames import partitions_of, script_source
+from sluice.protocol.abuse import limit_pairs
+from sluice.protocol.frames import partitions_of
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import DISPATCH, LIMITS
 from workers.alarms import AlarmClock
 from workers.catalog import Catalog
 from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, WorkerContext
@@ -88,7 +89,7 @@ class Worker:
             broker_limiter=RateLimiter(Limiter.BROKER, time.monotonic()),
             gate=DispatchGate(),
             alarms=AlarmClock(),
-            script=PackedScript(redis, script_source("dispatch")),
+            script=PackedScript(redis, DISPATCH.source),
             settings=DispatchSettings.of(self.policy, settings),
         )
         self.catalog = Catalog(self.context, sessions, on_changed=self.claim_partitions)
@@ -652,11 +653,12 @@ class Worker:
             self._topic_limits[name] = values
         if not calls:
             return
-        script = self.context.scripts["limits"]
+        script = self.context.scripts[LIMITS.name]
 
         def queue(pipe, call):
             partition, values = call
-            script_keys, args = limits_call(partition, self.ownership.token(partition), values)
+            token = self.ownership.token(partition)
+            script_keys, args = LIMITS.call(partition, token, limit_pairs(values))
             return script(keys=script_keys, args=args, client=pipe)
 
         replies = await in_batches(self.redis, calls, queue, raise_on_error=False)

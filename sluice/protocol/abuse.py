@@ -28,10 +28,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from sluice.protocol import keys
 from sluice.protocol.errors import NotFound
-from sluice.protocol.frames import Call, wake_topic
+from sluice.protocol.frames import Call
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import TOPIC_CREATE
 
 # Fields of ``sl:{P}:limits`` (named as the broker settings; 0 = no limit, but the size and
 # the subscribe-rate period).
@@ -71,22 +71,14 @@ def is_default(values: Mapping[str, int]) -> bool:
     )
 
 
-def limits_call(partition: TopicName, fencing_token: str, values: Mapping[str, int]) -> Call:
-    """``limits.lua``: replace the partition's limits (``values`` by ``LIMIT_FIELDS`` name);
-    defaults delete the hash (thousands of quiet partitions need no copy of them)."""
+def limit_pairs(values: Mapping[str, int]) -> list[str | int]:
+    """``limits.lua``'s field/value pairs for ``values`` (by ``LIMIT_FIELDS`` name); none for
+    the defaults, which deletes the hash (thousands of quiet partitions need no copy of them)."""
     pairs: list[str | int] = []
     if not is_default(values):
         for name in LIMIT_FIELDS:
             pairs += [name, int(values[name])]
-    return [keys.lease(partition), keys.limits(partition)], [fencing_token, *pairs]
-
-
-def producer_call(partition: TopicName, producer_id: str, expiry_ms: int) -> Call:
-    """``producer.lua``: register or renew ``producer_id`` on the partition."""
-    return (
-        [keys.producers(partition), keys.limits(partition)],
-        [producer_id, expiry_ms, partition.full],
-    )
+    return pairs
 
 
 def auto_create_call(topic: TopicName, namespaces: set[bytes], config: dict[bytes, bytes]) -> Call:
@@ -107,13 +99,4 @@ def auto_create_call(topic: TopicName, namespaces: set[bytes], config: dict[byte
     record = json.dumps(fields, separators=(",", ":")).encode()
     # Registered atomically within the namespace's maxTopicsPerNamespace; a topic another
     # client registered first wins.
-    return topic_create_call(topic, partitions, record, wake_topic(topic.full))
-
-
-def topic_create_call(topic: TopicName, partitions: int, record: bytes, wake: str) -> Call:
-    """``topic_create.lua``: register a topic a client creates on first use (``record`` is its
-    registry JSON; a partitioned topic counts its partitions against the namespace limit)."""
-    return (
-        [keys.TOPICS, keys.TOPIC_LIMITS, keys.CLIENT_CONFIG],
-        [topic.full, record, max(partitions, 1), topic.namespace_name, keys.WAKE_CHANNEL, wake],
-    )
+    return TOPIC_CREATE.call(topic, partitions, record)

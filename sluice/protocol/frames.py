@@ -1,9 +1,10 @@
-"""The data-plane protocol: Lua scripts, entry fields, packets and wake-up messages.
+"""The data-plane protocol: entry fields, packets, dispatch frames and wake-up messages.
 
 Clients and workers talk only through Redis.  A producer appends *entries* to a partition's
 stream (``produce.lua``); a worker moves entries into consumers' receiver queues as *packets*
 (``dispatch.lua``); consumers acknowledge with ``ack.lua``.  Each script's header names its
-KEYS, ARGV and return value.  Workers are woken through the pub/sub channel ``sl:wake`` with
+KEYS, ARGV and return value; ``sluice.protocol.scripts`` registers the scripts and builds their
+calls.  Workers are woken through the pub/sub channel ``sl:wake`` with
 messages ``d<TAB>partition`` (new data), ``s<TAB>partition<TAB>subscription`` (consumers
 joined or left), ``p<TAB>partition<TAB>subscription`` (permits, acks or redeliveries: the
 same consumers may take more) and ``t<TAB>topic`` (topic created or changed).
@@ -19,53 +20,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from importlib import resources
 from typing import Any, cast
 
 import msgpack
 
-from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 
-SCRIPT_NAMES = (
-    "produce",
-    "subscribe",
-    "flow",
-    "ack",
-    "ack_cumulative",
-    "nack",
-    "release",
-    "unsubscribe",
-    "dispatch",
-    "lease_acquire",
-    "lease_release",
-    "worker_heartbeat",
-    "skip",
-    "backlog",
-    "backlog_set",
-    "producer",
-    "limits",
-    "topic_create",
-    "reset_cursor",
-    "count_entries",
-    "peek",
-    "trim",
-    "stats_read",
-    "internal_read",
-    "lease_fence",
-    "fleet_read",
-)
+
+def holder_prefix(worker: str) -> str:
+    """What every fencing token of ``worker`` starts with (``lease_fence.lua`` takes it).
+
+    A partition's lease holds the fencing token ``<worker>:<epoch>`` (``lease_acquire.lua``
+    makes it); this function and ``lease_holder`` are the one place that reads it."""
+    return worker + ":"
 
 
 def lease_holder(token: str) -> str:
-    """The worker a fencing token ``<worker>:<epoch>`` belongs to (``lease_acquire.lua``
-    makes the tokens; this is the one place that reads them)."""
+    """The worker a fencing token ``<worker>:<epoch>`` belongs to."""
     return token.rpartition(":")[0]
-
-
-def script_source(name: str) -> str:
-    """The Lua text of one script."""
-    return resources.files("sluice.protocol.lua").joinpath(f"{name}.lua").read_text()
 
 
 class DispatchReason(IntEnum):
@@ -168,170 +140,8 @@ def wake_topic(topic: str) -> str:
     return f"t\t{topic}"
 
 
-# --- call builders: (keys, args) of the scripts several processes call ----------------------
-
+# (KEYS, ARGV) of one script call (``sluice.protocol.scripts`` builds them).
 Call = tuple[list[str], list[Any]]
-
-
-def subscribe_call(
-    partition: TopicName,
-    subscription: str,
-    consumer: str,
-    sub_type: str,
-    initial_position: str,
-    now_ms: int,
-    info_json: str,
-    consumer_timeout_ms: int,
-    consumer_name: str = "",
-    client_host: str = "",
-) -> Call:
-    """``subscribe.lua``: register ``consumer`` (or, with consumer "", ensure the group),
-    within the partition's abuse limits and, per ``consumer_name`` (default: the consumer
-    id) from ``client_host`` (the client's address as Redis sees it), its subscribe rate."""
-    script_keys = [
-        keys.log(partition),
-        keys.subs(partition),
-        keys.sub_key(partition, subscription, "meta"),
-        keys.sub_key(partition, subscription, "cursor"),
-        keys.sub_key(partition, subscription, "permits"),
-        keys.sub_key(partition, subscription, "alive"),
-        keys.sub_key(partition, subscription, "info"),
-        keys.limits(partition),
-    ]
-    args: list[Any] = [
-        subscription,
-        consumer,
-        sub_type,
-        initial_position,
-        now_ms,
-        info_json,
-        keys.WAKE_CHANNEL,
-        wake_subscription(partition.full, subscription),
-        consumer_timeout_ms,
-        partition.full,
-        keys.partition_prefix(partition),
-    ]
-    if consumer_name:
-        script_keys.append(keys.subscribe_counter(partition, consumer_name, client_host))
-        args.extend([consumer_name, client_host])
-    return script_keys, args
-
-
-def unsubscribe_call(
-    partition: TopicName, subscription: str, consumer: str, now_ms: int, consumer_timeout_ms: int
-) -> Call:
-    """``unsubscribe.lua``: delete the subscription (consumer "" = administrative)."""
-    return (
-        [
-            keys.log(partition),
-            keys.subs(partition),
-            keys.idle(partition),
-            keys.sub_key(partition, subscription, "alive"),
-            keys.sub_key(partition, subscription, "info"),
-        ],
-        [
-            subscription,
-            consumer,
-            keys.sub_prefix(partition, subscription),
-            now_ms,
-            consumer_timeout_ms,
-            keys.WAKE_CHANNEL,
-            wake_subscription(partition.full, subscription),
-        ],
-    )
-
-
-def ack_call(partition: TopicName, subscription: str, entry_ids: list[str]) -> Call:
-    """``ack.lua``: acknowledge entries; wakes a dispatcher stopped at a max-unacked limit."""
-    return (
-        [
-            keys.log(partition),
-            keys.sub_key(partition, subscription, "redeliver"),
-            keys.sub_key(partition, subscription, "stats"),
-            keys.sub_key(partition, subscription, "waitack"),
-        ],
-        [
-            subscription,
-            keys.WAKE_CHANNEL,
-            wake_dispatch(partition.full, subscription),
-            *entry_ids,
-        ],
-    )
-
-
-def ack_cumulative_call(
-    partition: TopicName, subscription: str, consumer: str, last_entry_id: str
-) -> Call:
-    """``ack_cumulative.lua``: acknowledge a consumer's entries up to ``last_entry_id``."""
-    return (
-        [
-            keys.log(partition),
-            keys.sub_key(partition, subscription, "redeliver"),
-            keys.sub_key(partition, subscription, "stats"),
-            keys.sub_key(partition, subscription, "waitack"),
-        ],
-        [
-            subscription,
-            consumer,
-            last_entry_id,
-            keys.WAKE_CHANNEL,
-            wake_dispatch(partition.full, subscription),
-        ],
-    )
-
-
-def produce_keys(partition: TopicName) -> list[str]:
-    """KEYS of ``produce.lua`` for one partition (stream, stats, idle set, quota flag,
-    abuse limits, publish-rate window)."""
-    return [
-        keys.log(partition),
-        keys.partition_stats(partition),
-        keys.idle(partition),
-        keys.quota(partition),
-        keys.limits(partition),
-        keys.publish_window(partition),
-    ]
-
-
-def release_call(partition: TopicName, subscription: str, consumer: str, now_ms: int) -> Call:
-    """``release.lua``: remove a consumer; what it held becomes due for redelivery."""
-    return (
-        [
-            keys.log(partition),
-            keys.sub_key(partition, subscription, "permits"),
-            keys.sub_key(partition, subscription, "alive"),
-            keys.sub_key(partition, subscription, "info"),
-            keys.sub_key(partition, subscription, "redeliver"),
-            keys.queue(partition, subscription, consumer),
-        ],
-        [
-            subscription,
-            consumer,
-            now_ms,
-            keys.WAKE_CHANNEL,
-            wake_subscription(partition.full, subscription),
-        ],
-    )
-
-
-def dispatch_keys(partition: TopicName, subscription: str) -> list[str]:
-    """KEYS of ``dispatch.lua`` for one subscription on one partition."""
-    return [
-        keys.log(partition),
-        keys.sub_key(partition, subscription, "cursor"),
-        keys.sub_key(partition, subscription, "permits"),
-        keys.sub_key(partition, subscription, "redeliver"),
-        keys.sub_key(partition, subscription, "stats"),
-        keys.idle(partition),
-        keys.sub_key(partition, subscription, "waitp"),
-        keys.lease(partition),
-        keys.partition_stats(partition),
-        keys.sub_key(partition, subscription, "waitack"),
-        keys.limiter(partition),
-        keys.sub_key(partition, subscription, "lim"),
-        keys.sub_key(partition, subscription, "ks"),
-        keys.sub_key(partition, subscription, "info"),
-    ]
 
 
 @dataclass(frozen=True, slots=True)

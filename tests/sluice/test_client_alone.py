@@ -59,7 +59,7 @@ def test_server_errors_are_the_protocol_errors():
 
 
 def test_every_script_ships_with_the_protocol():
-    from sluice.protocol.frames import SCRIPT_NAMES, script_source
+    from sluice.protocol.scripts import SCRIPTS
 
-    for name in SCRIPT_NAMES:
-        assert "redis.call" in script_source(name), name
+    for name, spec in SCRIPTS.items():
+        assert "redis.call" in spec.source, name

@@ -9,8 +9,8 @@ from redis.asyncio import Redis
 from dataplane.scripts import register_scripts
 from models.resolution import Limiter
 from models.settings import Settings
-from sluice.protocol.frames import script_source
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import DISPATCH
 from workers.alarms import AlarmClock
 from workers.context import DispatchSettings, SharedDispatch, WorkerContext
 from workers.gate import DispatchGate
@@ -40,6 +40,6 @@ def make_shared(context: WorkerContext) -> SharedDispatch:
         broker_limiter=limiter,
         gate=DispatchGate(),
         alarms=AlarmClock(),
-        script=PackedScript(context.redis, script_source("dispatch")),
+        script=PackedScript(context.redis, DISPATCH.source),
         settings=DispatchSettings.of(policy, context.settings),
     )

@@ -16,8 +16,9 @@ import redis
 
 import sluice
 from sluice.protocol import keys
-from sluice.protocol.frames import produce_keys, wake_data
+from sluice.protocol.frames import wake_data
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import PRODUCE_SCRIPT
 from tests.workers.conftest import ADMIN
 
 TOPIC = "persistent://acme/orders/abuse"
@@ -249,16 +250,16 @@ def test_produce_script_refuses_an_entry_over_the_limit(topic, worker, client, r
         args = [keys.WAKE_CHANNEL, wake_data(TOPIC), 1, len(fields) // 2, *fields]
         return script(keys=script_keys, args=args)
 
-    produce(["d", b"x" * 1000], produce_keys(NAME))
+    produce(["d", b"x" * 1000], PRODUCE_SCRIPT.keys(NAME))
     too_big = [["d", b"x" * 1001], ["d", b"x" * 10, "p", "y" * 12_000]]
     for fields in too_big:
-        for script_keys in (produce_keys(NAME), produce_keys(NAME)[:3]):
+        for script_keys in (PRODUCE_SCRIPT.keys(NAME), PRODUCE_SCRIPT.keys(NAME)[:3]):
             with pytest.raises(redis.exceptions.ResponseError, match=r"^MessageTooBig"):
                 produce(fields, script_keys)
     # Two entries in one call, the second too big: neither is written.
     args = [keys.WAKE_CHANNEL, wake_data(TOPIC), 2, 1, "d", b"ok", 1, "d", b"x" * 1001]
     with pytest.raises(redis.exceptions.ResponseError, match=r"^MessageTooBig"):
-        script(keys=produce_keys(NAME), args=args)
+        script(keys=PRODUCE_SCRIPT.keys(NAME), args=args)
     assert entries(redis_server) == 1
 
 

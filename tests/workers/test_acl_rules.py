@@ -8,16 +8,15 @@ import re
 import pytest
 
 from dataplane.acl import (
+    ACTION_SCRIPTS,
     CONSUME_RULES,
-    CONSUME_SCRIPTS,
     PRODUCE_RULES,
-    PRODUCE_SCRIPTS,
     Scope,
     grant_selectors,
     render_acl_file,
     session_rules,
 )
-from sluice.protocol.frames import script_source
+from sluice.protocol.scripts import SCRIPTS
 
 CALL = re.compile(r"""call\(\s*['"]([A-Za-z]+)['"](?:\s*,\s*['"]([A-Za-z]+)['"])?""")
 SUBCOMMANDS = {"XGROUP", "XINFO"}
@@ -25,7 +24,7 @@ SUBCOMMANDS = {"XGROUP", "XINFO"}
 
 def _commands(script: str) -> set[str]:
     found = set()
-    source = script_source(script)
+    source = SCRIPTS[script].source
     for name, sub in CALL.findall(source):
         name = name.upper()
         found.add(f"{name}|{sub.upper()}" if name in SUBCOMMANDS and sub else name)
@@ -35,10 +34,11 @@ def _commands(script: str) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    ("scripts", "rules"), [(PRODUCE_SCRIPTS, PRODUCE_RULES), (CONSUME_SCRIPTS, CONSUME_RULES)]
+    ("action", "rules"), [("produce", PRODUCE_RULES), ("consume", CONSUME_RULES)]
 )
-def test_every_command_of_the_actions_scripts_is_allowed(scripts, rules) -> None:
+def test_every_command_of_the_actions_scripts_is_allowed(action, rules) -> None:
     allowed = {command for commands, _ in rules for command in commands}
+    scripts = [spec.name for spec in ACTION_SCRIPTS[action]]
     used = set().union(*(_commands(s) for s in scripts)) - {"time", "publish"}  # session base
     assert used - allowed == set()
 

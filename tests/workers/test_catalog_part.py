@@ -16,8 +16,8 @@ from dataplane.catalog import CatalogProjection
 from dataplane.events import ChangeEvent
 from models.db import make_async_engine, make_session_factory
 from sluice.protocol import keys
-from sluice.protocol.frames import subscribe_call
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import SUBSCRIBE
 from tests.workers.conftest import ADMIN
 from tests.workers.parts import make_context
 from workers.catalog import Catalog
@@ -53,7 +53,7 @@ def test_the_catalog_restores_redis_records_client_subscriptions_and_applies_eve
             assert catalog.partitions() == [TOPIC]
 
             # A consumer creates a subscription: the next pass records it in the database.
-            script_keys, args = subscribe_call(
+            script_keys, args = SUBSCRIBE.call(
                 TOPIC, "client-sub", "c1", "Shared", "latest", int(time.time() * 1000), "{}", 60000
             )
             await catalog.context.scripts["subscribe"](keys=script_keys, args=args)

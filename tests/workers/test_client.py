@@ -256,7 +256,7 @@ def test_a_heartbeat_during_unsubscribe_does_not_bring_the_subscription_back(
 
     def call(script, script_keys, args):
         answer = real_call(script, script_keys, args)
-        if script == "unsubscribe":
+        if script.name == "unsubscribe":
             beat = threading.Thread(target=consumer._heartbeat)
             beat.start()
             beat.join(0.3)  # it waits for unsubscribe to end (it would have run at once)

@@ -13,20 +13,9 @@ import pytest
 import redis
 
 from sluice.protocol import keys
-from sluice.protocol.frames import (
-    SCRIPT_NAMES,
-    DispatchArgs,
-    DispatchReason,
-    DispatchResult,
-    LimitArgs,
-    dispatch_keys,
-    produce_keys,
-    script_source,
-    subscribe_call,
-    wake_data,
-    wake_subscription,
-)
+from sluice.protocol.frames import DispatchArgs, DispatchReason, DispatchResult, LimitArgs
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import DISPATCH, FLOW, PRODUCE_SCRIPT, SCRIPTS, SUBSCRIBE
 
 NOW_MS = 1_700_000_000_000
 
@@ -36,34 +25,19 @@ class Partition:
 
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
-        self.scripts = {name: client.register_script(script_source(name)) for name in SCRIPT_NAMES}
+        self.scripts = {name: client.register_script(s.source) for name, s in SCRIPTS.items()}
         self.name = TopicName("t", "ns", f"topic-{uuid.uuid4().hex[:8]}")
 
     def produce(self, count: int, size: int = 10) -> None:
-        args = [keys.WAKE_CHANNEL, wake_data(self.name.full), count]
-        for _ in range(count):
-            args += [1, "d", b"x" * size]
-        self.scripts["produce"](keys=produce_keys(self.name)[:3], args=args)
+        script_keys, args = PRODUCE_SCRIPT.call(self.name, [["d", b"x" * size]] * count)
+        self.scripts["produce"](keys=script_keys[:3], args=args)
 
     def subscribe(self, subscription: str, consumer: str = "c1", permits: int = 100_000) -> None:
-        call = subscribe_call(
+        call = SUBSCRIBE.call(
             self.name, subscription, consumer, "Shared", "earliest", NOW_MS, "{}", 60_000
         )
         self.scripts["subscribe"](keys=call[0], args=call[1])
-        self.scripts["flow"](
-            keys=[
-                keys.sub_key(self.name, subscription, "permits"),
-                keys.sub_key(self.name, subscription, "waitp"),
-                keys.sub_key(self.name, subscription, "alive"),
-            ],
-            args=[
-                consumer,
-                permits,
-                NOW_MS,
-                keys.WAKE_CHANNEL,
-                wake_subscription(self.name.full, subscription),
-            ],
-        )
+        self.scripts["flow"](*FLOW.call(self.name, subscription, consumer, permits, NOW_MS))
 
     def dispatch(self, subscription: str, at: float, **kwargs) -> DispatchResult:
         """One dispatch call with the limiters' clock at ``at`` seconds."""
@@ -74,9 +48,7 @@ class Partition:
             clock_ms=NOW_MS + at * 1000,
             **kwargs,
         )
-        reply = self.scripts["dispatch"](
-            keys=dispatch_keys(self.name, subscription), args=args.argv()
-        )
+        reply = self.scripts["dispatch"](*DISPATCH.call(self.name, args))
         return DispatchResult.from_reply(reply)
 
 

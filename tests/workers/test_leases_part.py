@@ -13,8 +13,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from dataplane.cursors import Cursors
 from dataplane.scripts import register_scripts
 from sluice.protocol import keys
-from sluice.protocol.frames import script_source
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import LEASE_ACQUIRE, LEASE_RELEASE
 from tests.workers.parts import make_context
 from workers import leases
 from workers.context import OwnershipHooks
@@ -161,7 +161,7 @@ def test_acquire_takes_a_free_lease_its_own_and_a_dead_holders_never_a_live_ones
     lease, counter = keys.lease(partition), keys.lease_epoch(partition)
     other = TopicName("acme", "leases", "script2")
     sync.delete(lease, counter, keys.lease(other), keys.lease_epoch(other))
-    acquire = sync.register_script(script_source("lease_acquire"))
+    acquire = sync.register_script(LEASE_ACQUIRE.source)
 
     def take(me: str, *live: str) -> str | None:
         [token] = acquire(keys=[lease, counter], args=[me, *live])
@@ -181,7 +181,7 @@ def test_acquire_takes_a_free_lease_its_own_and_a_dead_holders_never_a_live_ones
             keys=[lease, counter, keys.lease(other), keys.lease_epoch(other)], args=["b", "b"]
         )
         assert both == [b"b:4", b"b:1"]
-        release = sync.register_script(script_source("lease_release"))
+        release = sync.register_script(LEASE_RELEASE.source)
         assert release(keys=[lease, keys.lease(other)], args=["b:4", "b:0"]) == 1
         assert sync.get(lease) is None and sync.get(keys.lease(other)) == b"b:1"
     finally:

@@ -19,8 +19,9 @@ import redis
 
 import sluice
 from sluice.protocol import keys
-from sluice.protocol.frames import produce_keys, wake_data
+from sluice.protocol.frames import wake_data
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import PRODUCE_SCRIPT
 from tests.workers.conftest import ADMIN, wait_until
 
 TOPIC = "persistent://acme/orders/paced"
@@ -230,9 +231,9 @@ def test_a_raw_produce_call_is_held_to_the_rate_too(topic, worker, client, redis
         args = [keys.WAKE_CHANNEL, wake_data(TOPIC), count, *([1, "d", b"x"] * count)]
         return script(keys=script_keys, args=args)
 
-    produce(2, produce_keys(NAME))
+    produce(2, PRODUCE_SCRIPT.keys(NAME))
     with pytest.raises(redis.exceptions.ResponseError, match=r"^PublishRateLimited (\d+) ") as held:
-        produce(2, produce_keys(NAME)[:3])  # two entries, one place left: neither is written
+        produce(2, PRODUCE_SCRIPT.keys(NAME)[:3])  # two entries, one place left: neither is written
     assert 0 < int(str(held.value).split()[1]) <= 1000
-    produce(1, produce_keys(NAME)[:3])
+    produce(1, PRODUCE_SCRIPT.keys(NAME)[:3])
     assert len(written(redis_server)) == 3

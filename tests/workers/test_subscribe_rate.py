@@ -17,8 +17,8 @@ import redis
 
 import sluice
 from sluice.protocol import keys
-from sluice.protocol.frames import script_source, subscribe_call
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import SUBSCRIBE
 from tests.workers.conftest import ADMIN
 
 TOPIC = "persistent://acme/orders/joined"
@@ -139,14 +139,14 @@ def test_the_client_host_is_its_address_as_redis_sees_it(topic, worker, client, 
 def test_one_consumer_name_on_several_hosts_has_a_count_per_host(topic, worker, redis_server):
     """The same consumer name from two hosts (one application on two machines): each host
     has its own count, so one host's reconnect storm does not lock the other out.  The
-    requests are made as the client makes them (``subscribe_call``), with the host each
+    requests are made as the client makes them (``SUBSCRIBE.call``), with the host each
     client would have learnt from Redis."""
     assert topic.post(f"{PATH}/subscribeRate", json=subscribe_rate(1, 30)).status_code == 204
     with redis.Redis.from_url(redis_server.url) as r:
-        script = r.register_script(script_source("subscribe"))
+        script = r.register_script(SUBSCRIBE.source)
 
         def request(host: str, consumer: str) -> None:
-            script_keys, args = subscribe_call(
+            script_keys, args = SUBSCRIBE.call(
                 NAME,
                 "sub",
                 consumer,

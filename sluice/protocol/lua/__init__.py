@@ -1,1 +1,1 @@
-"""The data plane's Lua scripts (package data, read by ``sluice.protocol.frames``)."""
+"""The data plane's Lua scripts (package data, registered by ``sluice.protocol.scripts``)."""
