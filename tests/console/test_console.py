@@ -269,12 +269,12 @@ def test_story_2_provenance_table(standalone: Standalone, page):
         row.locator("th").inner_text(): row.locator("td").all_inner_texts()
         for row in summary.locator("tbody tr").all()
     }
-    assert rows["Topic created"] == ["1000 msg/s", "topic limiter", "namespace"]
-    assert rows["Subscription audit"] == ["1000 msg/s", "topic limiter", "namespace"]
+    assert rows["Topic created"] == ["1,000 msg/s", "topic limiter", "namespace"]
+    assert rows["Subscription audit"] == ["1,000 msg/s", "topic limiter", "namespace"]
     assert rows["Subscription billing"] == ["5 msg/s", "subscription limiter", "subscription"]
     levels = page.locator("table.levels")
     topic_limiter = levels.locator("tr", has_text="topic limiter")
-    expect(topic_limiter.get_by_text("1000 msg/s (wins)")).to_be_visible()
+    expect(topic_limiter.get_by_text("1,000 msg/s (wins)")).to_be_visible()
     expect(levels.locator("tr", has_text="Subscription billing").get_by_text("5 msg/s (wins)"))
     shot(page, "2-provenance")
     # Who owns each partition is on the same page.
@@ -286,12 +286,12 @@ def test_story_3_dry_run_then_apply_and_a_refusal(standalone: Standalone, page):
     path = f"{ADMIN}/namespaces/acme/orders/dispatchRate"
     page.goto(standalone.url + "/console#/ns/acme/orders")
     form = page.get_by_role("form", name="Namespace dispatch rate")
-    expect(form.get_by_text("Now: 1000 msg/s")).to_be_visible()
+    expect(form.get_by_text("Now: 1,000 msg/s")).to_be_visible()
     form.get_by_label("Messages per period").fill("400")
     form.get_by_role("button", name="Preview change").click()
     dry_run = form.get_by_role("region", name="Dry run result")
-    expect(dry_run).to_contain_text("This 1 subscription would go from 1000 msg/s to 400 msg/s.")
-    expect(dry_run).to_contain_text("These 2 topics would go from 1000 msg/s to 400 msg/s.")
+    expect(dry_run).to_contain_text("This 1 subscription would go from 1,000 msg/s to 400 msg/s.")
+    expect(dry_run).to_contain_text("These 2 topics would go from 1,000 msg/s to 400 msg/s.")
     expect(dry_run.get_by_role("row", name=re.compile("subscription audit"))).to_be_visible()
     shot(page, "3-dry-run")
     # Nothing changed before the confirmation...
@@ -378,7 +378,10 @@ def test_story_5_audit_log_and_fleet(standalone: Standalone, page):
     assert all(
         "subscription.dispatchRate" in text for text in audit.locator("tbody tr").all_inner_texts()
     )
-    expect(audit.get_by_text('"dispatchThrottlingRateInMsg":5').first).to_be_visible()
+    # The fields that changed, old -> new, not the raw documents.
+    changed = audit.locator("ul.changes li", has_text="dispatchThrottlingRateInMsg: ")
+    expect(changed.locator("ins").filter(has_text=re.compile(r"^5$")).first).to_be_visible()
+    expect(audit.locator("th", has_text="Fields changed (old → new)")).to_be_visible()
     shot(page, "5-audit")
     page.get_by_label("Entity type").fill("")
     page.get_by_label("Role").fill("nobody")

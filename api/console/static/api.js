@@ -96,15 +96,17 @@ function table(caption, headers, rows, cls) {
 }
 
 const Fmt = {
+  /* Numbers with thousands separators: 12,345.6 */
+  num(v) { return v.toLocaleString("en-US", { maximumFractionDigits: 2 }); },
   rate(v) {
     if (v === null || v === undefined) return "—";
-    return (Math.round(v * 10) / 10).toString();
+    return Fmt.num(Math.round(v * 10) / 10);
   },
-  int(v) { return v === null || v === undefined ? "—" : String(Math.round(v)); },
+  int(v) { return v === null || v === undefined ? "—" : Fmt.num(Math.round(v)); },
   /* A limit in msg/s or bytes/s: null, <= 0 mean no limit. */
   limit(v, unit) {
     if (v === null || v === undefined || v <= 0) return "unlimited";
-    return String(Math.round(v * 100) / 100) + " " + unit;
+    return Fmt.num(Math.round(v * 100) / 100) + " " + unit;
   },
   duration(seconds) {
     if (seconds === null || seconds === undefined) return "—";
@@ -119,7 +121,31 @@ const Fmt = {
     return isNaN(d) ? iso : d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
   },
   json(v) { return v === null || v === undefined ? "—" : JSON.stringify(v); },
+  /* One value of an audited field: a number grouped, a string as is, "—" for none. */
+  value(v) {
+    if (v === null || v === undefined) return "—";
+    if (typeof v === "number") return Fmt.num(v);
+    return typeof v === "string" ? v : JSON.stringify(v);
+  },
 };
+
+/* The fields a change touched, as [field, old, new]: objects compared field by field (dotted
+   names), a bare value (an integer policy) under the name "value". */
+function changedFields(before, after) {
+  const flat = (v, prefix, out) => {
+    if (v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length) {
+      for (const [k, x] of Object.entries(v)) flat(x, prefix ? prefix + "." + k : k, out);
+    } else if (v !== null && v !== undefined) {
+      out.set(prefix || "value", v);
+    }
+    return out;
+  };
+  const old = flat(before, "", new Map());
+  const now = flat(after, "", new Map());
+  return [...new Set([...old.keys(), ...now.keys()])]
+    .filter((k) => JSON.stringify(old.get(k)) !== JSON.stringify(now.get(k)))
+    .map((k) => [k, old.get(k), now.get(k)]);
+}
 
 /* The role in a JWT's payload, for display only (the server verifies the token). */
 function tokenRole(token) {

@@ -146,12 +146,17 @@ async function route() {
     },
     reload() { if (mine === generation) route(); },
   };
+  // Shown below what the view has drawn so far, until it has drawn everything.
+  const loading = h("p.loading", { role: "status" }, "Loading…");
+  main.append(loading);
   for (const [pattern, view] of ROUTES) {
     const m = path.match(pattern);
     if (!m) continue;
     try {
       await view(ctx, ...m.slice(1).map(decodeURIComponent));
+      loading.remove();
     } catch (err) {
+      loading.remove();
       if (mine !== generation) return;
       if (err.status === 401 && Api.token()) {
         Api.clearToken();
@@ -164,6 +169,7 @@ async function route() {
     if (mine === generation) announce(document.title.split(" — ")[0] + " loaded");
     return;
   }
+  loading.remove();
   page.append(...heading("Not found"), h("p", null, "No such page. ", link("#/", "Tenants")));
 }
 

@@ -3,14 +3,14 @@
  * only the user's confirmation sends it for real.  A refusal shows the API's reason. */
 "use strict";
 
-/* "1000 msg/s", "1000 msg, 50000 bytes per 10 s", ... for a stored DispatchRate value. */
+/* "1,000 msg/s", "1,000 msg + 50,000 bytes per 10 s", ... for a stored DispatchRate value. */
 function rateText(value) {
   if (!value) return "not set";
   const m = value.dispatchThrottlingRateInMsg, b = value.dispatchThrottlingRateInByte;
   const p = value.ratePeriodInSecond || 1;
   const parts = [];
-  if (m > 0) parts.push(m + " msg");
-  if (b > 0) parts.push(b + " bytes");
+  if (m > 0) parts.push(Fmt.num(m) + " msg");
+  if (b > 0) parts.push(Fmt.num(b) + " bytes");
   if (!parts.length) return "no limit (" + m + ")";
   let text = parts.join(" + ") + (p === 1 ? "/s" : " per " + p + " s");
   if (value.relativeToPublishRate) text += " (relative to publish rate)";

@@ -182,8 +182,8 @@ async function viewNamespace(ctx, tenant, ns) {
       return [{ th: link(topicHref(tenant, ns, t.name), t.name) },
         t.partitioned ? "partitioned" : "single",
         s ? Fmt.rate(s.rateIn) : "—", s ? Fmt.rate(s.rateOut) : "—",
-        s ? Fmt.int(s.backlog) : "—", s ? String(s.subscriptions) : "—",
-        s ? String(s.consumers) : "—", s ? badge(state) : "—"];
+        s ? Fmt.int(s.backlog) : "—", s ? Fmt.int(s.subscriptions) : "—",
+        s ? Fmt.int(s.consumers) : "—", s ? badge(state) : "—"];
     }));
     const more = topics.length > shown.length ? " — the first " + shown.length + " of " +
       topics.length + ", live" : " (live)";
@@ -290,12 +290,12 @@ async function viewTopic(ctx, tenant, ns, topic) {
     const s = topicSummary(stats);
     const key = "t:" + tenant + "/" + ns + "/" + topic;
     const topicRow = [[{ th: topic }, partitioned ? String(meta.partitions) : "—",
-      Fmt.rate(s.rateIn), Fmt.rate(s.rateOut), Fmt.int(s.backlog), String(s.consumers),
+      Fmt.rate(s.rateIn), Fmt.rate(s.rateOut), Fmt.int(s.backlog), Fmt.int(s.consumers),
       badge(Throttle.check(key, s.throttles))]];
     const subRows = Object.entries(stats.subscriptions || {}).sort().map(([name, raw]) => {
       const ss = subSummary(raw);
       return [{ th: name }, ss.type, Fmt.rate(ss.rateOut), Fmt.int(ss.backlog),
-        String(ss.unacked), String(ss.consumers), badge(Throttle.check(key + "#" + name,
+        Fmt.int(ss.unacked), Fmt.int(ss.consumers), badge(Throttle.check(key + "#" + name,
           ss.throttles))];
     });
     live.replaceChildren(
@@ -426,7 +426,7 @@ async function viewReports(ctx, tenant, ns) {
         : last.drainSeconds !== null ? "drains in about " + Fmt.duration(last.drainSeconds)
           : last.drainStatus;
       section.append(h("p.drain", null, h("strong", null, "Drain estimate: "), drain +
-        " (backlog " + last.backlogMsgs + " msgs, growing " + Fmt.rate(last.growthPerS) +
+        " (backlog " + Fmt.int(last.backlogMsgs) + " msgs, growing " + Fmt.rate(last.growthPerS) +
         " msg/s, drain rate " + Fmt.rate(last.drainRate) + " msg/s, window " +
         Fmt.time(last.windowStart) + ")."));
     }
@@ -454,7 +454,7 @@ async function viewRuns(ctx) {
     list.replaceChildren(table("Report runs, newest first", ["Run", "Job", "Status", "Queued",
       "Started", "Finished", "Rows", "Attempt", "Error"], runs.map((r) => [{ th: String(r.id) },
       r.job, h("span.status-" + r.status, null, r.status), Fmt.time(r.queuedAt),
-      Fmt.time(r.startedAt), Fmt.time(r.finishedAt), String(r.rows), String(r.attempt),
+      Fmt.time(r.startedAt), Fmt.time(r.finishedAt), Fmt.int(r.rows), String(r.attempt),
       r.error || "—"])));
   };
   await refresh();
@@ -495,11 +495,17 @@ async function viewAudit(ctx) {
     if (q.get(k)) query[k] = q.get(k);
   }
   const entries = await Api.get(ADMIN + "/audit", query);
-  const code = (v) => v === null || v === undefined ? "—" : h("code", null, JSON.stringify(v));
-  ctx.main.append(table("Changes, newest first (" + entries.length + ")",
-    ["Time", "Role", "Action", "Entity type", "Entity", "Before", "After"],
+  const change = (e) => {
+    const fields = changedFields(e.before, e.after);
+    if (!fields.length) return "no change";
+    return h("ul.changes", null, ...fields.map(([name, old, now]) => h("li", null,
+      h("code", null, name), ": ", h("del", null, Fmt.value(old)), " → ",
+      h("ins", null, Fmt.value(now)))));
+  };
+  ctx.main.append(table("Changes, newest first (" + Fmt.int(entries.length) + ")",
+    ["Time", "Role", "Action", "Entity type", "Entity", "Fields changed (old → new)"],
     entries.map((e) => [Fmt.time(e.at), e.role, e.action, e.entityType, { th: e.entity },
-      code(e.before), code(e.after)]), "audit stack"));
+      change(e)]), "audit stack"));
 }
 
 async function viewFleet(ctx) {
@@ -514,7 +520,7 @@ async function viewFleet(ctx) {
       parts.push(table("Workers of cluster " + cluster + " (" + workers.length + " live)",
         ["Worker", "Host", "Started", "Owned partitions", "HTTP"],
         workers.map((w) => [{ th: w.id }, w.host || "—",
-          Fmt.time(new Date(w.startedAt).toISOString()), String(w.ownedPartitions),
+          Fmt.time(new Date(w.startedAt).toISOString()), Fmt.int(w.ownedPartitions),
           w.httpUrl || "—"])));
     }
     live.replaceChildren(...parts);
