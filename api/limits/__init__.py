@@ -1,1 +1,2 @@
-"""Dispatch-rate policies at namespace, topic and subscription level, and their provenance."""
+"""Policy kinds as data: one descriptor per kind (``kinds``), one route factory (``router``),
+the stores, reads and provenance they share."""
