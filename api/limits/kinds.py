@@ -19,13 +19,13 @@ from api.limits import reads, values
 from api.limits.levels import NAMESPACE, SUBSCRIPTION, TOPIC
 from api.limits.provenance import flow_provenance_for, provenance_for
 from api.limits.schemas import FlowDryRun, PublishRateDocument, RateDryRun, SubscribeRateDocument
-from api.limits.store import flow_slot, flow_value, rate_slot
+from api.limits.store import flow_slot, rate_slot
 from api.policy_store.store import Slot
 from api.policy_store.target import PolicyTarget
 from api.schemas import BacklogQuotaDocument, DispatchRateDocument
 from models import abuse, client_rates, flow
-from models.flow import parse_quota_type, quota_kind
-from models.flow_resolution import FlowLimits
+from models.flow import QuotaType, parse_quota_type, quota_kind, value_to_json
+from models.flow_resolution import FlowLimits, Resolved
 from models.orm import DISPATCH_RATE, SUBSCRIPTION_DISPATCH_RATE
 
 TTL = flow.MESSAGE_TTL
@@ -48,7 +48,16 @@ class Family:
 DISPATCH = Family(
     rate_slot, lambda rate: rate, reads.read_dispatch_rate, provenance_for, RateDryRun
 )
-FLOW = Family(flow_slot, flow_value, reads.read_flow_policy, flow_provenance_for, FlowDryRun)
+
+
+async def flow_report(session, *, namespace_id: int, topic_id: int | None = None) -> list:
+    """The dry-run report of a flow kind: every affected topic's flow controls."""
+    return await flow_provenance_for(
+        session, flow_controls_json, namespace_id=namespace_id, topic_id=topic_id
+    )
+
+
+FLOW = Family(flow_slot, value_to_json, reads.read_flow_policy, flow_report, FlowDryRun)
 
 # (verb, level, segment, kind) -> (route name, summary, description or None)
 Naming = Callable[[str, str, str, str], tuple[str, str, str | None]]
@@ -96,7 +105,8 @@ class PolicyKind:
     OpenAPI tag; ``response_model``: what a GET answers; ``body`` / ``parse``: a write's body
     dependency (``values``) and the hook that checks it into a value; ``request_body``: the
     OpenAPI request body when the body is read raw; ``key``: the stored kind of a write
-    (``remove_query`` gives a removal the same query); ``applied``: a topic's resolved value,
+    (``remove_query`` gives a removal the same query); ``resolved``: its case in a topic's
+    resolved flow limits (value and source: ``applied=true`` and ``effectiveFlowControls``),
     and ``applied_levels`` the levels whose GET takes ``applied``; ``read``: a stored kind's
     GET (default: the stored value, or the applied one); ``naming``: route names and summaries;
     ``read_suffix``: appended to the GET path (``backlogQuotaMap``); ``reads_first``: register
@@ -115,7 +125,7 @@ class PolicyKind:
     request_body: dict[str, Any] | None = None
     key: Callable[[PolicyKind, Any], str] = plain_key
     remove_query: Callable[..., Awaitable[values.Posted]] = values.nothing
-    applied: Callable[[FlowLimits], Any] | None = None
+    resolved: Callable[[FlowLimits], Resolved] | None = None
     read: Callable[..., Awaitable[Any]] = reads.stored_or_applied
     naming: Naming = the_level_kind
     read_suffix: str = ""
@@ -140,7 +150,7 @@ def _dispatch(name: str, segments: Mapping[str, str], applied_levels: frozenset[
     )
 
 
-def _int(name: str, segments: Mapping[str, str], parse, applied) -> PolicyKind:
+def _int(name: str, segments: Mapping[str, str], parse, resolved) -> PolicyKind:
     """A bare-integer flow policy (max unacked, TTL, abuse limit)."""
     topic_ttl = name == flow.MESSAGE_TTL
     return PolicyKind(
@@ -153,13 +163,13 @@ def _int(name: str, segments: Mapping[str, str], parse, applied) -> PolicyKind:
         parse=parse,
         applied_levels=frozenset({NAMESPACE, TOPIC}),
         request_body=values.INT_BODY,
-        applied=applied,
+        resolved=resolved,
         naming=by_segment,
         level_body={TOPIC: values.ttl_body} if topic_ttl else {},
     )
 
 
-def _client_rate(name: str, value_type, document: type, applied) -> PolicyKind:
+def _client_rate(name: str, value_type, document: type, resolved) -> PolicyKind:
     """A publish or subscribe rate: Pulsar's object, read raw and parsed strictly."""
     return PolicyKind(
         name=name,
@@ -171,7 +181,7 @@ def _client_rate(name: str, value_type, document: type, applied) -> PolicyKind:
         parse=values.parsed_by(value_type.from_json),
         applied_levels=frozenset({NAMESPACE, TOPIC}),
         request_body=values.object_body(document),
-        applied=applied,
+        resolved=resolved,
     )
 
 
@@ -211,10 +221,10 @@ DISPATCH_KINDS = (
     _dispatch(DISPATCH_RATE, {SUBSCRIPTION: DISPATCH_RATE}, frozenset({SUBSCRIPTION})),
 )
 BACKLOG_QUOTA = _quota()
-# Bare integers: (name, path segments, check, applied value); routes listed level by level.
+# Bare integers: (name, path segments, check, resolved limit); routes listed level by level.
 INT_KINDS = tuple(
-    _int(name, segments, check, attrgetter(applied + ".value"))
-    for name, segments, check, applied in (
+    _int(name, segments, check, attrgetter(resolved))
+    for name, segments, check, resolved in (
         (
             flow.MAX_UNACKED_PER_SUBSCRIPTION,
             _ns_topic(flow.MAX_UNACKED_PER_SUBSCRIPTION, "maxUnackedMessagesOnSubscription"),
@@ -271,13 +281,27 @@ CLIENT_RATE_KINDS = (
         client_rates.PUBLISH_RATE,
         client_rates.PublishRateLimit,
         PublishRateDocument,
-        attrgetter("rates.publish_rate.value"),
+        attrgetter("rates.publish_rate"),
     ),
     _client_rate(
         client_rates.SUBSCRIBE_RATE,
         client_rates.SubscribeRateLimit,
         SubscribeRateDocument,
-        attrgetter("rates.subscribe_rate.value"),
+        attrgetter("rates.subscribe_rate"),
     ),
 )
 KINDS = (*DISPATCH_KINDS, BACKLOG_QUOTA, *INT_KINDS, *CLIENT_RATE_KINDS)
+
+
+def flow_controls_json(limits: FlowLimits) -> dict[str, Any]:
+    """Every resolved flow limit with the level it came from (``effectiveFlowControls``): the
+    backlog quota of each type, then every kind of the table with a ``resolved`` case."""
+
+    def one(resolved: Resolved) -> dict[str, Any]:
+        return {"value": value_to_json(resolved.value), "source": resolved.source.value}
+
+    controls = {BACKLOG_QUOTA.name: {t.value: one(limits.quotas[t]) for t in QuotaType}}
+    for kind in KINDS:
+        if kind.resolved is not None:
+            controls[kind.name] = one(kind.resolved(limits))
+    return controls

@@ -10,6 +10,7 @@ Used by ``GET .../effectiveDispatchRates`` and ``.../effectiveFlowControls``, an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
@@ -17,7 +18,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.policy_store.target import PolicyTarget
 from api.unit_of_work import UnitOfWork
-from models.flow import QuotaType, value_to_json
 from models.flow_resolution import FlowLimits, resolve_flow
 from models.orm import Namespace, Subscription, Tenant, Topic
 from models.repository import load_snapshot
@@ -140,37 +140,19 @@ async def applied_limits(uow: UnitOfWork, target: PolicyTarget) -> FlowLimits:
     return resolve_flow(snapshot.flow_inputs_for(target.topic_name))
 
 
-def limits_json(limits: FlowLimits) -> dict[str, Any]:
-    """Every resolved flow limit with the level it came from."""
-
-    def one(resolved) -> dict[str, Any]:
-        return {"value": value_to_json(resolved.value), "source": resolved.source.value}
-
-    abuse = limits.abuse
-    return {
-        "backlogQuota": {t.value: one(limits.quotas[t]) for t in QuotaType},
-        "maxUnackedMessagesPerSubscription": one(limits.max_unacked_per_subscription),
-        "maxUnackedMessagesPerConsumer": one(limits.max_unacked_per_consumer),
-        "messageTTL": one(limits.message_ttl),
-        "maxTopicsPerNamespace": one(abuse.max_topics_per_namespace),
-        "maxSubscriptionsPerTopic": one(abuse.max_subscriptions_per_topic),
-        "maxProducersPerTopic": one(abuse.max_producers_per_topic),
-        "maxConsumersPerTopic": one(abuse.max_consumers_per_topic),
-        "maxConsumersPerSubscription": one(abuse.max_consumers_per_subscription),
-        "maxMessageSize": one(abuse.max_message_size),
-        "publishRate": one(limits.rates.publish_rate),
-        "subscribeRate": one(limits.rates.subscribe_rate),
-    }
-
-
 async def flow_provenance_for(
-    session: AsyncSession, *, namespace_id: int, topic_id: int | None = None
+    session: AsyncSession,
+    describe: Callable[[FlowLimits], dict[str, Any]],
+    *,
+    namespace_id: int,
+    topic_id: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The resolved flow limits of every topic in scope (one topic or one namespace)."""
+    """The resolved flow limits of every topic in scope (one topic or one namespace), each
+    as ``describe`` shows them."""
     snapshot = await load_snapshot(session, namespace_id=namespace_id, topic_id=topic_id)
     documents = []
     for row, namespace, tenant in await _topics_in_scope(session, namespace_id, topic_id):
         name = TopicName(tenant, namespace, row.name)
         limits = resolve_flow(snapshot.flow_inputs_for(name))
-        documents.append({"topic": name.full, "flowControl": limits_json(limits)})
+        documents.append({"topic": name.full, "flowControl": describe(limits)})
     return documents

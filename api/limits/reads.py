@@ -107,8 +107,8 @@ async def stored_or_applied(
 ) -> Any:
     """The value stored at the target, or the one its topic resolves to."""
     if applied:
-        assert kind.applied is not None
-        return value_to_json(kind.applied(await applied_limits(uow, target)))
+        assert kind.resolved is not None
+        return value_to_json(kind.resolved(await applied_limits(uow, target)).value)
     return await store.read_value(uow, target, kind.name)
 
 

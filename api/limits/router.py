@@ -25,6 +25,7 @@ from api.limits.kinds import (
     INT_KINDS,
     RATES_TAG,
     PolicyKind,
+    flow_controls_json,
 )
 from api.limits.levels import (
     LEVELS,
@@ -35,7 +36,7 @@ from api.limits.levels import (
     dry_run_query,
     stored_only,
 )
-from api.limits.provenance import applied_limits, limits_json, provenance_for
+from api.limits.provenance import applied_limits, provenance_for
 from api.limits.schemas import EffectiveFlowControls, TopicProvenance
 from api.limits.values import Posted, Where
 from api.policy_store.dry_run import write_answer
@@ -196,7 +197,7 @@ async def effective_flow_controls(target: TopicDep, uow: UowDep) -> dict:
     return {
         "topic": target.entity,
         "appliesPer": "partition",
-        "flowControl": limits_json(await applied_limits(uow, target)),
+        "flowControl": flow_controls_json(await applied_limits(uow, target)),
     }
 
 

@@ -16,7 +16,7 @@ from api.policy_store.store import Slot, find
 from api.policy_store.target import PolicyTarget
 from api.unit_of_work import UnitOfWork
 from models.dispatch_rate import DispatchRate
-from models.flow import BACKLOG_QUOTA_PREFIX, value_to_json
+from models.flow import BACKLOG_QUOTA_PREFIX
 from models.orm import DISPATCH_RATE, DispatchRatePolicy, FlowPolicy
 from models.repository import load_snapshot
 from models.resolution import resolve_limits
@@ -62,11 +62,6 @@ def flow_slot(target: PolicyTarget, kind: str) -> Slot:
         columns={"namespace_id": target.namespace.id, "topic_id": target.topic_id, "kind": kind},
         payload={**target.event_payload(policy), **extra},
     )
-
-
-def flow_value(value: Any) -> Any:
-    """A flow value as its ``FlowPolicy`` row stores it (JSON)."""
-    return value_to_json(value)
 
 
 async def read_rate(uow: UnitOfWork, target: PolicyTarget, kind: str) -> DispatchRate | None:
