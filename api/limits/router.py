@@ -38,13 +38,11 @@ from api.limits.levels import (
 )
 from api.limits.provenance import applied_limits, provenance_for
 from api.limits.schemas import EffectiveFlowControls, TopicProvenance
+from api.limits.service import remove_policy, set_policy
 from api.limits.values import Posted, Where
-from api.policy_store.dry_run import write_answer
-from api.policy_store.store import remove, store
 from api.policy_store.target import PolicyTarget
 from api.responses import JsonResponse
 from api.routing import SluiceRoute
-from api.unit_of_work import UnitOfWork
 
 # One router per OpenAPI tag: each is included in the app on its own.
 ROUTERS = {
@@ -52,37 +50,6 @@ ROUTERS = {
     for tag in (DISPATCH_TAG, FLOW_TAG, RATES_TAG)
 }
 DRY_RUN = Depends(dry_run_query)
-
-
-async def write_policy_answer(uow: UnitOfWork, kind: PolicyKind, target: PolicyTarget) -> Response:
-    """204, or for a dry run 200 with the would-be limits (of the kind's family) of every
-    affected topic."""
-
-    async def topics() -> list[dict[str, Any]]:
-        return await kind.family.report(
-            uow.session, namespace_id=target.namespace.id, topic_id=target.topic_id
-        )
-
-    return await write_answer(uow, topics, changed=target.entity)
-
-
-async def set_policy(
-    uow: UnitOfWork, kind: PolicyKind, target: PolicyTarget, posted: Posted, where: Where
-) -> Response:
-    """The one write path of every kind: check the value, store it with its audit entry and
-    change event, answer (or report the dry run)."""
-    value = await kind.parse(uow, posted, where)
-    slot = kind.family.slot(target, kind.key(kind, posted.query))
-    await store(uow, slot, kind.family.encode(value))
-    return await write_policy_answer(uow, kind, target)
-
-
-async def remove_policy(
-    uow: UnitOfWork, kind: PolicyKind, target: PolicyTarget, posted: Posted
-) -> Response:
-    """Remove the kind's value at the target (nothing stored is not an error)."""
-    await remove(uow, kind.family.slot(target, kind.key(kind, posted.query)))
-    return await write_policy_answer(uow, kind, target)
 
 
 def _handlers(kind: PolicyKind, level: str, segment: str) -> dict[str, Any]:
