@@ -66,21 +66,23 @@ def _handlers(kind: PolicyKind, level: str, segment: str) -> dict[str, Any]:
     ) -> Response:
         return JsonResponse(await kind.family.read(state, caller, at, kind, applied))
 
-    async def set_value(
-        uow: UowDep,
-        target: PolicyTarget = target_param,
-        posted: Posted = body_param,
-        dry_run: bool = DRY_RUN,
-    ) -> Response:
-        return await set_policy(uow, kind, target, posted, where)
+    def writer(posted_param, write) -> Any:
+        async def write_value(
+            uow: UowDep,
+            target: PolicyTarget = target_param,
+            posted: Posted = posted_param,
+            dry_run: bool = DRY_RUN,
+        ) -> Response:
+            return await write(uow, target, posted)
 
-    async def remove_value(
-        uow: UowDep,
-        target: PolicyTarget = target_param,
-        posted: Posted = removal_param,
-        dry_run: bool = DRY_RUN,
-    ) -> Response:
-        return await remove_policy(uow, kind, target, posted)
+        return write_value
+
+    set_value = writer(
+        body_param, lambda uow, target, posted: set_policy(uow, kind, target, posted, where)
+    )
+    remove_value = writer(
+        removal_param, lambda uow, target, posted: remove_policy(uow, kind, target, posted)
+    )
 
     return {"get": get_value, "set": set_value, "remove": remove_value}
 
