@@ -161,7 +161,7 @@ def _int(name: str, segments: Mapping[str, str], parse, resolved) -> PolicyKind:
         response_model=int | None,
         body=values.raw_body,
         parse=parse,
-        applied_levels=frozenset({NAMESPACE, TOPIC}),
+        applied_levels=frozenset(segments),
         request_body=values.INT_BODY,
         resolved=resolved,
         naming=by_segment,
