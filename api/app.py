@@ -34,16 +34,14 @@ from api.dataplane import DataPlane
 from api.docs import install_docs
 from api.enforcement import Enforcement
 from api.errors import install_error_handlers
-from api.flow.router import router as flow_router
+from api.limits.router import ROUTERS as LIMITS_ROUTERS
 from api.liveness import LivenessProbe
 from api.middleware import RequestContextMiddleware
 from api.namespaces.router import router as namespaces_router
 from api.operations.router import router as operations_router
 from api.outbox import OutboxRelay
 from api.permissions.router import router as permissions_router
-from api.policies.router import router as policies_router
 from api.policy_cache import PolicyCache
-from api.rates.router import router as rates_router
 from api.reports.queue import ReportQueue
 from api.reports.router import router as reports_router
 from api.responses import JsonResponse
@@ -90,9 +88,7 @@ ROUTERS = (
     clusters_router,
     tenants_router,
     namespaces_router,
-    policies_router,
-    flow_router,
-    rates_router,
+    *LIMITS_ROUTERS.values(),
     permissions_router,
     topics_router,
     operations_router,

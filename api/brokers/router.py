@@ -10,8 +10,8 @@ from api.brokers import service
 from api.brokers.schemas import NotReady, ReadyChecks, WorkerDocument
 from api.dataplane import live_workers
 from api.deps import StateDep, UowDep
-from api.policies.provenance import provenance_for
-from api.policies.schemas import BrokerDryRun
+from api.limits.provenance import provenance_for
+from api.limits.schemas import BrokerDryRun
 from api.policy_store.dry_run import write_answer
 from api.responses import JsonResponse
 from api.routing import SluiceRoute

@@ -16,7 +16,7 @@ from starlette.responses import (
 )
 
 from api.app import create_app
-from api.policies.schemas import RateDryRun
+from api.limits.schemas import RateDryRun
 
 ADMIN = "/admin/v2"
 UNTYPED = (dict, list, typing.Any, dict[str, typing.Any], list[dict])

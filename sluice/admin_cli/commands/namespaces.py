@@ -1,28 +1,15 @@
-"""``namespaces``: list, create, delete, policies, topics, permissions, the namespace dispatch
-rates and abuse limits."""
+"""``namespaces``: list, create, delete, policies, topics, permissions, and the namespace
+policy kinds of ``policy_kinds`` (dispatch rates, abuse limits, publish and subscribe rates)."""
 
 from __future__ import annotations
 
 from sluice.admin_cli.client import segment
-from sluice.admin_cli.commands.client_rates import register_namespace_rates
-from sluice.admin_cli.commands.common import (
-    add_command,
-    add_force,
-    add_group,
-    add_rate_flags,
-    csv_list,
-    rate_body,
-)
-from sluice.admin_cli.commands.limits import register_namespace_limits
+from sluice.admin_cli.commands.common import add_command, add_force, add_group, csv_list
 from sluice.admin_cli.commands.permissions import register_permissions
-from sluice.admin_cli.commands.verbs import Policy, register_policy, under
+from sluice.admin_cli.commands.policy_kinds import NAMESPACE, register_kinds
 from sluice.admin_cli.names import namespace_path
 
 BASE = "/admin/v2/namespaces"
-RATE_KINDS = {
-    "dispatch-rate": "dispatchRate",
-    "subscription-dispatch-rate": "subscriptionDispatchRate",
-}
 
 
 def _ns(args) -> str:
@@ -77,18 +64,7 @@ def register(commands, parents) -> None:
             "namespace", help="tenant/namespace"
         )
 
-    for suffix, kind in RATE_KINDS.items():
-        policy = Policy(
-            suffix=suffix,
-            what=f"the {suffix.replace('-', ' ')}",
-            target=("namespace", "tenant/namespace"),
-            path_of=under(_ns, kind),
-            add_flags=add_rate_flags,
-            body_of=rate_body,
-        )
-        register_policy(group, parents, policy)
-    register_namespace_limits(group, parents)
-    register_namespace_rates(group, parents)
+    register_kinds(group, parents, NAMESPACE)
     register_permissions(
         group,
         parents,

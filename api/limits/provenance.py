@@ -1,18 +1,24 @@
-"""Provenance of effective limits: every limiter, the value each level offers, who won.
+"""Provenance of effective limits: every limiter, the value each level offers, who won; and
+every resolved flow limit with the level it came from.
 
-Only formatting: the precedence and the candidates come from ``models.resolution``.
+Only formatting: the precedence and the candidates come from ``models.resolution`` and
+``models.flow_resolution``, the functions the workers use.
 
-Used by ``GET .../effectiveDispatchRates`` and by every ``dryRun=true`` write, which reports
-the would-be limits of each affected topic and subscription.
+Used by ``GET .../effectiveDispatchRates`` and ``.../effectiveFlowControls``, and by every
+``dryRun=true`` write, which reports the would-be limits of each affected topic.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from api.policy_store.target import PolicyTarget
+from api.unit_of_work import UnitOfWork
+from models.flow_resolution import FlowLimits, resolve_flow
 from models.orm import Namespace, Subscription, Tenant, Topic
 from models.repository import load_snapshot
 from models.resolution import Candidate, EffectiveLimits, ResolvedRate, resolve_limits
@@ -83,14 +89,10 @@ def topic_provenance(
     }
 
 
-async def provenance_for(
-    session: AsyncSession,
-    *,
-    namespace_id: int | None = None,
-    topic_id: int | None = None,
-) -> list[dict[str, Any]]:
-    """Provenance of every topic in scope: one topic, one namespace, or everything."""
-    snapshot = await load_snapshot(session, namespace_id=namespace_id, topic_id=topic_id)
+async def _topics_in_scope(
+    session: AsyncSession, namespace_id: int | None, topic_id: int | None
+) -> list[Any]:
+    """(topic row, namespace name, tenant name) of every topic in scope, in name order."""
     query = (
         select(Topic, Namespace.name, Tenant.name)
         .join(Namespace, Topic.namespace_id == Namespace.id)
@@ -101,7 +103,18 @@ async def provenance_for(
         query = query.where(Topic.namespace_id == namespace_id)
     if topic_id is not None:
         query = query.where(Topic.id == topic_id)
-    topics = (await session.execute(query)).all()
+    return list((await session.execute(query)).all())
+
+
+async def provenance_for(
+    session: AsyncSession,
+    *,
+    namespace_id: int | None = None,
+    topic_id: int | None = None,
+) -> list[dict[str, Any]]:
+    """Provenance of every topic in scope: one topic, one namespace, or everything."""
+    snapshot = await load_snapshot(session, namespace_id=namespace_id, topic_id=topic_id)
+    topics = await _topics_in_scope(session, namespace_id, topic_id)
     subs_query = select(Subscription.topic_id, Subscription.name)
     if topic_id is not None:
         subs_query = subs_query.where(Subscription.topic_id == topic_id)
@@ -116,3 +129,30 @@ async def provenance_for(
         )
         for row, ns, tenant in topics
     ]
+
+
+async def applied_limits(uow: UnitOfWork, target: PolicyTarget) -> FlowLimits:
+    """Every flow limit the topic's partitions enforce (topic > namespace > broker)."""
+    assert target.topic_name is not None and target.topic is not None
+    snapshot = await load_snapshot(
+        uow.session, namespace_id=target.namespace.id, topic_id=target.topic.id
+    )
+    return resolve_flow(snapshot.flow_inputs_for(target.topic_name))
+
+
+async def flow_provenance_for(
+    session: AsyncSession,
+    describe: Callable[[FlowLimits], dict[str, Any]],
+    *,
+    namespace_id: int,
+    topic_id: int | None = None,
+) -> list[dict[str, Any]]:
+    """The resolved flow limits of every topic in scope (one topic or one namespace), each
+    as ``describe`` shows them."""
+    snapshot = await load_snapshot(session, namespace_id=namespace_id, topic_id=topic_id)
+    documents = []
+    for row, namespace, tenant in await _topics_in_scope(session, namespace_id, topic_id):
+        name = TopicName(tenant, namespace, row.name)
+        limits = resolve_flow(snapshot.flow_inputs_for(name))
+        documents.append({"topic": name.full, "flowControl": describe(limits)})
+    return documents

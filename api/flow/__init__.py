@@ -1,1 +1,0 @@
-"""Flow-control policies: backlog quota, max unacked messages, message TTL."""

@@ -1,1 +1,0 @@
-"""Dispatch-rate policies at namespace, topic and subscription level, and their provenance."""

@@ -1,1 +1,0 @@
-"""The publish and subscribe rates: Pulsar's throttles on producers and subscribe requests."""
