@@ -17,7 +17,7 @@ from api.policy_store.target import PolicyTarget
 from api.state import AppState
 from api.unit_of_work import Caller, UnitOfWork
 from models.dispatch_rate import DispatchRate
-from models.errors import NotFound
+from models.errors import NotFound, topic_not_found
 from models.flow import QuotaType, value_to_json
 from models.orm import DISPATCH_RATE
 from sluice.protocol.names import TopicName, check_namespace, check_subscription
@@ -41,7 +41,7 @@ async def read_topic_rate(
         if topic.namespace_name not in cache.namespaces:
             raise NotFound("Namespace does not exist")
         if cache.topic_partitions(topic) is None:
-            raise NotFound("Topic not found")
+            raise topic_not_found(topic)
         if subscription is not None:
             check_subscription(subscription)
         if applied:
