@@ -34,6 +34,7 @@ from api.dataplane import DataPlane
 from api.docs import install_docs
 from api.enforcement import Enforcement
 from api.errors import install_error_handlers
+from api.identity.router import router as identity_router
 from api.limits.router import ROUTERS as LIMITS_ROUTERS
 from api.liveness import LivenessProbe
 from api.middleware import RequestContextMiddleware
@@ -87,6 +88,7 @@ def connect_redis(settings: Settings) -> Redis:
 ROUTERS = (
     clusters_router,
     tenants_router,
+    identity_router,
     namespaces_router,
     *LIMITS_ROUTERS.values(),
     permissions_router,

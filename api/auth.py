@@ -76,6 +76,8 @@ POLICY: dict[str, Access] = {
     "/admin/v2/clusters": Access.SUPER_USER,
     "/admin/v2/tenants": Access.SUPER_USER,
     "/admin/v2/audit": Access.SUPER_USER,
+    # Who the caller is and which tenants it may administer (api.identity).
+    "/admin/v2/whoami": Access.AUTHENTICATED,
     # A client's data-plane session and topic lookups: any role; what the session may do on
     # Redis, and which topics it may look up, follow the role's grants (api.sessions).
     "/admin/v2/dataplane": Access.AUTHENTICATED,

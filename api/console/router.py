@@ -22,6 +22,7 @@ ASSETS = {
     "api.js": "text/javascript; charset=utf-8",
     "charts.js": "text/javascript; charset=utf-8",
     "forms.js": "text/javascript; charset=utf-8",
+    "grants.js": "text/javascript; charset=utf-8",
     "views.js": "text/javascript; charset=utf-8",
     "console.js": "text/javascript; charset=utf-8",
 }

@@ -96,6 +96,7 @@ SPECS: dict[tuple[str, str], Spec] = {
     ("GET", "/admin/v2/clusters"): spec(SUPER),
     ("GET", "/admin/v2/clusters/{cluster}"): spec(SUPER),
     ("GET", "/admin/v2/tenants"): spec(SUPER),
+    ("GET", "/admin/v2/whoami"): spec(AUTH),
     ("GET", "/admin/v2/tenants/{tenant}"): spec(SUPER),
     ("PUT", "/admin/v2/tenants/{tenant}"): spec(
         SUPER,
@@ -405,6 +406,28 @@ def test_role_matrix(admin: Admin, method: str, template: str) -> None:
                 admin.ok(undo_method, undo_path.format(**params), *body)
     assert seen == dict(zip(CALLERS, OUTCOMES[spec.access], strict=True))
     admin.dirty = False
+
+
+def test_whoami_lists_the_tenants_a_role_may_administer(admin: Admin) -> None:
+    admin.ensure_fixtures()
+    answers = {caller: admin.call(caller, "GET", "/admin/v2/whoami") for caller in CALLERS}
+    assert {c: a.status_code for c, a in answers.items()} == dict(
+        zip(CALLERS, (401, 401, 401, 200, 200, 200), strict=True)
+    )
+    flags = {"authenticationEnabled": True, "authorizationEnabled": True}
+    assert answers["tenant-admin"].json() == {
+        "role": "acme-admin",
+        "superUser": False,
+        **flags,
+        "tenants": ["acme", "spare"],  # spare names acme-admin too; other does not
+    }
+    assert answers["other-tenant-admin"].json()["tenants"] == ["other"]
+    assert answers["super"].json() == {
+        "role": SUPER_ROLE,
+        "superUser": True,
+        **flags,
+        "tenants": ["acme", "other", "spare"],
+    }
 
 
 def test_audit_records_the_authenticated_role(admin: Admin, db: Engine) -> None:

@@ -79,3 +79,15 @@ def test_delete_non_empty_tenant_needs_force(http):
         == 204
     )
     assert http.delete("/admin/v2/tenants/acme", params={"force": "true"}).status_code == 405
+
+
+def test_whoami_without_authentication(http):
+    assert http.put("/admin/v2/tenants/beta", json={"adminRoles": ["ops"]}).status_code == 204
+    assert http.put("/admin/v2/tenants/alpha", json={}).status_code == 204
+    assert http.get("/admin/v2/whoami").json() == {
+        "role": None,
+        "superUser": True,  # everyone may do everything with authorization off
+        "authenticationEnabled": False,
+        "authorizationEnabled": False,
+        "tenants": ["alpha", "beta"],
+    }

@@ -4,16 +4,19 @@
 
 /* mode: "open" (authentication off), "super" (a super-user, or authorization off), "tenant"
  * (a tenant admin: no tenant list, audit, fleet, broker settings or report runs), "signin". */
-const Session = { mode: null, role: null };
+const Session = { mode: null, role: null, tenants: [] };
 
 async function detectSession() {
   Session.role = Api.token() ? tokenRole(Api.token()) : null;
+  Session.tenants = [];
   try {
-    await Api.get(ADMIN + "/tenants");
-    Session.mode = Api.token() ? "super" : "open";
+    const me = await Api.get(ADMIN + "/whoami");
+    Session.role = me.role || Session.role;
+    Session.tenants = me.tenants;
+    if (!me.authenticationEnabled) Session.mode = "open";
+    else Session.mode = me.superUser ? "super" : "tenant";
   } catch (err) {
     if (err.status === 401) Session.mode = "signin";
-    else if (err.status === 403) Session.mode = "tenant";
     else throw err;
   }
 }
@@ -101,6 +104,7 @@ const ROUTES = [
   [/^\/signin$/, viewSignIn],
   [/^\/tenant\/([^/]+)$/, viewTenant],
   [/^\/ns\/([^/]+)\/([^/]+)$/, viewNamespace],
+  [/^\/permissions\/([^/]+)\/([^/]+)$/, viewPermissions],
   [/^\/topic\/([^/]+)\/([^/]+)\/(.+)$/, viewTopic],
   [/^\/reports\/([^/]+)\/([^/]+)$/, viewReports],
   [/^\/runs$/, viewRuns],

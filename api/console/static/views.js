@@ -78,24 +78,12 @@ function topicSummary(stats) {
 async function viewHome(ctx) {
   ctx.main.append(...heading("Tenants"));
   if (ctx.session.mode === "tenant") {
-    const input = h("input", { id: "tenant-name", name: "tenant", required: true,
-      autocomplete: "off", list: "known-tenants" });
-    const known = JSON.parse(sessionStorage.getItem("sluice.tenants") || "[]");
-    const form = h("form.inline", { "aria-label": "Open a tenant" },
-      h("p", null, "Signed in as a tenant admin: the tenant list is for super-users. " +
-        "Open the tenant you administer."),
-      h("label", { for: "tenant-name" }, "Tenant name"), input,
-      h("datalist", { id: "known-tenants" }, known.map((t) => h("option", { value: t }))),
-      h("button.primary", { type: "submit" }, "Open tenant"));
-    form.addEventListener("submit", (ev) => {
-      ev.preventDefault();
-      location.hash = "#/tenant/" + seg(input.value.trim());
-    });
-    ctx.main.append(form);
-    if (known.length) {
-      ctx.main.append(h("h2", null, "Tenants opened in this session"),
-        h("ul", null, known.map((t) => h("li", null, link("#/tenant/" + seg(t), t)))));
-    }
+    const mine = ctx.session.tenants;
+    ctx.main.append(h("p", null, mine.length
+      ? "Signed in as a tenant admin: these are the tenants you administer."
+      : "Signed in as a tenant admin of no tenant yet: a super-user adds your role to a " +
+        "tenant's admin roles."));
+    if (mine.length) ctx.main.append(await tenantsTable(mine));
     return;
   }
   const list = h("div");
@@ -107,8 +95,8 @@ async function viewHome(ctx) {
   ctx.every(10000, refresh);
 }
 
-async function tenantsTable() {
-  const tenants = await Api.get(ADMIN + "/tenants");
+async function tenantsTable(only) {
+  const tenants = only || await Api.get(ADMIN + "/tenants");
   const rows = await Promise.all(tenants.map(async (t) => {
     const [info, namespaces] = await Promise.all([
       Api.get(ADMIN + "/tenants/" + seg(t)).catch(() => ({})),
@@ -124,19 +112,18 @@ async function tenantsTable() {
 async function viewTenant(ctx, tenant) {
   ctx.main.append(...heading("Tenant " + tenant, [["#/", "Tenants"]]));
   const namespaces = await Api.get(ADMIN + "/namespaces/" + seg(tenant));
-  const known = new Set(JSON.parse(sessionStorage.getItem("sluice.tenants") || "[]"));
-  known.add(tenant);
-  sessionStorage.setItem("sluice.tenants", JSON.stringify([...known]));
   const rows = await Promise.all(namespaces.map(async (full) => {
     const ns = full.split("/")[1];
     const topics = await Api.get(ADMIN + "/persistent/" + seg(tenant, ns) + "/partitioned")
       .catch(() => []);
     const plain = await Api.get(ADMIN + "/persistent/" + seg(tenant, ns)).catch(() => []);
     const count = topics.length + plain.filter((t) => !/-partition-\d+$/.test(t)).length;
-    return [{ th: link("#/ns/" + seg(tenant, ns), ns) }, String(count),
-      link("#/reports/" + seg(tenant, ns), "Reports")];
+    return [{ th: link("#/ns/" + seg(tenant, ns), ns) }, Fmt.int(count),
+      link("#/reports/" + seg(tenant, ns), "Reports"),
+      link("#/permissions/" + seg(tenant, ns), "Permissions")];
   }));
-  ctx.main.append(table("Namespaces of " + tenant, ["Namespace", "Topics", "Reports"], rows));
+  ctx.main.append(table("Namespaces of " + tenant, ["Namespace", "Topics", "Reports",
+    "Permissions"], rows));
 }
 
 /* ---- Namespace: its topics, live -------------------------------------------------------- */
@@ -162,7 +149,7 @@ async function viewNamespace(ctx, tenant, ns) {
   ctx.main.append(...heading("Namespace " + tenant + "/" + ns,
     [["#/", "Tenants"], ["#/tenant/" + seg(tenant), tenant]]));
   ctx.main.append(h("p", null, link("#/reports/" + seg(tenant, ns), "Rate and backlog reports"),
-    " of this namespace."));
+    " and ", link("#/permissions/" + seg(tenant, ns), "permissions"), " of this namespace."));
   let topics = await listTopics(tenant, ns);
   const live = h("div");
   ctx.main.append(h("section", { "aria-labelledby": "topics-h" },

@@ -1,0 +1,1 @@
+"""``GET /admin/v2/whoami``: the caller's role and the tenants it may administer."""
