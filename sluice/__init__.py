@@ -42,6 +42,7 @@ from sluice.errors import (
 from sluice.keyshared import ConsumerKeySharedPolicy, KeySharedMode
 from sluice.message import Message, MessageId
 from sluice.producer import Producer, Result
+from sluice.reader import Reader
 from sluice.routing import PartitionsRoutingMode
 from sluice.session import AuthenticationToken
 
@@ -74,6 +75,7 @@ __all__ = [
     "ProducerBlockedQuotaExceededException",
     "ProducerBusy",
     "ProducerQueueIsFull",
+    "Reader",
     "Result",
     "SluiceException",
     "SubscribeRateLimited",

@@ -40,7 +40,7 @@ from sluice.errors import (
     TopicNotFound,
 )
 from sluice.keyshared import ConsumerKeySharedPolicy
-from sluice.message import Message
+from sluice.message import Message, MessageId
 from sluice.options import refuse_non_defaults
 from sluice.producer import Producer
 from sluice.protocol import keys
@@ -50,6 +50,7 @@ from sluice.protocol.errors import NotFound, PreconditionFailed
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import SCRIPTS, TOPIC_CREATE
 from sluice.protocol.urls import redact_url, with_credentials
+from sluice.reader import Reader, reader_consumer
 from sluice.refusals import refusal
 from sluice.routing import PartitionsRoutingMode
 from sluice.session import AuthenticationToken, Session, SessionScript
@@ -110,6 +111,14 @@ SUBSCRIBE_DEFAULTS: dict[str, object] = {
     "batch_receive_policy": None,
     "batch_index_ack_enabled": False,
     "regex_subscription_mode": "PersistentOnly",
+    "crypto_failure_action": "FAIL",
+}
+READER_DEFAULTS: dict[str, object] = {
+    "schema": None,
+    "reader_listener": None,
+    "subscription_role_prefix": None,
+    "is_read_compacted": False,
+    "crypto_key_reader": None,
     "crypto_failure_action": "FAIL",
 }
 
@@ -414,6 +423,36 @@ class Client:
         if message_listener is not None:
             consumer._listen(message_listener)
         return consumer
+
+    def create_reader(
+        self,
+        topic: str,
+        start_message_id: MessageId,
+        schema: object = None,
+        reader_listener: object = None,
+        receiver_queue_size: int = 1000,
+        reader_name: str | None = None,
+        subscription_role_prefix: str | None = None,
+        is_read_compacted: bool = False,
+        crypto_key_reader: object = None,
+        start_message_id_inclusive: bool = False,
+        crypto_failure_action: object = "FAIL",
+    ) -> Reader:
+        """A reader of ``topic`` from ``start_message_id`` (``MessageId.earliest``,
+        ``MessageId.latest`` or a message's id; that message itself only with
+        ``start_message_id_inclusive``).  Arguments for what Sluice lacks (schemas, a reader
+        listener, compaction, encryption, a subscription role prefix) raise ``NotSupported``
+        unless left at their defaults."""
+        self._check_open()
+        arguments = {**locals(), "schema": _bytes_schema(schema)}
+        refuse_non_defaults("create_reader", READER_DEFAULTS, arguments)
+        if not isinstance(start_message_id, MessageId):
+            raise InvalidConfiguration(
+                "start_message_id must be a MessageId (MessageId.earliest, MessageId.latest "
+                "or a message's id)"
+            )
+        consumer = reader_consumer(self, topic, start_message_id, receiver_queue_size, reader_name)
+        return Reader(self, consumer, start_message_id, start_message_id_inclusive)
 
     def _partitions_of(self, topics: list[str]) -> list[TopicName]:
         """Every partition of these topics (a non-partitioned topic stands for itself)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import orjson
 
 
@@ -13,6 +15,10 @@ class MessageId:
     """
 
     __slots__ = ("batch", "part", "stream_id", "topic")
+
+    # Where a reader may start (``Client.create_reader``): the first and the next message.
+    earliest: ClassVar[MessageId]
+    latest: ClassVar[MessageId]
 
     def __init__(self, stream_id: str, part: int = -1, batch: int = -1, topic: str = "") -> None:
         self.stream_id = stream_id
@@ -73,6 +79,10 @@ class MessageId:
     def __repr__(self) -> str:
         return f"MessageId({self.stream_id!r}, partition={self.part}, batch={self.batch})"
 
+
+# The start positions of a reader (``pulsar-client``'s ``MessageId.earliest``/``latest``).
+MessageId.earliest = MessageId("0-0")
+MessageId.latest = MessageId(f"{2**64 - 1}-{2**64 - 1}")
 
 EMPTY_PROPERTIES: dict[str, str] = {}
 

@@ -53,8 +53,10 @@ def test_every_argument_has_its_true_status(title, call, names):
 
 
 def test_what_the_page_says_is_not_provided_is_absent_and_the_rest_present():
-    for name in ("create_reader", "new_transaction"):
-        assert not hasattr(sluice.Client, name)
+    assert not hasattr(sluice.Client, "new_transaction")
+    for name in ("read_next", "has_message_available", "topic", "is_connected", "close"):
+        assert hasattr(sluice.Reader, name)
+    assert hasattr(sluice.Client, "create_reader") and not hasattr(sluice.Reader, "seek")
     for name in ("seek", "batch_receive", "pause_message_listener", "get_last_message_id"):
         assert not hasattr(sluice.Consumer, name)
     for name in (

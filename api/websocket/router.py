@@ -33,6 +33,7 @@ from sluice.errors import (
 )
 from sluice.message import MessageId
 from sluice.protocol.names import TopicName
+from sluice.reader import reader_subscription
 from sluice.routing import PartitionsRoutingMode
 
 router = APIRouter(tags=["websocket"])
@@ -288,7 +289,7 @@ async def reader_socket(websocket: WebSocket, tenant: str, namespace: str, topic
         websocket,
         lambda client: client.subscribe(
             name,
-            sessions.new_reader_subscription(),
+            reader_subscription(),
             consumer_type=ConsumerType.Exclusive,
             receiver_queue_size=queue_size,
             consumer_name=reader_name,

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 import threading
-import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -260,8 +259,3 @@ async def _command(
         raise FrameError(WsError.FailedToDeserializeFromJSON, f"unknown command type {kind!r}")
     if not pull_mode:
         delivery.permits.add(1)
-
-
-def new_reader_subscription() -> str:
-    """A reader's own subscription name (Pulsar's readers use ``reader-<random>``)."""
-    return f"reader-{uuid.uuid4().hex[:10]}"

@@ -38,6 +38,7 @@ def test_partitions_are_shared_and_rebalanced_when_a_worker_joins(fleet, http, s
 
     # The admin service shows the fleet and the owners.
     assert sorted(http.get(f"{ADMIN}/brokers/standalone").json()) == ["w1", "w2"]
+
     # Each worker reports its own count with its heartbeat: right after a handover one may
     # still count a partition the other has taken.  The counts converge on the partitions.
     def owned() -> int:
