@@ -8,18 +8,26 @@ a ``RedisCluster`` client that starts from that node and discovers the others, o
 users come from the URL either way.  The answer is remembered per URL for the process.
 
 ``connect`` returns a synchronous client, ``connect_async`` an asyncio one; ``is_cluster``
-tells which kind a client is.  A server that cannot be reached when asked is taken for a
-single server (the callers then fail and retry as they always did); ``connect_async`` with
-``probe=False`` skips the question when the caller already knows the answer.
+tells which kind a client is.  A server that cannot be reached when asked gives an undecided
+client: it answers as a single server's client would (its calls fail while the server is
+down, and the callers retry as they always did) and keeps asking, at most once a second,
+until the server answers; from then on it is the right client for good, so a process started
+before its Redis Cluster (a pod before the cluster's, say) does not take it for a single
+server.  ``connect_async`` with ``probe=False`` skips the question when the caller already
+knows the answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
 import redis.asyncio
+from redis.commands.core import AsyncScript, Script
 from redis.exceptions import RedisError
 
 _modes: dict[str, bool] = {}
@@ -30,8 +38,17 @@ _lock = threading.Lock()
 CLUSTER_NODE_CONNECTIONS = 1024
 
 
+REPROBE_SECONDS = 1.0  # an undecided client asks again at most this often
+
+
 def cluster_mode(url: str, timeout: float = 5.0) -> bool:
-    """Whether the server of ``url`` runs with ``cluster-enabled yes`` (asked once per URL)."""
+    """Whether the server of ``url`` runs with ``cluster-enabled yes`` (asked once per URL;
+    False, not remembered, while it cannot be reached)."""
+    return bool(ask_cluster_mode(url, timeout))
+
+
+def ask_cluster_mode(url: str, timeout: float = 5.0) -> bool | None:
+    """``cluster_mode``, or None when the server cannot be reached now."""
     with _lock:
         known = _modes.get(url)
     if known is not None:
@@ -46,7 +63,7 @@ def cluster_mode(url: str, timeout: float = 5.0) -> bool:
         except redis.ResponseError:
             enabled = False
     except RedisError:
-        return False  # unreachable now: not remembered, asked again next time
+        return None  # unreachable now: not remembered, asked again next time
     else:
         enabled = bool(int(info.get("cluster_enabled", 0)))
     finally:
@@ -56,8 +73,76 @@ def cluster_mode(url: str, timeout: float = 5.0) -> bool:
     return enabled
 
 
+class Undecided:
+    """A client for a server that could not be asked whether it runs a cluster.
+
+    Every use goes to the client made for the answer once there is one; until then to a
+    single server's client (whose calls fail while the server is down), and the question is
+    asked again, at most once a second: synchronously for a synchronous client, in a task of
+    the running loop for an asyncio one (no call waits for it).
+    """
+
+    def __init__(self, url: str, make: Callable[[bool], Any], timeout: float, *, aio: bool):
+        self._url = url
+        self._make = make
+        self._timeout = timeout
+        self._aio = aio
+        self._decided: Any = None
+        self._fallback: Any = None
+        self._asked = 0.0
+        self._probing = False
+        self._task: asyncio.Task[None] | None = None
+
+    def decided(self) -> Any:
+        """The client in use now (the decided one, or the single server's meanwhile)."""
+        if self._decided is not None:
+            return self._decided
+        if time.monotonic() - self._asked >= REPROBE_SECONDS and not self._probing:
+            self._asked = time.monotonic()
+            if self._aio:
+                self._probe_in_loop()
+            else:
+                self._settle(ask_cluster_mode(self._url, self._timeout))
+        if self._decided is not None:
+            return self._decided
+        if self._fallback is None:
+            self._fallback = self._make(False)
+        return self._fallback
+
+    def _settle(self, mode: bool | None) -> None:
+        if mode is None:
+            return
+        self._decided = self._fallback if mode is False and self._fallback else self._make(mode)
+
+    def _probe_in_loop(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop yet: asked at the first use inside one
+        self._probing = True
+
+        async def probe() -> None:
+            try:
+                self._settle(await asyncio.to_thread(ask_cluster_mode, self._url, self._timeout))
+            finally:
+                self._probing = False
+
+        self._task = loop.create_task(probe())  # kept: a task nobody holds may be dropped
+
+    def register_script(self, script: str | bytes) -> Any:
+        """A script bound to this client, so that its calls follow the decision."""
+        if self._aio:
+            return AsyncScript(self, script)  # type: ignore[arg-type]
+        return Script(self, script)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.decided(), name)
+
+
 def is_cluster(client: object) -> bool:
     """Whether ``client`` (sync or asyncio, or one of their pipelines) talks to a cluster."""
+    if isinstance(client, Undecided):
+        client = client.decided()
     return isinstance(
         client,
         (
@@ -127,10 +212,19 @@ def _cluster_options(options: dict[str, Any]) -> dict[str, Any]:
 
 def connect(url: str, **options: Any) -> redis.Redis:
     """A synchronous client for ``url``; ``options`` are redis-py connection options."""
-    if cluster_mode(url, options.get("socket_connect_timeout") or 5.0):
-        options.pop("max_connections", None)
-        return RedisCluster.from_url(url, **options)  # type: ignore[return-value]
-    return redis.Redis.from_url(url, **options)
+    timeout = options.get("socket_connect_timeout") or 5.0
+
+    def make(cluster: bool) -> redis.Redis:
+        if cluster:
+            return RedisCluster.from_url(  # type: ignore[return-value]
+                url, **{k: v for k, v in options.items() if k != "max_connections"}
+            )
+        return redis.Redis.from_url(url, **options)
+
+    mode = ask_cluster_mode(url, timeout)
+    if mode is None:
+        return Undecided(url, make, timeout, aio=False)  # type: ignore[return-value]
+    return make(mode)
 
 
 def connect_async(
@@ -144,18 +238,29 @@ def connect_async(
     """An asyncio client for ``url``.  On a single server, ``max_connections`` bounds its pool
     and with ``blocking`` a call waits for a free connection; a cluster client opens up to
     ``CLUSTER_NODE_CONNECTIONS`` per node.  ``options`` are redis-py connection options."""
-    if probe and cluster_mode(url, options.get("socket_connect_timeout") or 5.0):
-        return AsyncRedisCluster.from_url(  # type: ignore[return-value]
-            url, **_cluster_options(options)
+    timeout = options.get("socket_connect_timeout") or 5.0
+
+    def make(cluster: bool) -> redis.asyncio.Redis:
+        if cluster:
+            return AsyncRedisCluster.from_url(  # type: ignore[return-value]
+                url, **_cluster_options(dict(options))
+            )
+        if blocking:
+            pool = redis.asyncio.BlockingConnectionPool.from_url(
+                url, max_connections=max_connections or 50, timeout=None, **options
+            )
+            return redis.asyncio.Redis(connection_pool=pool)
+        extra: dict[str, Any] = (
+            {} if max_connections is None else {"max_connections": max_connections}
         )
-    if blocking:
-        pool = redis.asyncio.BlockingConnectionPool.from_url(
-            url, max_connections=max_connections or 50, timeout=None, **options
-        )
-        return redis.asyncio.Redis(connection_pool=pool)
-    if max_connections is not None:
-        options["max_connections"] = max_connections
-    return redis.asyncio.Redis.from_url(url, **options)
+        return redis.asyncio.Redis.from_url(url, **options, **extra)
+
+    if not probe:
+        return make(False)
+    mode = ask_cluster_mode(url, timeout)
+    if mode is None:
+        return Undecided(url, make, timeout, aio=True)  # type: ignore[return-value]
+    return make(mode)
 
 
 def raw_client(client: redis.Redis) -> redis.Redis:

@@ -42,6 +42,15 @@ local function messages(fields)
   return 1
 end
 
+-- The receiver queues and the dormant flag are not among KEYS.  While a Redis Cluster migrates
+-- this slot, one of them may already be on the new master (or, absent, be assumed there):
+-- touching each one now, before anything is written, makes such a call fail as a whole (the
+-- caller retries it) instead of half-way through, as dispatch.lua does.
+local owners = call('HKEYS', KEYS[5])
+local dormant = string.match(KEYS[1], '^sl:%b{}:') .. 'dormant'
+for _, consumer in ipairs(owners) do call('EXISTS', ARGV[5] .. consumer) end
+call('EXISTS', dormant)
+
 local info = call('XINFO', 'STREAM', KEYS[1])
 local stream = {}
 for i = 1, #info, 2 do stream[info[i]] = info[i + 1] end
@@ -75,7 +84,7 @@ call('DEL', KEYS[4])
 
 -- Receiver queues: take back what consumers have not fetched, give the permits back.
 local returned = 0
-for _, consumer in ipairs(call('HKEYS', KEYS[5])) do
+for _, consumer in ipairs(owners) do
   local queue = ARGV[5] .. consumer
   local items = call('LRANGE', queue, 0, -1)
   if #items > 0 then
@@ -99,6 +108,6 @@ for _, consumer in ipairs(call('HKEYS', KEYS[5])) do
   end
 end
 call('DEL', KEYS[6], KEYS[7])
-call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant')
+call('DEL', dormant)
 call('PUBLISH', ARGV[6], ARGV[7])
 return {after, dropped, returned}
