@@ -37,6 +37,7 @@ from api.errors import install_error_handlers
 from api.identity.router import router as identity_router
 from api.limits.router import ROUTERS as LIMITS_ROUTERS
 from api.liveness import LivenessProbe
+from api.metrics import AdminMetrics, MetricsMiddleware, metrics_endpoint
 from api.middleware import RequestContextMiddleware
 from api.namespaces.router import router as namespaces_router
 from api.operations.router import router as operations_router
@@ -107,10 +108,11 @@ def create_app(settings: Settings | None = None, *, dataplane_acl: Any = None) -
     ``dataplane_acl`` replaces the data plane's credential manager (tests)."""
     settings = settings or Settings()
     access_control = AccessControl.from_settings(settings)  # fails fast on bad security config
+    metrics = AdminMetrics.create()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        tasks = await _start(app, settings, access_control, dataplane_acl)
+        tasks = await _start(app, settings, access_control, dataplane_acl, metrics)
         # Objects made at start-up live as long as the process: keeping them out of the
         # collector's generations shortens the full collections that show up as latency spikes.
         gc.freeze()
@@ -141,15 +143,20 @@ def create_app(settings: Settings | None = None, *, dataplane_acl: Any = None) -
     # Pulsar's WebSocket API: outside the app-wide dependency (made for HTTP requests); each
     # handler applies the same policy itself (api.auth.authorize_websocket).
     app.router.routes.extend(websocket_router.routes)
+    # Prometheus, as a broker's /metrics: open, outside the OpenAPI document (api.metrics).
+    app.add_api_route("/metrics", metrics_endpoint, methods=["GET"], include_in_schema=False)
     install_docs(app)
     index_routes(app, ROUTERS)
     install_error_handlers(app)
-    _add_middleware(app, settings, access_control)
+    _add_middleware(app, settings, access_control, metrics)
     return app
 
 
-def _add_middleware(app: FastAPI, settings: Settings, access_control: AccessControl) -> None:
+def _add_middleware(
+    app: FastAPI, settings: Settings, access_control: AccessControl, metrics: AdminMetrics
+) -> None:
     """The middlewares, innermost first."""
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
     if access_control.authentication:
         # Innermost of the middlewares: CORS preflights and body limits come first.
         app.add_middleware(AuthenticationMiddleware, control=access_control)
@@ -166,7 +173,11 @@ def _add_middleware(app: FastAPI, settings: Settings, access_control: AccessCont
 
 
 async def _start(
-    app: FastAPI, settings: Settings, access_control: AccessControl, dataplane_acl: Any
+    app: FastAPI,
+    settings: Settings,
+    access_control: AccessControl,
+    dataplane_acl: Any,
+    metrics: AdminMetrics,
 ) -> list[asyncio.Task]:
     """Connect, build the process state (``app.state.sluice``) and start the background
     tasks (returned)."""
@@ -225,6 +236,7 @@ async def _start(
         reports,
         access_control,
         dataplane_acl,
+        metrics=metrics,
     )
     return tasks
 

@@ -71,6 +71,8 @@ POLICY: dict[str, Access] = {
     # with the signed-in user's token, so what it shows is what that role may read.
     **dict.fromkeys(CONSOLE_PATHS, Access.OPEN),
     "/admin/v2/brokers/health": Access.OPEN,
+    # Prometheus scrapes without a token, as from a Pulsar broker by default (api.metrics).
+    "/metrics": Access.OPEN,
     "/admin/v2/brokers/ready": Access.OPEN,
     "/admin/v2/brokers": Access.SUPER_USER,
     "/admin/v2/clusters": Access.SUPER_USER,

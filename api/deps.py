@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -98,6 +99,7 @@ async def enforce(request: Request, state: AppState, uow: UnitOfWork) -> None:
 
     The answer says so when that could not be confirmed (``X-Sluice-Enforcement``): the
     change is committed either way and reaches the workers as soon as Redis allows."""
+    started = time.perf_counter()
     try:
         # The fleet to wait for is read in the same round trip, right after the events.
         position, (fleet,) = await state.relay.publish(uow.events, state.enforcement.queue_fleet)
@@ -105,12 +107,15 @@ async def enforce(request: Request, state: AppState, uow: UnitOfWork) -> None:
         log.warning("change events not published yet (the relay retries): %s", exc)
         state.relay.notify()
         request.state.enforcement = "pending"
+        state.metrics.enforced("pending", time.perf_counter() - started)
         return
     outcome = await state.enforcement.wait(position, fleet)
     if outcome.pending:
         request.state.enforcement = "pending"
     elif outcome.fenced:
         request.state.enforcement = "fenced " + ",".join(outcome.fenced)
+    ended = "pending" if outcome.pending else "fenced" if outcome.fenced else "confirmed"
+    state.metrics.enforced(ended, time.perf_counter() - started)
 
 
 async def refresh_dataplane_acl(request: Request, roles: set[str]) -> None:

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from api.auth import AccessControl
 from api.dataplane import DataPlane
 from api.enforcement import Enforcement
+from api.metrics import AdminMetrics
 from api.outbox import OutboxRelay
 from api.policy_cache import PolicyCache
 from api.reports.queue import ReportQueue
@@ -49,6 +50,7 @@ class AppState:
     # Gives clients Redis users of their own and refreshes their grants (api.sessions).
     dataplane_acl: Sessions | Any | None = None
     websocket: SharedClient = field(default_factory=SharedClient)
+    metrics: AdminMetrics = field(default_factory=AdminMetrics.create)
 
     @property
     def cluster(self) -> str:

@@ -97,6 +97,7 @@ SPECS: dict[tuple[str, str], Spec] = {
     ("GET", "/admin/v2/clusters/{cluster}"): spec(SUPER),
     ("GET", "/admin/v2/tenants"): spec(SUPER),
     ("GET", "/admin/v2/whoami"): spec(AUTH),
+    ("GET", "/metrics"): spec(OPEN),
     ("GET", "/admin/v2/tenants/{tenant}"): spec(SUPER),
     ("PUT", "/admin/v2/tenants/{tenant}"): spec(
         SUPER,
