@@ -115,7 +115,9 @@ def test_the_quick_start_runs_as_written(standalone, tmp_path):
     # sluice-admin, reachable as written, prints real tables.
     assert "Limits apply per partition" in text
     rows = [" ".join(line.split()) for line in text.splitlines()]
-    assert "topic 1000 msg/s (topic) no limit" in rows
+    assert "topic 1000 msg/s (namespace level, topic limiter) no limit" in rows
+    assert "topic 4 \N{MULTIPLICATION SIGN} 1,000 msg/s = 4,000 msg/s" in text  # the footer
+    assert any(row.startswith("rate in ") and "msg/s" in row for row in rows)  # the stats
     # And the API reference the Quick start points at works.
     for page in ("/docs", "/redoc"):
         assert httpx.get(f"{standalone.url}{page}").status_code == 200
