@@ -252,13 +252,18 @@ def test_database_restart(settings, private_postgres, private_redis):
 
     everything = [a for target_answers in answers.values() for a in target_answers]
     unavailable = [a for a in everything if a.status == 503]
+    firsts = [first_success_after(a, restarted) for a in answers.values()]
+    recovery = max(
+        (f.sent_at + f.seconds - restarted for f in firsts if f is not None), default=float("nan")
+    )
     in_flight = [a for a in everything if a.sent_at <= restart_began <= a.sent_at + a.seconds]
     report = (
         f"restart took {restarted - restart_began:.2f} s; {len(everything)} writes, "
         f"{len(in_flight)} in flight when it began, "
         f"{sum(200 <= a.status < 300 for a in everything)} 2xx, {len(unavailable)} 503 "
         f"({sum(a.request_id in audited for a in unavailable)} of them committed anyway), "
-        f"slowest answer {max(a.seconds for a in everything):.2f} s"
+        f"slowest answer {max(a.seconds for a in everything):.2f} s, "
+        f"every writer answered 2xx again {recovery:.2f} s after the restart"
     )
     print(report)
     assert in_flight, ("no write was in flight when the restart began", report)
