@@ -36,8 +36,12 @@ class RestartablePostgres:
     def start(self) -> RestartablePostgres:
         """Start the server, create and migrate the database."""
         self.server.start()
-        self.url = create_scratch_database(self.server.url, "sluice_restart")
-        upgrade(self.url)
+        try:
+            self.url = create_scratch_database(self.server.url, "sluice_restart")
+            upgrade(self.url)
+        except BaseException:
+            self.server.stop()
+            raise
         return self
 
     def pg_ctl(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
@@ -73,8 +77,8 @@ class RestartablePostgres:
 
     def restart_immediately(self) -> None:
         """``pg_ctl restart -m immediate``, returning once the server accepts connections."""
+        self.restarts += 1  # counted first: a failed restart may still leave a server behind
         self.pg_ctl("restart", "--mode", "immediate", "--wait", "--timeout", "100")
-        self.restarts += 1
 
     def stop(self) -> None:
         """Stop the server (restarted or not) and remove its folder."""
