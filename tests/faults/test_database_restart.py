@@ -14,7 +14,7 @@ backend killed at once, the log replayed at the next start).  Then:
   a 503 write after it (a 503 write may or may not have committed: the COMMIT may have been
   lost before or after the server applied it; the test reports how many of each it saw);
 * each final value is enforced: ``GET ...?applied=true`` on a topic answers it, and the
-  worker's limit for that topic has it;
+  worker's limit for that topic has it; the outbox relay publishes every change event;
 * the admin service, never restarted, answers writes with 2xx again within
   ``RECOVERY_BOUND`` of the restart's end, for every writer.
 """
@@ -147,13 +147,21 @@ def private_redis(tmp_path: Path) -> Iterator[EmbeddedRedis]:
 
 def audited_requests(url: str) -> set[str]:
     """Request ids of the dispatch-rate writes the database has an audit entry of."""
+    query = "SELECT request_id FROM audit_log WHERE request_id LIKE 'restart-%'"
+    return {row[0] for row in query_rows(url, query)}
+
+
+def unpublished_events(url: str) -> int:
+    """Change events not published yet (the outbox relay marks them once they are)."""
+    query = "SELECT count(*) FROM outbox_events WHERE published_at IS NULL"
+    return query_rows(url, query)[0][0]
+
+
+def query_rows(url: str, query: str) -> list:
     engine = make_sync_engine(url)
     try:
         with engine.connect() as connection:
-            rows = connection.execute(
-                text("SELECT request_id FROM audit_log WHERE request_id LIKE 'restart-%'")
-            )
-            return {row[0] for row in rows}
+            return list(connection.execute(text(query)))
     finally:
         engine.dispose()
 
@@ -244,6 +252,9 @@ def test_database_restart(settings, private_postgres, private_redis):
                 expected = stored[target.index]
                 wait_until(lambda t=target, v=expected: applied_value(api, t) == v, timeout=10)
                 wait_until(lambda t=target, v=expected: worker_value(worker, t) == v, timeout=15)
+            # The outbox relay publishes every committed event, those of a write whose COMMIT
+            # was in doubt (answered 503) too, once they are older than its grace period (5 s).
+            wait_until(lambda: unpublished_events(private_postgres.url) == 0, timeout=20)
     finally:
         for writer in writers:
             writer.stop.set()
