@@ -1,6 +1,7 @@
 """Mapping of every error to Pulsar's ``{"reason": ...}`` shape, in one place.
 
-Domain errors map by class; request validation errors become 400; database outages 503, and
+Domain errors map by class; request validation errors become 400; database outages 503 (the
+server refused or lost the connection, or no pooled connection came free in time), and
 so does a Redis that cannot serve (refused or lost connection, timeout, still loading its data,
 read-only replica, out of memory, cluster down); anything unexpected, including a Redis error
 that is a bug (a wrong type, a script error), 500 without a stack trace (it is logged instead).
@@ -16,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from redis import exceptions as redis_errors
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.responses import JsonResponse
@@ -159,5 +161,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(IntegrityError, _integrity)
     app.add_exception_handler(OperationalError, _database)
     app.add_exception_handler(DBAPIError, _database)
+    # Every pooled connection busy for the pool's whole timeout: the database is too slow.
+    app.add_exception_handler(PoolTimeout, _database)
     app.add_exception_handler(redis_errors.RedisError, _redis)
     app.add_exception_handler(Exception, _unexpected)

@@ -42,6 +42,9 @@ from sluice.protocol.names import PERSISTENT, TopicName
 
 log = logging.getLogger(__name__)
 
+# Seconds before a failed reload is tried again: the first wait, and the longest.
+RETRY_FIRST_SECONDS = 0.5
+RETRY_MAX_SECONDS = 5.0
 # Kinds of change that touch neither the policies nor the topics and namespaces.
 NEUTRAL = frozenset({"subscription", "operation", PERMISSIONS})
 # Kinds of change that touch the policies only.
@@ -160,8 +163,13 @@ class PolicyCache:
         self.reloads += 1
 
     async def run(self) -> None:
-        """Reload when woken (local commit or change event) or every ``max_age`` seconds."""
+        """Reload when woken (local commit or change event) or every ``max_age`` seconds.
+
+        A reload that fails (the database restarting) is tried again by itself, 0.5 s later,
+        then waiting twice as long each time up to ``RETRY_MAX_SECONDS``: the reads go to the
+        database meanwhile, and come back to memory without waiting for the next change."""
         follower = asyncio.create_task(self._follow_events())
+        retry = RETRY_FIRST_SECONDS
         try:
             while True:
                 woken = True
@@ -176,9 +184,16 @@ class PolicyCache:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.warning("policy cache reload failed (reads use the database): %s", exc)
-                    await asyncio.sleep(0.5)
+                    log.warning(
+                        "policy cache reload failed (reads use the database; retry in %.1f s): %s",
+                        retry,
+                        exc,
+                    )
+                    await asyncio.sleep(retry)
+                    retry = min(2 * retry, RETRY_MAX_SECONDS)
+                    self._wake.set()
                     continue
+                retry = RETRY_FIRST_SECONDS
                 # Let the writes of a burst pile up behind one reload.
                 await asyncio.sleep(max(0.0, started + self.min_interval - time.monotonic()))
         finally:

@@ -65,9 +65,35 @@ def make_async_engine(
         max_overflow=pool_size,
         pool_pre_ping=ping_after_idle is None,
     )
+    event.listen(engine.sync_engine, "connect", _durable_commits)
     if ping_after_idle is not None:
         _ping_after_idle(engine.sync_engine, ping_after_idle)
     return engine
+
+
+# One round trip per new connection: ``synchronous_commit`` back on where the server (or the
+# database, or the role) turned it off; any other setting (``local``, ``remote_apply``...)
+# already waits for the local disk, and stays.
+DURABLE_COMMITS = (
+    "SELECT set_config('synchronous_commit', 'on', false) "
+    "WHERE current_setting('synchronous_commit') = 'off'"
+)
+
+
+def _durable_commits(dbapi_connection: Any, _record: Any) -> None:
+    """A COMMIT answers only once it is in the write-ahead log on disk.
+
+    With ``synchronous_commit = off`` PostgreSQL answers a COMMIT before its log record is
+    written, and a crash (``pg_ctl restart -m immediate``, the out-of-memory killer, a power
+    cut) loses the last fraction of a second of commits: the admin service would have
+    answered 2xx for writes that are gone.  Statements that may be lost say so themselves
+    (``SET LOCAL synchronous_commit = off``, the outbox's marks).
+    """
+    cursor = dbapi_connection.cursor()
+    cursor.execute(DURABLE_COMMITS)
+    cursor.close()
+    # A session setting made in a transaction that rolls back is undone: keep it.
+    dbapi_connection.commit()
 
 
 def _ping_after_idle(engine: Engine, seconds: float) -> None:
