@@ -71,7 +71,14 @@ async def get_unit_of_work(
             await session.rollback()
             return
         await uow.write_changes()
-        await session.commit()
+        try:
+            await session.commit()
+        except BaseException:
+            # A COMMIT whose answer was lost may have happened (the database restarted
+            # under it): have the relay sweep the outbox now rather than after its grace.
+            if uow.emitted:
+                state.relay.notify()
+            raise
     redis_down = False
     for hook in uow.after_commit_hooks:
         # Best effort: workers reconcile the data plane from the database anyway.
