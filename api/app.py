@@ -238,6 +238,9 @@ async def _start(
         dataplane_acl,
         metrics=metrics,
     )
+    state = app.state.sluice
+    # A revoked grant closes the WebSocket connections it admitted (api.websocket.grants).
+    cache.on_permissions.append(lambda: state.websocket.granted.recheck(state.dataplane_acl))
     return tasks
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 from redis.asyncio import Redis
@@ -90,6 +90,10 @@ class PolicyCache:
         self._full_pending = True  # the next reload reads everything
         self._policies_pending = False  # the next reload reads the policies
         self._topics_pending: set[str] = set()  # topics (full names) to read again
+        # Called (in a task of their own) when a change event says grants changed, whichever
+        # replica made the change (the WebSocket connections' recheck, api.websocket.grants).
+        self.on_permissions: list[Callable[[], Awaitable[Any]]] = []
+        self._listener_tasks: set[asyncio.Task] = set()
         self._wake = asyncio.Event()
         self.reloads = 0
         self.full_reloads = 0
@@ -207,6 +211,11 @@ class PolicyCache:
         self._pending_events = True
         self._note(events)
         self._wake.set()
+        if any(event.kind == PERMISSIONS for event in events):
+            for listener in self.on_permissions:
+                task = asyncio.create_task(listener())
+                self._listener_tasks.add(task)
+                task.add_done_callback(self._listener_tasks.discard)
         return True
 
     def _on_stream_lost(self, _exc: RedisError) -> None:

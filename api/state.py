@@ -16,6 +16,7 @@ from api.metrics import AdminMetrics
 from api.outbox import OutboxRelay
 from api.policy_cache import PolicyCache
 from api.reports.queue import ReportQueue
+from api.websocket.grants import GrantedSockets
 from dataplane.sessions import Sessions
 from models.settings import Settings
 
@@ -25,10 +26,12 @@ if TYPE_CHECKING:
 
 @dataclass
 class SharedClient:
-    """The process's ``sluice.Client`` for WebSocket connections, made on first use."""
+    """The process's ``sluice.Client`` for WebSocket connections, made on first use, and the
+    connections admitted by a grant (closed when it is revoked)."""
 
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     client: Client | None = None
+    granted: GrantedSockets = field(default_factory=GrantedSockets)
 
 
 @dataclass

@@ -10,6 +10,7 @@ on one ``sluice.Client`` per admin process, made on first use from the service's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -105,24 +106,26 @@ async def _refuse(websocket: WebSocket, status: int, reason: str) -> None:
         await websocket.close(code=1008, reason=reason[:120])
 
 
-async def _allowed(websocket: WebSocket, action: str) -> bool:
+async def _allowed(websocket: WebSocket, action: str) -> contextlib.AbstractContextManager | None:
     """``api.auth``'s policy for this handshake, or a grant of ``action`` (``produce``,
     ``consume``) on the path's topic to the role (``models.permissions``), as Pulsar's
-    WebSocket service checks; refused with 403 otherwise."""
+    WebSocket service checks; refused with 403 (None) otherwise.  Allowed, what to hold the
+    connection in: for a grant, its tracking (``api.websocket.grants``: a revoke closes it)."""
     try:
         await authorize_websocket(websocket)
     except Forbidden as exc:
-        sessions = websocket.app.state.sluice.dataplane_acl
+        state = websocket.app.state.sluice
+        sessions = state.dataplane_acl
         role = websocket.scope.get("state", {}).get("role")
         params = websocket.path_params
         if sessions is not None and role is not None:
             topic = TopicName.parse(params["tenant"], params["namespace"], params["topic"])
             grants = (await sessions.grants([role])).get(role, [])
             if may_use(grants, topic, action):
-                return True
+                return state.websocket.granted.holding(websocket, role, topic, action)
         await _refuse(websocket, 403, exc.reason)
-        return False
-    return True
+        return None
+    return contextlib.nullcontext()
 
 
 async def _open(
@@ -146,7 +149,8 @@ async def _open(
 @router.websocket("/ws/v2/producer" + TOPIC)
 async def producer_socket(websocket: WebSocket, tenant: str, namespace: str, topic: str) -> None:
     """A producer: send frames in, ``{"result": ...}`` frames out."""
-    if not await _allowed(websocket, "produce"):
+    held = await _allowed(websocket, "produce")
+    if held is None:
         return
     params = websocket.query_params
     try:
@@ -164,7 +168,8 @@ async def producer_socket(websocket: WebSocket, tenant: str, namespace: str, top
     if producer is None:
         return
     await websocket.accept()
-    await sessions.run_producer(websocket, producer)
+    with held:
+        await sessions.run_producer(websocket, producer)
 
 
 def _producer_options(params: QueryParams) -> dict[str, Any]:
@@ -205,7 +210,8 @@ async def consumer_socket(
     websocket: WebSocket, tenant: str, namespace: str, topic: str, subscription: str
 ) -> None:
     """A consumer: message frames out; acks, negative acks and permits in."""
-    if not await _allowed(websocket, "consume"):
+    held = await _allowed(websocket, "consume")
+    if held is None:
         return
     params = websocket.query_params
     try:
@@ -227,7 +233,8 @@ async def consumer_socket(
     if consumer is None:
         return
     await websocket.accept()
-    await sessions.run_consumer(websocket, consumer, queue_size, pull_mode)
+    with held:
+        await sessions.run_consumer(websocket, consumer, queue_size, pull_mode)
 
 
 def _consumer_options(params: QueryParams, topic: str, subscription: str) -> dict[str, Any]:
@@ -270,7 +277,8 @@ def _consumer_options(params: QueryParams, topic: str, subscription: str) -> dic
 @router.websocket("/ws/v2/reader" + TOPIC)
 async def reader_socket(websocket: WebSocket, tenant: str, namespace: str, topic: str) -> None:
     """A reader from ``messageId`` (earliest, latest or an id a consumer or reader got)."""
-    if not await _allowed(websocket, "consume"):
+    held = await _allowed(websocket, "consume")
+    if held is None:
         return
     params = websocket.query_params
     start: MessageId | None = None
@@ -301,4 +309,5 @@ async def reader_socket(websocket: WebSocket, tenant: str, namespace: str, topic
     if consumer is None:
         return
     await websocket.accept()
-    await sessions.run_reader(websocket, consumer, queue_size, start)
+    with held:
+        await sessions.run_reader(websocket, consumer, queue_size, start)

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from fastapi.routing import APIWebSocketRoute, iter_route_contexts
 from sqlalchemy import Engine, text
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect as ws_connect
 
 from api.app import create_app
@@ -318,6 +318,7 @@ def keys(tmp_path_factory) -> Keys:
             "tenant-admin": token("acme-admin", expires_in=timedelta(hours=1)),
             "other-tenant-admin": token("other-admin"),
             "super": token(SUPER_ROLE),
+            "app": token("app"),  # no admin role: what it may do comes from its grants
         },
     )
 
@@ -554,3 +555,29 @@ def test_websocket_handshakes_follow_the_policy(
         status = _ws_status(admin, secure_server, WS_PATHS[kind], caller, how)
         want = 101 if expected[caller] == "ok" else expected[caller]
         assert status == want, (kind, how, caller, status)
+
+
+def test_a_revoked_grant_closes_the_websockets_it_admitted(
+    admin: Admin, secure_server: ServerThread
+) -> None:
+    # Role app consumes acme/ns by its namespace grant (and produces to t by a topic grant).
+    admin.ensure_fixtures()
+    admin.dirty = True
+    base = secure_server.url.replace("http://", "ws://")
+    headers = {"Authorization": f"Bearer {admin.tokens['app']}"}
+    consumer_url = base + WS_PATHS["consumer"]
+    producer_url = base + WS_PATHS["producer"]
+    with (
+        ws_connect(consumer_url, additional_headers=headers, open_timeout=10) as consumer,
+        ws_connect(producer_url, additional_headers=headers, open_timeout=10) as producer,
+    ):
+        admin.ok("DELETE", "/admin/v2/namespaces/acme/ns/permissions/app")
+        with pytest.raises(ConnectionClosed) as closed:
+            consumer.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+        assert closed.value.rcvd.reason.startswith("Authorization revoked: app may not consume")
+        # The producer's own topic grant still holds: that connection stays open.
+        producer.send('{"payload": "aGk="}')
+        assert '"result":"ok"' in producer.recv(timeout=10).replace(" ", "")
+    # And a new consumer connection is refused.
+    assert _ws_status(admin, secure_server, WS_PATHS["consumer"], "app", "header") == 403
