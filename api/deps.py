@@ -69,8 +69,7 @@ async def get_unit_of_work(
         if uow.dry_run:
             await session.rollback()
             return
-        await uow.write_changes()
-        await session.commit()
+        await uow.commit()
     redis_down = False
     for hook in uow.after_commit_hooks:
         # Best effort: workers reconcile the data plane from the database anyway.

@@ -24,7 +24,6 @@ RUN_FAILED = "failed"
 RUN_STATUSES = (RUN_QUEUED, RUN_RUNNING, RUN_SUCCEEDED, RUN_FAILED)
 RUN_FINAL = (RUN_SUCCEEDED, RUN_FAILED)
 
-REPORT_JOBS = ("rates", "backlog")
 WINDOWS = ("minute", "hour", "day")
 WINDOW_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
@@ -143,3 +142,30 @@ class BacklogReportRow(_ReportRow, Base):
     drain_seconds: Mapped[float | None] = mapped_column(Float)  # None when it never drains
     drain_status: Mapped[str] = mapped_column(String(8))  # empty | draining | never
     growth_rank: Mapped[int] = mapped_column(Integer)  # 1 = fastest growing in the window
+
+
+# A report's identity: its job name, the table of its rows (the job names, in this order, are
+# every report job there is).
+REPORT_TABLES: dict[str, type[RateReportRow] | type[BacklogReportRow]] = {
+    "rates": RateReportRow,
+    "backlog": BacklogReportRow,
+}
+REPORT_JOBS = tuple(REPORT_TABLES)
+
+
+def report_columns(job: str) -> list[str]:
+    """The columns of a job's result rows, in table order (no id)."""
+    return [c.name for c in REPORT_TABLES[job].__table__.columns if c.name != "id"]
+
+
+def queued_run(job: str, *, task_id: str | None, params: dict[str, Any]) -> dict[str, Any]:
+    """The column values of a run of ``job`` recorded as queued (no attempt started yet)."""
+    return {
+        "job": job,
+        "status": RUN_QUEUED,
+        "task_id": task_id,
+        "queued_at": utcnow(),
+        "attempt": 0,
+        "rows": 0,
+        "params": params,
+    }

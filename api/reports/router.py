@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path, Query
 from starlette.responses import HTMLResponse, Response
 
-from api.deps import StateDep, UowDep
+from api.deps import CallerDep, StateDep, UowDep
 from api.reports import service
 from api.reports.schemas import (
     BacklogReportDocument,
@@ -19,6 +19,7 @@ from api.reports.schemas import (
     RunRequest,
 )
 from api.routing import SluiceRoute
+from api.unit_of_work import committed
 from models.dispatch_rate import INT64_MAX
 from models.errors import InvalidInput, Unavailable
 from models.json_body import shown
@@ -54,7 +55,7 @@ async def rate_report(
 ) -> list[dict]:
     """Dispatch per subscription per window against the limit in force."""
     return await service.report_rows(
-        uow.session,
+        uow,
         "rates",
         tenant,
         namespace,
@@ -82,7 +83,7 @@ async def backlog_report(
 ) -> list[dict]:
     """Backlog per subscription per window, its growth and time to drain."""
     return await service.report_rows(
-        uow.session,
+        uow,
         "backlog",
         tenant,
         namespace,
@@ -104,17 +105,19 @@ async def list_runs(
     limit: int = Query(50, ge=1, le=1000),
 ) -> list[dict]:
     """Report runs, newest first."""
-    return await service.list_runs(uow.session, job=job, status=status, limit=limit, task_id=taskId)
+    return await service.list_runs(uow, job=job, status=status, limit=limit, task_id=taskId)
 
 
 @router.get("/runs/{run_id}", response_model=RunDocument)
 async def get_run(run_id: Annotated[int, Path(ge=1, le=INT64_MAX)], uow: UowDep) -> dict:
     """One report run."""
-    return await service.get_run(uow.session, run_id)
+    return await service.get_run(uow, run_id)
 
 
 @router.post("/runs", status_code=202, response_model=QueuedRun)
-async def start_run(state: StateDep, body: RunRequest | None = Body(None)) -> dict:
+async def start_run(
+    state: StateDep, caller: CallerDep, body: RunRequest | None = Body(None)
+) -> dict:
     """Queue a report run now: ``{"jobs": ["rates", "backlog"], "lookbackSeconds": 3600}``.
 
     Answers the runs recorded for it, one per job, ``queued``; a worker marks them
@@ -131,13 +134,15 @@ async def start_run(state: StateDep, body: RunRequest | None = Body(None)) -> di
     # (GET /runs/{id}) whether or not a worker ever takes it.
     jobs = list(dict.fromkeys(jobs))
     task_id = str(uuid.uuid4())
-    runs = await service.queue_runs(state.sessions, jobs, lookback, task_id)
+    async with committed(state.sessions, caller) as uow:
+        runs = await service.queue_runs(uow, jobs, lookback, task_id)
     run_ids = {run.job: run.id for run in runs}
     try:
         await state.reports.send(jobs, lookback, run_ids=run_ids, task_id=task_id)
     except Exception as exc:
         reason = f"Cannot queue the report run: {exc}"
-        await service.fail_queued(state.sessions, list(run_ids.values()), reason)
+        async with committed(state.sessions, caller) as uow:
+            await service.fail_queued(uow, list(run_ids.values()), reason)
         raise Unavailable(reason) from exc
     documents = [service.run_json(run) for run in runs]
     return {"taskId": task_id, "jobs": jobs, "runIds": list(run_ids.values()), "runs": documents}
@@ -165,8 +170,8 @@ async def chart(
     name = _topic(tenant, namespace, topic)
     check_subscription(subscription)
     query = {"window": window, "since": moment, "topic": name, "subscription": subscription}
-    rates = await service.report_rows(uow.session, "rates", tenant, namespace, **query)
-    backlog = await service.report_rows(uow.session, "backlog", tenant, namespace, **query)
+    rates = await service.report_rows(uow, "rates", tenant, namespace, **query)
+    backlog = await service.report_rows(uow, "backlog", tenant, namespace, **query)
     from reports import charts
 
     title = f"{name} / {subscription} ({window})"
