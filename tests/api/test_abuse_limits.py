@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-NS = "/admin/v2/namespaces/acme/orders"
-PERSISTENT = "/admin/v2/persistent/acme/orders"
-TOPIC = f"{PERSISTENT}/created"
-CONFIG = "/admin/v2/brokers/configuration"
+from tests.api.orders import CONFIG, NS, PERSISTENT, TOPIC
 
 # (namespace path, topic path, broker key / provenance name)
 COUNTS = [
@@ -17,15 +14,6 @@ COUNTS = [
     ("maxConsumersPerTopic", "maxConsumers", "maxConsumersPerTopic"),
     ("maxConsumersPerSubscription", "maxConsumersPerSubscription", "maxConsumersPerSubscription"),
 ]
-
-
-@pytest.fixture
-def topic(http):
-    tenant = http.put("/admin/v2/tenants/acme", json={"allowedClusters": ["standalone"]})
-    assert tenant.status_code == 204
-    assert http.put(NS).status_code == 204
-    assert http.put(f"{TOPIC}/partitions", json=2).status_code == 204
-    return http
 
 
 @pytest.mark.parametrize(("ns_path", "topic_path", "name"), COUNTS)

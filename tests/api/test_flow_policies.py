@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-NS = "/admin/v2/namespaces/acme/orders"
-TOPIC = "/admin/v2/persistent/acme/orders/created"
-CONFIG = "/admin/v2/brokers/configuration"
+from tests.api.orders import CONFIG, NS, TOPIC
 
 
 def quota(size=-1, time=-1, policy="producer_request_hold", messages=-1) -> dict:
@@ -16,17 +14,6 @@ def quota(size=-1, time=-1, policy="producer_request_hold", messages=-1) -> dict
 def shown(size=-1, time=-1, policy="producer_request_hold", messages=-1) -> dict:
     """A quota as GET shows it (Pulsar's deprecated ``limit`` repeats ``limitSize``)."""
     return {"limit": size, **quota(size, time, policy, messages)}
-
-
-@pytest.fixture
-def topic(http):
-    assert (
-        http.put("/admin/v2/tenants/acme", json={"allowedClusters": ["standalone"]}).status_code
-        == 204
-    )
-    assert http.put(NS).status_code == 204
-    assert http.put(f"{TOPIC}/partitions", json=2).status_code == 204
-    return http
 
 
 def test_namespace_backlog_quota_round_trip(topic):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 
-from sluice.admin_cli.runner import build_parser
+from tests.cli.parsing import assert_parses, assert_usage_error
 
 T = "persistent://t/ns/topic"
 
@@ -43,10 +41,7 @@ PARITY = [
 
 @pytest.mark.parametrize(("line", "expected"), PARITY, ids=[c[0][:60] for c in PARITY])
 def test_pulsar_admin_command_lines_parse(line, expected):
-    args = vars(build_parser().parse_args(shlex.split(line)))
-    assert callable(args["handler"])
-    for key, value in expected.items():
-        assert args[key] == value, key
+    assert_parses(line, expected)
 
 
 @pytest.mark.parametrize(
@@ -59,9 +54,7 @@ def test_pulsar_admin_command_lines_parse(line, expected):
     ],
 )
 def test_usage_errors(line):
-    with pytest.raises(SystemExit) as raised:
-        build_parser().parse_args(shlex.split(line))
-    assert raised.value.code == 2
+    assert_usage_error(line)
 
 
 @pytest.mark.parametrize(

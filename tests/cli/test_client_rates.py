@@ -3,11 +3,9 @@ admin server."""
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 
-from sluice.admin_cli.runner import build_parser
+from tests.cli.parsing import assert_parses, assert_usage_error
 
 T = "persistent://t/ns/topic"
 NO_PUBLISH = {"publishThrottlingRateInMsg": -1, "publishThrottlingRateInByte": -1}
@@ -59,10 +57,7 @@ PARITY = [
 
 @pytest.mark.parametrize(("line", "expected"), PARITY, ids=[c[0][:60] for c in PARITY])
 def test_pulsar_admin_command_lines_parse(line, expected):
-    args = vars(build_parser().parse_args(shlex.split(line)))
-    assert callable(args["handler"])
-    for key, value in expected.items():
-        assert args[key] == value, key
+    assert_parses(line, expected)
 
 
 @pytest.mark.parametrize(
@@ -75,9 +70,7 @@ def test_pulsar_admin_command_lines_parse(line, expected):
     ],
 )
 def test_usage_errors(line):
-    with pytest.raises(SystemExit) as raised:
-        build_parser().parse_args(shlex.split(line))
-    assert raised.value.code == 2
+    assert_usage_error(line)
 
 
 def test_namespace_rates(ok, cli, namespace):

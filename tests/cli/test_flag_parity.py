@@ -7,11 +7,9 @@ Not offered because Sluice's API has no such endpoints: the replicator dispatch 
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 
-from sluice.admin_cli.runner import build_parser
+from tests.cli.parsing import assert_parses, assert_usage_error
 
 T = "persistent://t/ns/topic"
 RATE = {
@@ -167,10 +165,7 @@ CASES = [
 
 @pytest.mark.parametrize(("line", "expected"), CASES, ids=[c[0][:60] for c in CASES])
 def test_reference_command_lines_parse(line, expected):
-    args = vars(build_parser().parse_args(shlex.split(line)))
-    assert callable(args["handler"])
-    for key, value in expected.items():
-        assert args[key] == value, key
+    assert_parses(line, expected)
 
 
 @pytest.mark.parametrize(
@@ -189,6 +184,4 @@ def test_reference_command_lines_parse(line, expected):
     ],
 )
 def test_usage_errors(line):
-    with pytest.raises(SystemExit) as raised:
-        build_parser().parse_args(shlex.split(line))
-    assert raised.value.code == 2
+    assert_usage_error(line)

@@ -6,12 +6,10 @@ operations did is read back with ``peek-messages``, ``examine-message`` and
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 
 import sluice
-from sluice.admin_cli.runner import build_parser
+from tests.cli.parsing import assert_parses, assert_usage_error
 
 T = "persistent://acme/orders/ops"
 
@@ -158,10 +156,7 @@ def test_peek_a_batch_entry(ok, produced, redis_server):
     ],
 )
 def test_pulsar_admin_command_lines_parse(line, expected):
-    args = vars(build_parser().parse_args(shlex.split(line)))
-    assert callable(args["handler"])
-    for key, value in expected.items():
-        assert args[key] == value, key
+    assert_parses(line, expected)
 
 
 @pytest.mark.parametrize(
@@ -174,6 +169,4 @@ def test_pulsar_admin_command_lines_parse(line, expected):
     ],
 )
 def test_usage_errors(line):
-    with pytest.raises(SystemExit) as raised:
-        build_parser().parse_args(shlex.split(line))
-    assert raised.value.code == 2
+    assert_usage_error(line)

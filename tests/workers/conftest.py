@@ -19,6 +19,7 @@ import pytest
 import sluice
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
+from tests.bodies import dispatch_rate as rate  # noqa: F401  (the suites import it from here)
 from workers.main import build_worker
 from workers.worker import Worker
 
@@ -135,16 +136,6 @@ def namespace(http: httpx.Client) -> str:
     )
     assert http.put(f"{ADMIN}/namespaces/acme/orders").status_code == 204
     return "acme/orders"
-
-
-def rate(msg: int = -1, byte: int = -1, period: int = 1, relative: bool = False) -> dict:
-    """A DispatchRate body."""
-    return {
-        "dispatchThrottlingRateInMsg": msg,
-        "dispatchThrottlingRateInByte": byte,
-        "relativeToPublishRate": relative,
-        "ratePeriodInSecond": period,
-    }
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 10.0, every: float = 0.02):

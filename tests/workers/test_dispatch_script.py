@@ -109,31 +109,24 @@ def test_unused_quota_is_not_saved_up(part):
     assert part.dispatch("s", 5.5, topic=topic(10)).entries == 10
 
 
-def test_first_use_after_a_quiet_period_opens_a_fresh_period(part):
+@pytest.mark.parametrize(
+    ("resumed_at", "wait_ms"),
+    [
+        # Quiet from 0.0 until 2.7: the period that begins then runs until 3.7, not 3.0.
+        pytest.param(2.7, 1000, id="first-use-after-a-quiet-period-opens-a-fresh-period"),
+        # The period 1.0-2.0 goes unused until 1.3 (an outage, say): it starts at 1.3
+        # instead, so nothing more goes out before 2.3.
+        pytest.param(1.3, 1000, id="a-period-unused-until-well-into-it-starts-then"),
+        # 30 ms late: still the 1.0 period.
+        pytest.param(1.03, 970, id="a-late-wake-up-keeps-the-periods-in-step"),
+    ],
+)
+def test_where_the_period_after_a_pause_starts(part, resumed_at, wait_ms):
     part.produce(100)
     part.subscribe("s")
     part.dispatch("s", 0.0, topic=topic(10))
-    # Quiet from 0.0 until 2.7: the period that begins then runs until 3.7, not 3.0.
-    resumed = part.dispatch("s", 2.7, topic=topic(10))
-    assert resumed.entries == 10 and resumed.wait_ms == 1000
-
-
-def test_a_period_unused_until_well_into_it_starts_at_its_first_entry(part):
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
-    # The period 1.0-2.0 goes unused until 1.3 (an outage, say): it starts at 1.3 instead,
-    # so nothing more goes out before 2.3.
-    resumed = part.dispatch("s", 1.3, topic=topic(10))
-    assert resumed.entries == 10 and resumed.wait_ms == 1000
-
-
-def test_a_late_wake_up_keeps_the_periods_in_step(part):
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
-    late = part.dispatch("s", 1.03, topic=topic(10))  # 30 ms late: still the 1.0 period
-    assert late.entries == 10 and late.wait_ms == 970
+    resumed = part.dispatch("s", resumed_at, topic=topic(10))
+    assert resumed.entries == 10 and resumed.wait_ms == wait_ms
 
 
 def test_a_steadily_late_dispatcher_keeps_its_periods_whole(part):
