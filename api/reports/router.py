@@ -38,8 +38,22 @@ def _topic(tenant: str, namespace: str, topic: str | None) -> str | None:
     return TopicName.parse(tenant, namespace, topic).full
 
 
-def _subscription(subscription: str | None) -> str | None:
-    return check_subscription(subscription) if subscription is not None else None
+def _query(
+    tenant: str,
+    namespace: str,
+    window: str,
+    since: str,
+    topic: str | None,
+    subscription: str | None,
+) -> dict:
+    """The filters of a report query, checked: the window, the moment ``since`` names, the
+    topic's full name, the subscription."""
+    return {
+        "window": window,
+        "since": service.since_moment(since),
+        "topic": _topic(tenant, namespace, topic),
+        "subscription": check_subscription(subscription) if subscription is not None else None,
+    }
 
 
 @router.get("/rates/{tenant}/{namespace}", response_model=list[RateReportDocument])
@@ -54,17 +68,8 @@ async def rate_report(
     limit: int = Query(1000, ge=1, le=100_000),
 ) -> list[dict]:
     """Dispatch per subscription per window against the limit in force."""
-    return await service.report_rows(
-        uow,
-        "rates",
-        tenant,
-        namespace,
-        window=window,
-        since=service.since_moment(since),
-        topic=_topic(tenant, namespace, topic),
-        subscription=_subscription(subscription),
-        limit=limit,
-    )
+    query = _query(tenant, namespace, window, since, topic, subscription)
+    return await service.report_rows(uow, "rates", tenant, namespace, **query, limit=limit)
 
 
 @router.get("/backlog/{tenant}/{namespace}", response_model=list[BacklogReportDocument])
@@ -82,17 +87,9 @@ async def backlog_report(
     limit: int = Query(1000, ge=1, le=100_000),
 ) -> list[dict]:
     """Backlog per subscription per window, its growth and time to drain."""
+    query = _query(tenant, namespace, window, since, topic, subscription)
     return await service.report_rows(
-        uow,
-        "backlog",
-        tenant,
-        namespace,
-        window=window,
-        since=service.since_moment(since),
-        topic=_topic(tenant, namespace, topic),
-        subscription=_subscription(subscription),
-        top=top,
-        limit=limit,
+        uow, "backlog", tenant, namespace, **query, top=top, limit=limit
     )
 
 
@@ -166,10 +163,8 @@ async def chart(
     """Dispatch rate against the limit, and backlog, over time."""
     if format not in ("png", "html"):
         raise InvalidInput(f"Invalid format '{format}': use png or html")
-    moment = service.since_moment(since)
-    name = _topic(tenant, namespace, topic)
-    check_subscription(subscription)
-    query = {"window": window, "since": moment, "topic": name, "subscription": subscription}
+    query = _query(tenant, namespace, window, since, topic, subscription)
+    name = query["topic"]
     rates = await service.report_rows(uow, "rates", tenant, namespace, **query)
     backlog = await service.report_rows(uow, "backlog", tenant, namespace, **query)
     from reports import charts

@@ -23,3 +23,23 @@ def assert_usage_error(line: str) -> None:
     with pytest.raises(SystemExit) as raised:
         build_parser().parse_args(shlex.split(line))
     assert raised.value.code == 2
+
+
+def parsing_test(cases: list[tuple[str, dict]]):
+    """A test, one case per ``(line, expected)`` of ``cases``, that the line parses so."""
+
+    @pytest.mark.parametrize(("line", "expected"), cases, ids=[c[0][:60] for c in cases])
+    def test(line: str, expected: dict) -> None:
+        assert_parses(line, expected)
+
+    return test
+
+
+def usage_error_test(lines: list[str]):
+    """A test, one case per line of ``lines``, that the line is a usage error."""
+
+    @pytest.mark.parametrize("line", lines)
+    def test(line: str) -> None:
+        assert_usage_error(line)
+
+    return test

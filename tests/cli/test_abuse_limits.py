@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.parsing import assert_parses, assert_usage_error
+from tests.cli.parsing import parsing_test, usage_error_test
 
 T = "persistent://t/ns/topic"
 
@@ -39,22 +39,17 @@ PARITY = [
 ]
 
 
-@pytest.mark.parametrize(("line", "expected"), PARITY, ids=[c[0][:60] for c in PARITY])
-def test_pulsar_admin_command_lines_parse(line, expected):
-    assert_parses(line, expected)
+test_pulsar_admin_command_lines_parse = parsing_test(PARITY)
 
 
-@pytest.mark.parametrize(
-    "line",
+test_usage_errors = usage_error_test(
     [
         "namespaces set-max-topics-per-namespace t/ns",  # -t is required
         f"topics set-max-producers {T}",  # -p is required
         f"topics set-max-message-size {T} -m big",
         f"topics get-max-message-size {T} -ap",  # Pulsar's has no --applied
-    ],
+    ]
 )
-def test_usage_errors(line):
-    assert_usage_error(line)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.parsing import assert_parses, assert_usage_error
+from tests.cli.parsing import parsing_test, usage_error_test
 
 T = "persistent://t/ns/topic"
 NO_PUBLISH = {"publishThrottlingRateInMsg": -1, "publishThrottlingRateInByte": -1}
@@ -55,22 +55,17 @@ PARITY = [
 ]
 
 
-@pytest.mark.parametrize(("line", "expected"), PARITY, ids=[c[0][:60] for c in PARITY])
-def test_pulsar_admin_command_lines_parse(line, expected):
-    assert_parses(line, expected)
+test_pulsar_admin_command_lines_parse = parsing_test(PARITY)
 
 
-@pytest.mark.parametrize(
-    "line",
+test_usage_errors = usage_error_test(
     [
         "namespaces set-publish-rate t/ns -m many",
         "namespaces get-subscribe-rate t/ns -ap",  # no --applied at the namespace level
         f"topics set-subscribe-rate {T} -sr",
         f"topics get-subscribe-rate {T} -g",  # -g is topicPolicies'
-    ],
+    ]
 )
-def test_usage_errors(line):
-    assert_usage_error(line)
 
 
 def test_namespace_rates(ok, cli, namespace):

@@ -7,9 +7,7 @@ Not offered because Sluice's API has no such endpoints: the replicator dispatch 
 
 from __future__ import annotations
 
-import pytest
-
-from tests.cli.parsing import assert_parses, assert_usage_error
+from tests.cli.parsing import parsing_test, usage_error_test
 
 T = "persistent://t/ns/topic"
 RATE = {
@@ -163,13 +161,10 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("line", "expected"), CASES, ids=[c[0][:60] for c in CASES])
-def test_reference_command_lines_parse(line, expected):
-    assert_parses(line, expected)
+test_reference_command_lines_parse = parsing_test(CASES)
 
 
-@pytest.mark.parametrize(
-    "line",
+test_usage_errors = usage_error_test(
     [
         "topics create-partitioned-topic persistent://t/ns/x",  # -p is required
         "topics create-subscription persistent://t/ns/x",  # -s is required
@@ -181,7 +176,5 @@ def test_reference_command_lines_parse(line, expected):
         "topics list t/ns -td kafka",
         "tenants",  # a command is required
         "--output xml tenants list",
-    ],
+    ]
 )
-def test_usage_errors(line):
-    assert_usage_error(line)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import sluice
-from tests.cli.parsing import assert_parses, assert_usage_error
+from tests.cli.parsing import parsing_test, usage_error_test
 
 T = "persistent://acme/orders/ops"
 
@@ -128,8 +128,7 @@ def test_peek_a_batch_entry(ok, produced, redis_server):
     assert messages[0]["properties"] == {"x": "1"}
 
 
-@pytest.mark.parametrize(
-    ("line", "expected"),
+test_pulsar_admin_command_lines_parse = parsing_test(
     [
         (f"topics clear-backlog {T} -s sub", {"subscription": "sub"}),
         (f"topics skip {T} --subscription sub --count 5", {"count": 5}),
@@ -153,20 +152,15 @@ def test_peek_a_batch_entry(ok, produced, redis_server):
         (f"topics unload {T}", {"topic": T}),
         (f"topics lookup {T}", {"topic": T}),
         (f"topics partitioned-lookup {T}", {"topic": T}),
-    ],
+    ]
 )
-def test_pulsar_admin_command_lines_parse(line, expected):
-    assert_parses(line, expected)
 
 
-@pytest.mark.parametrize(
-    "line",
+test_usage_errors = usage_error_test(
     [
         f"topics skip {T} -s sub",  # -n is required
         f"topics clear-backlog {T}",  # -s is required
         f"topics expire-messages {T} -s sub -t soon",
         f"topics reset-cursor {T} -s sub -t 10 minutes",
-    ],
+    ]
 )
-def test_usage_errors(line):
-    assert_usage_error(line)
