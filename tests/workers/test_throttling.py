@@ -64,13 +64,19 @@ def setup_topic(http, partitions: int = 0, topic: str = TOPIC) -> None:
         assert http.put(path).status_code == 204
 
 
-def test_namespace_rate_drains_backlog_over_periods(http, namespace, worker, client):
-    # testMessageRateLimitingReceiveAllMessagesAfterThrottling: NS {10 msg, 1 s}, 30 msgs.
+def under_namespace_rate(http, worker, client, msg: int):
+    """``TOPIC`` with a Shared consumer, under a namespace dispatch rate of ``msg`` a second
+    the worker has applied: the consumer, and a producer."""
     setup_topic(http)
     consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
-    assert http.post(f"{NS}/dispatchRate", json=rate(10)).status_code == 204
-    applied(worker, TOPIC, None, "permits_msg", 10)
-    producer = client.create_producer(TOPIC)
+    assert http.post(f"{NS}/dispatchRate", json=rate(msg)).status_code == 204
+    applied(worker, TOPIC, None, "permits_msg", msg)
+    return consumer, client.create_producer(TOPIC)
+
+
+def test_namespace_rate_drains_backlog_over_periods(http, namespace, worker, client):
+    # testMessageRateLimitingReceiveAllMessagesAfterThrottling: NS {10 msg, 1 s}, 30 msgs.
+    consumer, producer = under_namespace_rate(http, worker, client, 10)
     for _ in range(30):
         producer.send(b"x" * 80)
     got = drain(consumer, 30, timeout=8)
@@ -85,11 +91,7 @@ def test_namespace_rate_drains_backlog_over_periods(http, namespace, worker, cli
 
 def test_rate_change_applies_without_reconnect(http, namespace, worker, client):
     # testMessageRateDynamicallyChange: the limit changes in place on live dispatchers.
-    setup_topic(http)
-    consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
-    assert http.post(f"{NS}/dispatchRate", json=rate(5)).status_code == 204
-    applied(worker, TOPIC, None, "permits_msg", 5)
-    producer = client.create_producer(TOPIC)
+    consumer, producer = under_namespace_rate(http, worker, client, 5)
     for _ in range(200):
         producer.send_async(b"y", None)
     producer.flush()
