@@ -20,6 +20,7 @@ from pathlib import Path
 import redis
 
 from server.embedded_redis import die_with_parent, free_port
+from server.processes import wait_or_kill
 
 
 @dataclass
@@ -286,11 +287,7 @@ class EmbeddedCluster:
         for node in self.nodes:
             if node.process is None:
                 continue
-            try:
-                node.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                node.process.kill()
-                node.process.wait()
+            wait_or_kill(node.process, timeout)
             node.process = None
 
     def __enter__(self) -> EmbeddedCluster:

@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 import redis
 
+from server.processes import wait_or_kill
 from sluice.protocol.connection import connect
 
 PR_SET_PDEATHSIG = 1
@@ -179,11 +180,7 @@ class EmbeddedRedis:
         if self.process is None:
             return
         self.process.terminate()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        wait_or_kill(self.process, timeout)
         self.process = None
 
     def kill(self) -> None:

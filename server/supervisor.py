@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from server.processes import wait_or_kill
+
 log = logging.getLogger("sluice.supervisor")
 
 POLL_SECONDS = 0.2  # how often a child's liveness is checked
@@ -144,11 +146,7 @@ class SupervisedProcess:
         process = self.process
         if process is not None and process.poll() is None:
             process.terminate()
-            try:
-                process.wait(self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            wait_or_kill(process, self.stop_timeout)
         self._forget()
 
     def _kill(self) -> None:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import sluice
+from server.processes import wait_or_kill
 from sluice.protocol import keys
 from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
@@ -127,11 +128,7 @@ class Fleet:
                 with_signal(process, signal.SIGCONT)
                 process.terminate()
         for process in processes:
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            wait_or_kill(process, 15)
         self.redis.close()
 
 

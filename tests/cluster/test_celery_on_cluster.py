@@ -18,6 +18,7 @@ from redis.crc import key_slot
 from models.settings import Settings
 from reports.celery_app import make_celery
 from reports.celery_redis import PREFIX, TAG
+from server.processes import wait_or_kill
 from tests.cluster.processes import ROOT
 
 pytestmark = pytest.mark.cluster
@@ -64,8 +65,4 @@ def test_a_task_and_its_result_go_through_the_cluster(redis_cluster, tmp_path):
                 assert not [k for k in node.redis().keys("*") if b"celery" in k.lower()]
     finally:
         worker.terminate()
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        wait_or_kill(worker, 20)
