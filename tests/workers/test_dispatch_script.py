@@ -91,10 +91,16 @@ def topic(msg: int = -1, byte: int = -1, period: int = 1, relative: bool = False
     return LimitArgs(msg, byte, period, relative)
 
 
-def test_a_period_hands_out_its_quota_and_says_how_long_until_the_next(part):
+def first_quota_at_zero(part):
+    """100 entries and subscription ``s``, its first quota of 10 a second dispatched at 0.0:
+    what that dispatch did."""
     part.produce(100)
     part.subscribe("s")
-    first = part.dispatch("s", 0.0, topic=topic(10))
+    return part.dispatch("s", 0.0, topic=topic(10))
+
+
+def test_a_period_hands_out_its_quota_and_says_how_long_until_the_next(part):
+    first = first_quota_at_zero(part)
     assert (first.entries, first.reason) == (10, DispatchReason.MSG_BUDGET)
     assert first.exhausted == 1 and first.wait_ms == 1000
     later = part.dispatch("s", 0.4, topic=topic(10))
@@ -122,9 +128,7 @@ def test_unused_quota_is_not_saved_up(part):
     ],
 )
 def test_where_the_period_after_a_pause_starts(part, resumed_at, wait_ms):
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
+    first_quota_at_zero(part)
     resumed = part.dispatch("s", resumed_at, topic=topic(10))
     assert resumed.entries == 10 and resumed.wait_ms == wait_ms
 
@@ -133,9 +137,7 @@ def test_a_steadily_late_dispatcher_keeps_its_periods_whole(part):
     """A busy worker serves a subscription 300 ms after each boundary: the first such period
     starts late (nothing else went out for it), the following ones stay on that grid, so
     the subscription gets its whole limit every period."""
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
+    first_quota_at_zero(part)
     first = part.dispatch("s", 1.3, topic=topic(10))  # a jump: the period starts at 1.3
     assert first.entries == 10 and first.wait_ms == 1000
     for start in (2.3, 3.3, 4.3):
@@ -146,9 +148,7 @@ def test_a_steadily_late_dispatcher_keeps_its_periods_whole(part):
 def test_a_period_first_used_much_later_than_the_last_one_starts_then(part):
     """After a period used on time, one first used 400 ms into its own (after an outage)
     starts at that use, so two quotas never go out less than a period apart."""
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
+    first_quota_at_zero(part)
     part.dispatch("s", 1.0, topic=topic(10))  # on time: lateness 0
     resumed = part.dispatch("s", 2.4, topic=topic(10))
     assert resumed.entries == 10 and resumed.wait_ms == 1000
@@ -156,9 +156,7 @@ def test_a_period_first_used_much_later_than_the_last_one_starts_then(part):
 
 
 def test_steady_use_keeps_periods_back_to_back(part):
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
+    first_quota_at_zero(part)
     for second in (1, 2, 3):
         result = part.dispatch("s", second + 0.003, topic=topic(10))
         assert result.entries == 10

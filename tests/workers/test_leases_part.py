@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -48,9 +49,7 @@ class Member:
         await self.ownership.join(self.context, self.hooks())
 
 
-def test_two_members_share_the_partitions_by_rendezvous_and_take_over(settings, redis_server):
-    sync = redis.Redis.from_url(redis_server.url)
-    sync.delete(keys.WORKERS, *(keys.lease(p) for p in PARTITIONS))
+def test_two_members_share_the_partitions_by_rendezvous_and_take_over(settings, redis_server, sync):
 
     async def scenario():
         client = Redis.from_url(redis_server.url)
@@ -85,14 +84,11 @@ def test_two_members_share_the_partitions_by_rendezvous_and_take_over(settings, 
             await client.aclose()
 
     asyncio.run(scenario())
-    sync.close()
 
 
 def test_leases_taken_in_a_cycle_that_then_fails_are_rebalanced_by_the_next(
-    settings, redis_server, monkeypatch
+    settings, redis_server, sync, monkeypatch
 ):
-    sync = redis.Redis.from_url(redis_server.url)
-    sync.delete(keys.WORKERS, *(keys.lease(p) for p in PARTITIONS))
     monkeypatch.setattr(leases, "BATCH", 3)  # two batches of acquisitions
 
     async def scenario():
@@ -127,13 +123,21 @@ def test_leases_taken_in_a_cycle_that_then_fails_are_rebalanced_by_the_next(
             await client.aclose()
 
     asyncio.run(scenario())
-    sync.close()
 
 
 def crash(ownership: LeaseOwnership) -> None:
     """The process dies: its loops stop, nothing is released."""
     for task in ownership._tasks:
         task.cancel()
+
+
+@pytest.fixture
+def sync(redis_server) -> Iterator[redis.Redis]:
+    """A plain client on the test Redis, no fleet member or lease of these tests left in it."""
+    client = redis.Redis.from_url(redis_server.url)
+    _clean(client)
+    yield client
+    client.close()
 
 
 def _clean(sync: redis.Redis) -> None:
@@ -190,10 +194,8 @@ def test_acquire_takes_a_free_lease_its_own_and_a_dead_holders_never_a_live_ones
 
 
 def test_a_member_whose_heartbeat_lapsed_drops_the_tokens_taken_and_takes_its_share_again(
-    settings, redis_server
+    settings, redis_server, sync
 ):
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
     async def scenario():
         client = Redis.from_url(redis_server.url)
@@ -231,14 +233,11 @@ def test_a_member_whose_heartbeat_lapsed_drops_the_tokens_taken_and_takes_its_sh
             await client.aclose()
 
     asyncio.run(scenario())
-    sync.close()
 
 
-def test_a_lapsed_member_keeps_the_leases_nobody_took(settings, redis_server):
+def test_a_lapsed_member_keeps_the_leases_nobody_took(settings, redis_server, sync):
     """Paused past its heartbeat with no one to take over (or only slow): its leases still
     hold its tokens, so it keeps them, and its runners, instead of starting them all again."""
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
     async def scenario():
         client = Redis.from_url(redis_server.url)
@@ -264,17 +263,14 @@ def test_a_lapsed_member_keeps_the_leases_nobody_took(settings, redis_server):
             await client.aclose()
 
     asyncio.run(scenario())
-    sync.close()
 
 
 @pytest.mark.parametrize("on_thread", [True, False], ids=["thread", "loop"])
 def test_a_busy_event_loop_lapses_the_heartbeat_only_when_it_beats_on_the_loop(
-    settings, redis_server, on_thread
+    settings, redis_server, sync, on_thread
 ):
     """The event loop blocked for three lease TTLs: a heartbeat on its own thread keeps the
     registration live throughout; one beaten on the loop lapses (the control case)."""
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
     async def scenario():
         client = Redis.from_url(redis_server.url)
@@ -297,16 +293,13 @@ def test_a_busy_event_loop_lapses_the_heartbeat_only_when_it_beats_on_the_loop(
             await client.aclose()
 
     live, before, after = asyncio.run(scenario())
-    sync.close()
     assert live is on_thread
     assert after == before  # either way nobody took a lease: every token is kept
 
 
 def test_a_member_restarted_with_the_same_id_takes_its_partitions_again_at_once(
-    settings, redis_server
+    settings, redis_server, sync
 ):
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
     async def scenario():
         client = Redis.from_url(redis_server.url)
@@ -329,15 +322,12 @@ def test_a_member_restarted_with_the_same_id_takes_its_partitions_again_at_once(
             await client.aclose()
 
     asyncio.run(scenario())
-    sync.close()
 
 
-def test_a_restarted_member_lets_go_of_what_is_no_longer_its_own(settings, redis_server):
+def test_a_restarted_member_lets_go_of_what_is_no_longer_its_own(settings, redis_server, sync):
     """A worker restarted with the same id while another joined: the leases its previous
     process held that are now the other's are released, not kept by a live worker that
     does not know it holds them."""
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
     async def scenario():
         client = Redis.from_url(redis_server.url)
@@ -362,12 +352,9 @@ def test_a_restarted_member_lets_go_of_what_is_no_longer_its_own(settings, redis
             await client.aclose()
 
     asyncio.run(scenario())
-    sync.close()
 
 
-def test_an_unloaded_partition_is_taken_again_at_the_next_heartbeat(settings, redis_server):
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
+def test_an_unloaded_partition_is_taken_again_at_the_next_heartbeat(settings, redis_server, sync):
 
     async def scenario():
         client = Redis.from_url(redis_server.url)
@@ -392,14 +379,11 @@ def test_an_unloaded_partition_is_taken_again_at_the_next_heartbeat(settings, re
             await client.aclose()
 
     asyncio.run(scenario())
-    sync.close()
 
 
-def test_a_slow_rebalance_delays_neither_the_heartbeat_nor_a_takeover(settings, redis_server):
+def test_a_slow_rebalance_delays_neither_the_heartbeat_nor_a_takeover(settings, redis_server, sync):
     """A worker starting the runners of many partitions stays live, and takes a dead
     worker's partitions over within the TTL and a third meanwhile."""
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
     async def scenario():
         client = Redis.from_url(redis_server.url)
@@ -436,4 +420,3 @@ def test_a_slow_rebalance_delays_neither_the_heartbeat_nor_a_takeover(settings, 
             await client.aclose()
 
     asyncio.run(scenario())
-    sync.close()
