@@ -162,3 +162,13 @@ def drain(consumer: sluice.Consumer, expected: int, timeout: float) -> list[tupl
         got.append((time.monotonic() - start, message))
         consumer.acknowledge(message)
     return got
+
+
+@pytest.fixture
+def fleet(http, namespace, settings, tmp_path):
+    """Worker processes on the session's database and Redis, stopped after the test."""
+    from tests.fleet import Fleet  # it imports this module's helpers
+
+    fleet = Fleet(settings, tmp_path)
+    yield fleet
+    fleet.stop_all()

@@ -10,20 +10,11 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 import sluice
-from tests.fleet import Collector, Fleet
+from tests.fleet import Collector
 from tests.workers.conftest import ADMIN, rate, wait_until
 
 TOPIC = "persistent://acme/orders/fleet"
-
-
-@pytest.fixture
-def fleet(http, namespace, settings, tmp_path):
-    fleet = Fleet(settings, tmp_path)
-    yield fleet
-    fleet.stop_all()
 
 
 def test_partitions_are_shared_and_rebalanced_when_a_worker_joins(fleet, http, settings):
