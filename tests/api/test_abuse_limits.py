@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.orders import CONFIG, NS, PERSISTENT, TOPIC
+from tests.api.orders import CONFIG, NS, PERSISTENT, TOPIC, assert_namespace_dry_run
 
 # (namespace path, topic path, broker key / provenance name)
 COUNTS = [
@@ -128,14 +128,7 @@ def test_broker_keys(topic):
 
 def test_dry_run_audit_and_effective_controls(topic):
     http = topic
-    answer = http.post(f"{NS}/maxProducersPerTopic", params={"dryRun": "true"}, json=3)
-    assert answer.status_code == 200
-    body = answer.json()
-    assert body["dryRun"] is True and body["changed"] == "acme/orders"
-    [doc] = body["topics"]
-    assert doc["topic"] == "persistent://acme/orders/created"
-    assert doc["flowControl"]["maxProducersPerTopic"] == {"value": 3, "source": "namespace"}
-    assert http.get(f"{NS}/maxProducersPerTopic").json() is None
+    assert_namespace_dry_run(http, "maxProducersPerTopic", 3)
     dry_run = {"dryRun": "true"}
     assert http.post(f"{TOPIC}/maxProducers", params=dry_run, json=-2).status_code == 412
     audit = {"entityType": "namespace.maxProducersPerTopic"}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 from redis.crc import key_slot
@@ -19,6 +18,7 @@ from models.settings import Settings
 from reports.celery_app import make_celery
 from reports.celery_redis import PREFIX, TAG
 from server.processes import wait_or_kill
+from server.standalone import celery_worker
 from tests.cluster.processes import ROOT
 
 pytestmark = pytest.mark.cluster
@@ -31,18 +31,7 @@ def test_a_task_and_its_result_go_through_the_cluster(redis_cluster, tmp_path):
     env = {**os.environ, "REDIS_URL": elsewhere.url, "SLUICE_DATA_DIR": str(tmp_path)}
     with (tmp_path / "celery.log").open("wb") as log:
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "reports.celery_app:app",
-                "worker",
-                "--pool",
-                "solo",
-                "--loglevel",
-                "warning",
-            ],
+            celery_worker("--pool", "solo", "--loglevel", "warning"),
             cwd=ROOT,
             env=env,
             stdout=log,
