@@ -51,8 +51,7 @@ class Member:
 
 def test_two_members_share_the_partitions_by_rendezvous_and_take_over(settings, redis_server, sync):
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a, b = Member(settings, client, "a"), Member(settings, client, "b")
         try:
             await a.join()
@@ -81,9 +80,8 @@ def test_two_members_share_the_partitions_by_rendezvous_and_take_over(settings, 
             assert sync.hget(keys.worker_info("b"), "fenced") is None
         finally:
             await b.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
+    with_client(redis_server.url, scenario)
 
 
 def test_leases_taken_in_a_cycle_that_then_fails_are_rebalanced_by_the_next(
@@ -91,8 +89,7 @@ def test_leases_taken_in_a_cycle_that_then_fails_are_rebalanced_by_the_next(
 ):
     monkeypatch.setattr(leases, "BATCH", 3)  # two batches of acquisitions
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a = Member(settings, client, "a")
         try:
             await a.join()
@@ -120,15 +117,28 @@ def test_leases_taken_in_a_cycle_that_then_fails_are_rebalanced_by_the_next(
             assert a.rebalances == 1
         finally:
             await a.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
+    with_client(redis_server.url, scenario)
 
 
 def crash(ownership: LeaseOwnership) -> None:
     """The process dies: its loops stop, nothing is released."""
     for task in ownership._tasks:
         task.cancel()
+
+
+def with_client(url: str, scenario):
+    """Run ``scenario(client)`` with an asyncio client of its own, closed afterwards; what
+    it returns."""
+
+    async def main():
+        client = Redis.from_url(url)
+        try:
+            return await scenario(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(main())
 
 
 @pytest.fixture
@@ -197,8 +207,7 @@ def test_a_member_whose_heartbeat_lapsed_drops_the_tokens_taken_and_takes_its_sh
     settings, redis_server, sync
 ):
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a, b = Member(settings, client, "a"), Member(settings, client, "b")
         try:
             await a.join()
@@ -230,17 +239,15 @@ def test_a_member_whose_heartbeat_lapsed_drops_the_tokens_taken_and_takes_its_sh
         finally:
             await a.ownership.stop()
             await b.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
+    with_client(redis_server.url, scenario)
 
 
 def test_a_lapsed_member_keeps_the_leases_nobody_took(settings, redis_server, sync):
     """Paused past its heartbeat with no one to take over (or only slow): its leases still
     hold its tokens, so it keeps them, and its runners, instead of starting them all again."""
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a = Member(settings, client, "a")
         try:
             await a.join()
@@ -260,9 +267,8 @@ def test_a_lapsed_member_keeps_the_leases_nobody_took(settings, redis_server, sy
             assert all(a.ownership.token(p) == before[p.full] for p in PARTITIONS[1:])
         finally:
             await a.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
+    with_client(redis_server.url, scenario)
 
 
 @pytest.mark.parametrize("on_thread", [True, False], ids=["thread", "loop"])
@@ -272,8 +278,7 @@ def test_a_busy_event_loop_lapses_the_heartbeat_only_when_it_beats_on_the_loop(
     """The event loop blocked for three lease TTLs: a heartbeat on its own thread keeps the
     registration live throughout; one beaten on the loop lapses (the control case)."""
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a = Member(settings, client, "a")
         a.ownership = LeaseOwnership(1.0, redis_server.url if on_thread else None)
         try:
@@ -290,9 +295,8 @@ def test_a_busy_event_loop_lapses_the_heartbeat_only_when_it_beats_on_the_loop(
             return live, before, dict(a.ownership.tokens)
         finally:
             await a.ownership.stop()
-            await client.aclose()
 
-    live, before, after = asyncio.run(scenario())
+    live, before, after = with_client(redis_server.url, scenario)
     assert live is on_thread
     assert after == before  # either way nobody took a lease: every token is kept
 
@@ -301,8 +305,7 @@ def test_a_member_restarted_with_the_same_id_takes_its_partitions_again_at_once(
     settings, redis_server, sync
 ):
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a = Member(settings, client, "a")
         restarted = Member(settings, client, "a")
         try:
@@ -319,9 +322,8 @@ def test_a_member_restarted_with_the_same_id_takes_its_partitions_again_at_once(
             assert {sync.get(keys.lease(p)).decode() for p in PARTITIONS} == set(after.values())
         finally:
             await restarted.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
+    with_client(redis_server.url, scenario)
 
 
 def test_a_restarted_member_lets_go_of_what_is_no_longer_its_own(settings, redis_server, sync):
@@ -329,8 +331,7 @@ def test_a_restarted_member_lets_go_of_what_is_no_longer_its_own(settings, redis
     process held that are now the other's are released, not kept by a live worker that
     does not know it holds them."""
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a, b = Member(settings, client, "a"), Member(settings, client, "b")
         restarted = Member(settings, client, "a")
         try:
@@ -349,15 +350,13 @@ def test_a_restarted_member_lets_go_of_what_is_no_longer_its_own(settings, redis
         finally:
             await restarted.ownership.stop()
             await b.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
+    with_client(redis_server.url, scenario)
 
 
 def test_an_unloaded_partition_is_taken_again_at_the_next_heartbeat(settings, redis_server, sync):
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a = Member(settings, client, "a")
         try:
             await a.join()
@@ -376,17 +375,15 @@ def test_an_unloaded_partition_is_taken_again_at_the_next_heartbeat(settings, re
             assert not sync.exists(keys.worker_unloaded("a"))
         finally:
             await a.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
+    with_client(redis_server.url, scenario)
 
 
 def test_a_slow_rebalance_delays_neither_the_heartbeat_nor_a_takeover(settings, redis_server, sync):
     """A worker starting the runners of many partitions stays live, and takes a dead
     worker's partitions over within the TTL and a third meanwhile."""
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a, b = Member(settings, client, "a"), Member(settings, client, "b")
         b.rebalance_seconds = 4.0
         try:
@@ -417,6 +414,5 @@ def test_a_slow_rebalance_delays_neither_the_heartbeat_nor_a_takeover(settings, 
         finally:
             b.rebalance_seconds = 0.0
             await b.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
+    with_client(redis_server.url, scenario)
