@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, Float, Index, Integer, String, Text
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 
 from models.base import Base, BigId, Json, Timestamp, utcnow
 
@@ -59,7 +59,16 @@ class ReportRun(Base):
 
 
 class _ReportRow:
-    """Columns every report row has: the run, the window and the subscription it describes."""
+    """Columns every report row has: the run, the window and the subscription it describes;
+    indexed for lookups by namespace and window, and by run."""
+
+    @declared_attr.directive
+    def __table_args__(cls) -> tuple[Index, ...]:
+        table = cls.__tablename__
+        return (
+            Index(f"ix_{table}_lookup", "tenant", "namespace", "window", "window_start"),
+            Index(f"ix_{table}_run", "run_id"),
+        )
 
     run_id: Mapped[int] = mapped_column(BigInteger)
     window: Mapped[str] = mapped_column(String(8))
@@ -74,10 +83,6 @@ class RateReportRow(_ReportRow, Base):
     """Dispatch per subscription per window, against the limit in force."""
 
     __tablename__ = "rate_report"
-    __table_args__ = (
-        Index("ix_rate_report_lookup", "tenant", "namespace", "window", "window_start"),
-        Index("ix_rate_report_run", "run_id"),
-    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     intervals: Mapped[int] = mapped_column(Integer)
@@ -124,10 +129,6 @@ class BacklogReportRow(_ReportRow, Base):
     """Backlog per subscription per window, its growth, and when it will drain."""
 
     __tablename__ = "backlog_report"
-    __table_args__ = (
-        Index("ix_backlog_report_lookup", "tenant", "namespace", "window", "window_start"),
-        Index("ix_backlog_report_run", "run_id"),
-    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     intervals: Mapped[int] = mapped_column(Integer)

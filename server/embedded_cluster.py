@@ -19,7 +19,7 @@ from pathlib import Path
 
 import redis
 
-from server.embedded_redis import die_with_parent, free_port
+from server.embedded_redis import free_port, spawn_quietly
 from server.processes import wait_or_kill
 
 
@@ -70,22 +70,14 @@ class EmbeddedCluster:
             self._spawn(node)
         for node in self.nodes:
             self._wait_ping(node, timeout)
-        subprocess.run(
-            [
-                self.cli,
-                "--cluster",
-                "create",
-                *(f"127.0.0.1:{n.port}" for n in self.nodes),
-                "--cluster-replicas",
-                str(self.replicas),
-                "--cluster-yes",
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+        self._cluster_command(
+            "create",
+            *(f"127.0.0.1:{n.port}" for n in self.nodes),
+            "--cluster-replicas",
+            str(self.replicas),
+            "--cluster-yes",
             timeout=timeout,
         )
-        self.wait_ok(timeout)
         self.wait_replicas(timeout)
         return self
 
@@ -134,13 +126,7 @@ class EmbeddedCluster:
             "--logfile",
             str(folder / "redis.log"),
         ]
-        node.process = subprocess.Popen(
-            args,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,
-            start_new_session=True,
-        )
+        node.process = spawn_quietly(args)
 
     def _wait_ping(self, node: Node, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -239,22 +225,25 @@ class EmbeddedCluster:
         for node in (source, target):
             raw = node.redis().execute_command("CLUSTER MYID")
             ids[node.port] = raw.decode() if isinstance(raw, bytes) else raw
+        self._cluster_command(
+            "reshard",
+            f"127.0.0.1:{source.port}",
+            "--cluster-from",
+            ids[source.port],
+            "--cluster-to",
+            ids[target.port],
+            "--cluster-slots",
+            str(slots),
+            "--cluster-yes",
+            "--cluster-pipeline",
+            "10",
+            timeout=timeout,
+        )
+
+    def _cluster_command(self, *args: str, timeout: float) -> None:
+        """``redis-cli --cluster <args>``, then wait until the cluster is OK again."""
         subprocess.run(
-            [
-                self.cli,
-                "--cluster",
-                "reshard",
-                f"127.0.0.1:{source.port}",
-                "--cluster-from",
-                ids[source.port],
-                "--cluster-to",
-                ids[target.port],
-                "--cluster-slots",
-                str(slots),
-                "--cluster-yes",
-                "--cluster-pipeline",
-                "10",
-            ],
+            [self.cli, "--cluster", *args],
             check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -45,6 +45,19 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
+def spawn_quietly(args: list[str]) -> subprocess.Popen:
+    """Start a server process, its output discarded, in a session of its own: Ctrl-C in a
+    terminal reaches the owner, which stops the server after everything that uses it (the
+    server still dies with its owner)."""
+    return subprocess.Popen(
+        args,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=die_with_parent,
+        start_new_session=True,
+    )
+
+
 @dataclass(frozen=True)
 class TlsFiles:
     """PEM files for a TLS-only server: its certificate and key, and the CA that signed it."""
@@ -138,15 +151,7 @@ class EmbeddedRedis:
             args += ["--tls-cert-file", str(self.tls.cert.resolve())]
             args += ["--tls-key-file", str(self.tls.key.resolve())]
             args += ["--tls-ca-cert-file", str(self.tls.ca.resolve())]
-        # A session of its own: Ctrl-C in a terminal reaches the owner, which stops the server
-        # after everything that uses it (the server still dies with its owner).
-        self.process = subprocess.Popen(
-            args,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,
-            start_new_session=True,
-        )
+        self.process = spawn_quietly(args)
         return self.process
 
     def wait_ready(self, process: subprocess.Popen, timeout: float = 10.0) -> None:
