@@ -23,9 +23,7 @@ def test_partitions_are_shared_and_rebalanced_when_a_worker_joins(fleet, http, s
         http.put(f"{ADMIN}/persistent/acme/orders/fleet/partitions", json=partitions).status_code
         == 204
     )
-    fleet.start("w1")
-    fleet.start("w2")
-    two = wait_until(lambda: fleet.settled(TOPIC, partitions, {"w1", "w2"}), timeout=15)
+    two = fleet.start_settled(TOPIC, partitions, "w1", "w2")
 
     # The admin service shows the fleet and the owners.
     assert sorted(http.get(f"{ADMIN}/brokers/standalone").json()) == ["w1", "w2"]
