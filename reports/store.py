@@ -100,20 +100,18 @@ class RunStore:
         now = utcnow()
         with self.engine.begin() as connection:
             if run_id is None:
+                # Recorded as queued and started at once.
+                values = {
+                    **queued_run(job, task_id=None, params=params),
+                    "status": RUN_RUNNING,
+                    "queued_at": now,
+                    "started_at": now,
+                    "window_from": window_from,
+                    "window_to": window_to,
+                    "attempt": attempt,
+                }
                 new_id = connection.execute(
-                    insert(ReportRun)
-                    .values(
-                        job=job,
-                        status=RUN_RUNNING,
-                        queued_at=now,
-                        started_at=now,
-                        window_from=window_from,
-                        window_to=window_to,
-                        attempt=attempt,
-                        params=params,
-                        rows=0,
-                    )
-                    .returning(ReportRun.id)
+                    insert(ReportRun).values(values).returning(ReportRun.id)
                 ).scalar_one()
                 return new_id, attempt
             run = connection.execute(
