@@ -101,15 +101,9 @@ class RunStore:
         with self.engine.begin() as connection:
             if run_id is None:
                 # Recorded as queued and started at once.
-                values = {
-                    **queued_run(job, task_id=None, params=params),
-                    "status": RUN_RUNNING,
-                    "queued_at": now,
-                    "started_at": now,
-                    "window_from": window_from,
-                    "window_to": window_to,
-                    "attempt": attempt,
-                }
+                values = queued_run(job, task_id=None, params=params)
+                values.update(status=RUN_RUNNING, queued_at=now, started_at=now, attempt=attempt)
+                values.update(window_from=window_from, window_to=window_to)
                 new_id = connection.execute(
                     insert(ReportRun).values(values).returning(ReportRun.id)
                 ).scalar_one()
