@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -67,21 +67,23 @@ class TlsFiles:
     ca: Path
 
 
+@dataclass(eq=False)
 class EmbeddedRedis:
     """Start, stop and restart a private ``redis-server``."""
 
-    def __init__(
-        self,
-        directory: Path,
-        port: int = 0,
-        *,
-        appendonly: bool = False,
-        password: str | None = None,
-        username: str | None = None,
-        tls: TlsFiles | None = None,
-        extra_args: tuple[str, ...] = (),
-        acl_file: Path | None = None,
-    ) -> None:
+    directory: Path
+    port: int = 0  # 0: a free one
+    _: KW_ONLY
+    appendonly: bool = False
+    password: str | None = None
+    username: str | None = None
+    tls: TlsFiles | None = None
+    extra_args: tuple[str, ...] = ()
+    acl_file: Path | None = None
+    binary: str = field(init=False)
+    process: subprocess.Popen | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError(
@@ -89,15 +91,8 @@ class EmbeddedRedis:
                 "or point REDIS_URL at a Redis 7 server"
             )
         self.binary = binary
-        self.directory = Path(directory)
-        self.port = port or free_port()
-        self.appendonly = appendonly
-        self.password = password
-        self.username = username
-        self.tls = tls
-        self.extra_args = extra_args
-        self.acl_file = acl_file
-        self.process: subprocess.Popen | None = None
+        self.directory = Path(self.directory)
+        self.port = self.port or free_port()
 
     @property
     def url(self) -> str:
