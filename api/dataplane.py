@@ -22,6 +22,12 @@ from dataplane.backlog import Backlog, read_backlogs
 from dataplane.batches import get_many, in_batches
 from dataplane.catalog import CatalogProjection
 from dataplane.scripts import register_scripts
+from dataplane.stats_document import (
+    THROTTLED_COUNTERS,
+    counter,
+    subscription_document,
+    topic_document,
+)
 from models.errors import PreconditionFailed
 from sluice.protocol import keys
 from sluice.protocol.frames import lease_holder, partitions_of
@@ -97,53 +103,21 @@ def _load_document(raw: bytes) -> dict[str, Any]:
 
 def _subscription_document(stats: Any = None, sub_type: Any = None) -> dict[str, Any]:
     """A subscription's stats from its raw counters (backlog filled in by ``_with_backlog``)."""
-    stats = stats if isinstance(stats, dict) else {}
-    return {
-        "msgRateOut": 0.0,
-        "msgThroughputOut": 0.0,
-        "bytesOutCounter": int(stats.get(b"bytes_out", 0)),
-        "msgOutCounter": int(stats.get(b"msg_out", 0)),
-        "msgRateRedeliver": 0.0,
-        "msgBacklog": 0,
-        "msgBacklogNoDelayed": 0,
-        "backlogSize": 0,
-        "unackedMessages": 0,
-        "msgAckCounter": int(stats.get(b"acked", 0)),
-        "totalMsgExpired": int(stats.get(b"expired", 0)),
-        "type": as_text(sub_type) if sub_type else "Shared",
-        "isDurable": True,
-        "blockedSubscriptionOnUnackedMsgs": False,
-        "consumers": [],
-        **{name: 0 for name in THROTTLED_COUNTERS},
-    }
+    return subscription_document(
+        stats if isinstance(stats, dict) else {}, as_text(sub_type) if sub_type else "Shared"
+    )
 
 
 def _document(counters: Any, subs: list[str], replies: Any) -> dict[str, Any]:
-    """One partition's document; ``replies`` yields each subscription's stats and type."""
+    """One partition's document; ``replies`` yields each subscription's stats and type.
+    No worker runs the partition: no rates, no stats interval in progress."""
     counters = counters if isinstance(counters, dict) else {}
-    msg_in = int(counters.get(b"msg_in", 0))
-    bytes_in = int(counters.get(b"bytes_in", 0))
-    subscriptions = {name: _subscription_document(next(replies), next(replies)) for name in subs}
-    return {
-        "msgRateIn": 0.0,
-        "msgThroughputIn": 0.0,
-        "msgRateOut": 0.0,
-        "msgThroughputOut": 0.0,
-        "bytesInCounter": bytes_in,
-        "msgInCounter": msg_in,
-        "bytesOutCounter": sum(s["bytesOutCounter"] for s in subscriptions.values()),
-        "msgOutCounter": sum(s["msgOutCounter"] for s in subscriptions.values()),
-        "averageMsgSize": bytes_in / msg_in if msg_in else 0.0,
-        "backlogSize": 0,
-        "msgExpiredCounter": sum(s["totalMsgExpired"] for s in subscriptions.values()),
-        "publishRateLimitedTimes": 0,  # no worker runs it: no stats interval in progress
-        "totalPublishRateLimitedCounter": int(counters.get(b"publish_throttled", 0)),
-        "publishers": [],
-        "subscriptions": subscriptions,
-        "replication": {},
-        "owner": None,
-        "updatedAt": int(time.time() * 1000),
-    }
+    return topic_document(
+        counter(counters, b"msg_in"),
+        counter(counters, b"bytes_in"),
+        {name: _subscription_document(next(replies), next(replies)) for name in subs},
+        publish_limited_total=counter(counters, b"publish_throttled"),
+    )
 
 
 def _with_backlog(doc: dict[str, Any], backlogs: dict[str, Backlog]) -> dict[str, Any]:
@@ -228,11 +202,6 @@ SUMMED_TOPIC = (
     "msgExpiredCounter",
     "publishRateLimitedTimes",
     "totalPublishRateLimitedCounter",
-)
-THROTTLED_COUNTERS = tuple(
-    f"dispatchThrottled{dim}EventsBy{level}Limit"
-    for level in ("Subscription", "Topic", "Broker")
-    for dim in ("Msg", "Bytes")
 )
 SUMMED_SUBSCRIPTION = (
     "msgRateOut",

@@ -70,9 +70,8 @@ async def get_unit_of_work(
         if uow.dry_run:
             await session.rollback()
             return
-        await uow.write_changes()
         try:
-            await session.commit()
+            await uow.commit()
         except BaseException:
             # A COMMIT whose answer was lost may have happened (the database restarted
             # under it): have the relay sweep the outbox now rather than after its grace.

@@ -19,6 +19,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -51,34 +52,25 @@ def event_fields(event: OutboxEvent | WrittenEvent) -> dict[str, Any]:
     }
 
 
+@dataclass(eq=False)
 class OutboxRelay:
     """Publishes a request's events at once and sweeps up the rest; run ``run()`` and
     ``mark()`` as background tasks."""
 
-    def __init__(
-        self,
-        sessions: async_sessionmaker[AsyncSession],
-        redis: Redis,
-        stream: str,
-        *,
-        maxlen: int = 100_000,
-        sweep_seconds: float = 1.0,
-        grace_seconds: float = 5.0,
-        mark_seconds: float = 0.25,
-    ) -> None:
-        self.sessions = sessions
-        self.redis = redis
-        self.stream = stream
-        self.maxlen = maxlen
-        self.sweep_seconds = sweep_seconds
-        self.grace_seconds = grace_seconds
-        self.mark_seconds = mark_seconds
-        self._wake = asyncio.Event()
-        self._urgent = False
-        self._lock = asyncio.Lock()
-        self._to_mark: set[int] = set()
-        self._mark_wake = asyncio.Event()
-        self.published = 0
+    sessions: async_sessionmaker[AsyncSession]
+    redis: Redis
+    stream: str
+    _: KW_ONLY
+    maxlen: int = 100_000
+    sweep_seconds: float = 1.0
+    grace_seconds: float = 5.0
+    mark_seconds: float = 0.25
+    published: int = field(default=0, init=False)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    _urgent: bool = field(default=False, init=False, repr=False)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+    _to_mark: set[int] = field(default_factory=set, init=False, repr=False)
+    _mark_wake: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
 
     def notify(self) -> None:
         """A request could not publish its events: sweep now, without the grace period."""

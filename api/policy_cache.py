@@ -23,6 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 from redis.asyncio import Redis
@@ -64,41 +65,36 @@ class Change(Protocol):
     def payload(self) -> dict[str, Any]: ...
 
 
+@dataclass(eq=False)
 class PolicyCache:
     """Policies, topics and namespaces as of the last reload."""
 
-    def __init__(
-        self,
-        sessions: async_sessionmaker[AsyncSession],
-        redis: Redis,
-        stream: str,
-        *,
-        max_age: float = 30.0,
-        min_interval: float = 0.1,
-    ) -> None:
-        self.sessions = sessions
-        self.redis = redis
-        self.stream = stream
-        self.max_age = max_age
-        self.min_interval = min_interval
-        self.snapshot = PolicySnapshot()
-        self.topics: dict[str, int] = {}
-        self.namespaces: set[str] = set()
-        self.generation = 0  # local commits so far
-        self._loaded_generation = -1
-        self._pending_events = False
-        self._full_pending = True  # the next reload reads everything
-        self._policies_pending = False  # the next reload reads the policies
-        self._topics_pending: set[str] = set()  # topics (full names) to read again
-        # Called (in a task of their own) when a change event says grants changed, whichever
-        # replica made the change (the WebSocket connections' recheck, api.websocket.grants).
-        self.on_permissions: list[Callable[[], Awaitable[Any]]] = []
-        self._listener_tasks: set[asyncio.Task] = set()
-        self._wake = asyncio.Event()
-        self.reloads = 0
-        self.full_reloads = 0
-        self.hits = 0  # reads answered from memory
-        self.misses = 0  # reads that went to the database because the cache was stale
+    sessions: async_sessionmaker[AsyncSession]
+    redis: Redis
+    stream: str
+    _: KW_ONLY
+    max_age: float = 30.0
+    min_interval: float = 0.1
+    snapshot: PolicySnapshot = field(default_factory=PolicySnapshot, init=False)
+    topics: dict[str, int] = field(default_factory=dict, init=False)
+    namespaces: set[str] = field(default_factory=set, init=False)
+    generation: int = field(default=0, init=False)  # local commits so far
+    _loaded_generation: int = field(default=-1, init=False, repr=False)
+    _pending_events: bool = field(default=False, init=False, repr=False)
+    # The next reload reads everything / the policies / these topics (full names) again.
+    _full_pending: bool = field(default=True, init=False, repr=False)
+    _policies_pending: bool = field(default=False, init=False, repr=False)
+    _topics_pending: set[str] = field(default_factory=set, init=False, repr=False)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    reloads: int = field(default=0, init=False)
+    full_reloads: int = field(default=0, init=False)
+    hits: int = field(default=0, init=False)  # reads answered from memory
+    # Reads that went to the database because the cache was stale.
+    misses: int = field(default=0, init=False)
+    # Called (in a task of their own) when a change event says grants changed, whichever
+    # replica made the change (the WebSocket connections' recheck, api.websocket.grants).
+    on_permissions: list[Callable[[], Awaitable[Any]]] = field(default_factory=list, init=False)
+    _listener_tasks: set[asyncio.Task] = field(default_factory=set, init=False, repr=False)
 
     @property
     def fresh(self) -> bool:

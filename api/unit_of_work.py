@@ -3,16 +3,19 @@
 Services never commit.  They call ``record`` next to their writes, so the change, its audit
 entry and its outbox event share one transaction; the request dependency writes the recorded
 entries (``write_changes``: one statement for all of them), commits once (or rolls back, and
-for a dry run always rolls back), then publishes the events.
+for a dry run always rolls back), then publishes the events.  A write that must be durable
+before the request goes on (a report run recorded before its task is sent) takes a unit of
+work of its own, ``committed``, which commits the same way when its block ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.sql.dml import UpdateBase
 
 from api.dataplane import DataPlane
@@ -100,7 +103,29 @@ class UnitOfWork:
             statements=statements,
         )
 
+    async def commit(self) -> None:
+        """Write what was recorded and commit: only the request dependency and
+        ``committed`` call it, once their block of work has ended."""
+        await self.write_changes()
+        await self.session.commit()
+
     @property
     def emitted(self) -> int:
         """Change events recorded in this unit of work."""
         return len(self.events) + len(self.changes)
+
+
+@asynccontextmanager
+async def committed(
+    sessions: async_sessionmaker[AsyncSession], caller: Caller
+) -> AsyncIterator[UnitOfWork]:
+    """A unit of work of its own: committed when the block ends, rolled back when it
+    raises."""
+    async with sessions() as session:
+        uow = UnitOfWork(session, caller)
+        try:
+            yield uow
+        except BaseException:
+            await session.rollback()
+            raise
+        await uow.commit()

@@ -260,19 +260,33 @@ def reads_phase(http: httpx.Client, partitions: int, runs: int) -> list[dict]:
                 else f"{BASE}/{name}{suffix}"
             )
             figures[name] = timed(http, path, runs)
-        big = figures["readbig"]
         rows.append(
-            row(
-                f"{label}, median (max {max(big):,.0f} ms)",
+            median_row(
+                label,
                 f"{partitions:,} partitions",
-                statistics.median(big),
-                "ms",
+                figures["readbig"],
                 "< 200",
                 f"same, {small} partitions",
-                statistics.median(figures["readsmall"]),
+                figures["readsmall"],
             )
         )
     return rows
+
+
+def median_row(
+    label: str, scale: str, big: list[float], target: str, baseline: str, small: list[float]
+) -> dict:
+    """A row of median latencies (ms) at ``scale`` against ``target``, beside the baseline's
+    median at a smaller scale."""
+    return row(
+        f"{label}, median (max {max(big):,.0f} ms)",
+        scale,
+        statistics.median(big),
+        "ms",
+        target,
+        baseline,
+        statistics.median(small),
+    )
 
 
 def listing_phase(stack: Stack, http: httpx.Client, topics: int, runs: int) -> list[dict]:
@@ -293,16 +307,14 @@ def listing_phase(stack: Stack, http: httpx.Client, topics: int, runs: int) -> l
             if not check(namespace, got):
                 raise RuntimeError(f"{path}: {len(got)} names, expected {names[namespace]}")
             figures[namespace] = timed(http, path, runs)
-        big = figures["listbig"]
         rows.append(
-            row(
-                f"{label}, median (max {max(big):,.0f} ms)",
+            median_row(
+                label,
                 f"{topics:,} topics ({len(ok(http.get(path)).json()):,} names)",
-                statistics.median(big),
-                "ms",
+                figures["listbig"],
                 "< 1000",
                 f"same, {topics // 100:,} topics",
-                statistics.median(figures["listsmall"]),
+                figures["listsmall"],
             )
         )
     return rows

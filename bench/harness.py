@@ -27,6 +27,7 @@ from models.db import create_scratch_database, drop_database
 from server.embedded_cluster import EmbeddedCluster
 from server.embedded_postgres import EmbeddedPostgres
 from server.embedded_redis import EmbeddedRedis, free_port
+from server.processes import wait_or_kill
 
 ROOT = Path(__file__).resolve().parents[1]
 _postgres: EmbeddedPostgres | None = None
@@ -146,10 +147,7 @@ def stop_processes(processes: list[subprocess.Popen]) -> None:
     for process in reversed(processes):
         process.terminate()
     for process in processes:
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        wait_or_kill(process, 20)
 
 
 def wait_http(url: str, timeout: float = 60.0) -> None:

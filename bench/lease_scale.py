@@ -48,6 +48,7 @@ import redis
 from bench.harness import ROOT, Stack, report, wait_http
 from bench.many_subscriptions import cpu_seconds
 from server.embedded_redis import EmbeddedRedis, free_port
+from server.processes import wait_or_kill
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import WORKER_HEARTBEAT
@@ -149,10 +150,7 @@ class Member:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+            wait_or_kill(self.process, 60)
         self._log.close()
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import orjson
@@ -55,25 +55,17 @@ async def latest_position(redis: Redis, stream: str) -> str:
     return last[0][0].decode() if last else "0-0"
 
 
+@dataclass(eq=False)
 class ChangeFollower:
     """Reads the change-event stream in batches from ``position``."""
 
-    def __init__(
-        self,
-        redis: Redis,
-        stream: str,
-        position: str = "$",
-        *,
-        count: int = 500,
-        block_ms: int = 1000,
-        retry_seconds: float = 0.5,
-    ) -> None:
-        self.redis = redis
-        self.stream = stream
-        self.position = position  # the last event done with ("$": none yet, start at new ones)
-        self.count = count
-        self.block_ms = block_ms
-        self.retry_seconds = retry_seconds
+    redis: Redis
+    stream: str
+    position: str = "$"  # the last event done with ("$": none yet, start at new ones)
+    _: KW_ONLY
+    count: int = 500
+    block_ms: int = 1000
+    retry_seconds: float = 0.5
 
     async def follow(
         self,

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, Float, Index, Integer, String, Text
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 
 from models.base import Base, BigId, Json, Timestamp, utcnow
 
@@ -24,7 +24,6 @@ RUN_FAILED = "failed"
 RUN_STATUSES = (RUN_QUEUED, RUN_RUNNING, RUN_SUCCEEDED, RUN_FAILED)
 RUN_FINAL = (RUN_SUCCEEDED, RUN_FAILED)
 
-REPORT_JOBS = ("rates", "backlog")
 WINDOWS = ("minute", "hour", "day")
 WINDOW_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
@@ -60,7 +59,16 @@ class ReportRun(Base):
 
 
 class _ReportRow:
-    """Columns every report row has: the run, the window and the subscription it describes."""
+    """Columns every report row has: the run, the window and the subscription it describes;
+    indexed for lookups by namespace and window, and by run."""
+
+    @declared_attr.directive
+    def __table_args__(cls) -> tuple[Index, ...]:
+        table = cls.__tablename__
+        return (
+            Index(f"ix_{table}_lookup", "tenant", "namespace", "window", "window_start"),
+            Index(f"ix_{table}_run", "run_id"),
+        )
 
     run_id: Mapped[int] = mapped_column(BigInteger)
     window: Mapped[str] = mapped_column(String(8))
@@ -75,10 +83,6 @@ class RateReportRow(_ReportRow, Base):
     """Dispatch per subscription per window, against the limit in force."""
 
     __tablename__ = "rate_report"
-    __table_args__ = (
-        Index("ix_rate_report_lookup", "tenant", "namespace", "window", "window_start"),
-        Index("ix_rate_report_run", "run_id"),
-    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     intervals: Mapped[int] = mapped_column(Integer)
@@ -125,10 +129,6 @@ class BacklogReportRow(_ReportRow, Base):
     """Backlog per subscription per window, its growth, and when it will drain."""
 
     __tablename__ = "backlog_report"
-    __table_args__ = (
-        Index("ix_backlog_report_lookup", "tenant", "namespace", "window", "window_start"),
-        Index("ix_backlog_report_run", "run_id"),
-    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     intervals: Mapped[int] = mapped_column(Integer)
@@ -143,3 +143,30 @@ class BacklogReportRow(_ReportRow, Base):
     drain_seconds: Mapped[float | None] = mapped_column(Float)  # None when it never drains
     drain_status: Mapped[str] = mapped_column(String(8))  # empty | draining | never
     growth_rank: Mapped[int] = mapped_column(Integer)  # 1 = fastest growing in the window
+
+
+# A report's identity: its job name, the table of its rows (the job names, in this order, are
+# every report job there is).
+REPORT_TABLES: dict[str, type[RateReportRow] | type[BacklogReportRow]] = {
+    "rates": RateReportRow,
+    "backlog": BacklogReportRow,
+}
+REPORT_JOBS = tuple(REPORT_TABLES)
+
+
+def report_columns(job: str) -> list[str]:
+    """The columns of a job's result rows, in table order (no id)."""
+    return [c.name for c in REPORT_TABLES[job].__table__.columns if c.name != "id"]
+
+
+def queued_run(job: str, *, task_id: str | None, params: dict[str, Any]) -> dict[str, Any]:
+    """The column values of a run of ``job`` recorded as queued (no attempt started yet)."""
+    return {
+        "job": job,
+        "status": RUN_QUEUED,
+        "task_id": task_id,
+        "queued_at": utcnow(),
+        "attempt": 0,
+        "rows": 0,
+        "params": params,
+    }

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from models.broker_config import BrokerConfig
 from models.dispatch_rate import DispatchRate
-from models.errors import NotFound, topic_not_found
+from models.errors import NotAllowed, NotFound, topic_not_found
 from models.flow import value_from_json
 from models.orm import (
     DISPATCH_RATE,
@@ -187,6 +187,13 @@ def build_snapshot(broker: BrokerConfig, rows: list[Any]) -> PolicySnapshot:
         for full in set(topic_rates) | set(sub_rates)
     }
     return PolicySnapshot(broker, namespaces, topics)
+
+
+async def require_forced_deletion(session: AsyncSession, key: str, what: str) -> None:
+    """Refuse (``NotAllowed``) a forced deletion of ``what`` (tenants, namespaces) unless the
+    broker setting ``key`` allows it."""
+    if not (await load_broker_config(session)).get(key):
+        raise NotAllowed(f"Broker doesn't allow forced deletion of {what}")
 
 
 async def find_tenant(session: AsyncSession, name: str) -> Tenant | None:

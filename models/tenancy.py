@@ -11,6 +11,14 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from models.base import Base, BigId, Json, Timestamp, utcnow
 
 
+def _owned(parent: str) -> Any:
+    """The rows a parent owns (``parent``: their side of the relationship): deleted with it
+    by the database's cascade, never loaded lazily."""
+    return relationship(
+        back_populates=parent, lazy="raise", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
 class Cluster(Base):
     """The local cluster (Sluice runs one, named by settings, default ``standalone``)."""
 
@@ -34,12 +42,7 @@ class Tenant(Base):
     allowed_clusters: Mapped[list[str]] = mapped_column(Json, default=list)
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
 
-    namespaces: Mapped[list[Namespace]] = relationship(
-        back_populates="tenant",
-        lazy="raise",
-        cascade="all, delete-orphan",
-        passive_deletes=True,
-    )
+    namespaces: Mapped[list[Namespace]] = _owned("tenant")
 
 
 class Namespace(Base):
@@ -55,12 +58,7 @@ class Namespace(Base):
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
 
     tenant: Mapped[Tenant] = relationship(back_populates="namespaces", lazy="raise")
-    topics: Mapped[list[Topic]] = relationship(
-        back_populates="namespace",
-        lazy="raise",
-        cascade="all, delete-orphan",
-        passive_deletes=True,
-    )
+    topics: Mapped[list[Topic]] = _owned("namespace")
 
 
 class Topic(Base):
@@ -78,12 +76,7 @@ class Topic(Base):
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
 
     namespace: Mapped[Namespace] = relationship(back_populates="topics", lazy="raise")
-    subscriptions: Mapped[list[Subscription]] = relationship(
-        back_populates="topic",
-        lazy="raise",
-        cascade="all, delete-orphan",
-        passive_deletes=True,
-    )
+    subscriptions: Mapped[list[Subscription]] = _owned("topic")
 
 
 class Subscription(Base):

@@ -26,23 +26,18 @@ from sqlalchemy.engine import make_url
 from models.base import utcnow
 from models.db import is_sqlite
 from models.reports import (
+    REPORT_TABLES,
     RUN_FAILED,
     RUN_FINAL,
     RUN_QUEUED,
     RUN_RUNNING,
     RUN_SUCCEEDED,
-    BacklogReportRow,
-    RateReportRow,
     ReportRun,
+    queued_run,
+    report_columns,
 )
 
-TABLES = {"rates": RateReportRow, "backlog": BacklogReportRow}
 INSERT_BATCH = 5_000
-
-
-def result_columns(job: str) -> list[str]:
-    """The columns a job's result DataFrame must have, in table order (no id)."""
-    return [c.name for c in TABLES[job].__table__.columns if c.name != "id"]
 
 
 class RunStore:
@@ -61,15 +56,7 @@ class RunStore:
             return {
                 job: connection.execute(
                     insert(ReportRun)
-                    .values(
-                        job=job,
-                        status=RUN_QUEUED,
-                        task_id=task_id,
-                        queued_at=utcnow(),
-                        attempt=0,
-                        params=params,
-                        rows=0,
-                    )
+                    .values(queued_run(job, task_id=task_id, params=params))
                     .returning(ReportRun.id)
                 ).scalar_one()
                 for job in jobs
@@ -113,20 +100,12 @@ class RunStore:
         now = utcnow()
         with self.engine.begin() as connection:
             if run_id is None:
+                # Recorded as queued and started at once.
+                values = queued_run(job, task_id=None, params=params)
+                values.update(status=RUN_RUNNING, queued_at=now, started_at=now, attempt=attempt)
+                values.update(window_from=window_from, window_to=window_to)
                 new_id = connection.execute(
-                    insert(ReportRun)
-                    .values(
-                        job=job,
-                        status=RUN_RUNNING,
-                        queued_at=now,
-                        started_at=now,
-                        window_from=window_from,
-                        window_to=window_to,
-                        attempt=attempt,
-                        params=params,
-                        rows=0,
-                    )
-                    .returning(ReportRun.id)
+                    insert(ReportRun).values(values).returning(ReportRun.id)
                 ).scalar_one()
                 return new_id, attempt
             run = connection.execute(
@@ -154,8 +133,8 @@ class RunStore:
 
     def write(self, job: str, run_id: int, frame: DataFrame) -> None:
         """Write a run's result rows."""
-        frame = frame.select(*result_columns(job))
-        table = TABLES[job].__table__
+        frame = frame.select(*report_columns(job))
+        table = REPORT_TABLES[job].__table__
         if self.use_jdbc:
             url, properties = jdbc_target(self.database_url)
             frame.write.jdbc(url, table.name, mode="append", properties=properties)
@@ -176,7 +155,7 @@ class RunStore:
         ``windows`` maps each window kind to the earliest window start the run recomputed.
         Returns the number of result rows.
         """
-        model = TABLES[job]
+        model = REPORT_TABLES[job]
         with self.engine.begin() as connection:
             rows = connection.execute(
                 select(func.count()).select_from(model).where(model.run_id == run_id)
@@ -199,7 +178,7 @@ class RunStore:
     def fail(self, job: str, run_id: int, error: str, *, requeue: bool = False) -> None:
         """Delete a run's rows and record why its attempt failed: the run is failed, or
         queued again when ``requeue`` (another attempt will follow)."""
-        model = TABLES[job]
+        model = REPORT_TABLES[job]
         with self.engine.begin() as connection:
             connection.execute(delete(model).where(model.run_id == run_id))
             connection.execute(

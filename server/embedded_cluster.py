@@ -14,12 +14,29 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 
-from server.embedded_redis import die_with_parent, free_port
+from server.embedded_redis import free_port, spawn_quietly
+from server.processes import wait_or_kill
+
+
+def poll_until(ready: Callable[[], bool], timeout: float, every: float, failure: str) -> None:
+    """Ask ``ready()`` every ``every`` seconds until it is true (a Redis error: not yet);
+    ``RuntimeError(failure)`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if ready():
+                return
+        except redis.RedisError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(failure)
+        time.sleep(every)
 
 
 @dataclass
@@ -69,41 +86,28 @@ class EmbeddedCluster:
             self._spawn(node)
         for node in self.nodes:
             self._wait_ping(node, timeout)
-        subprocess.run(
-            [
-                self.cli,
-                "--cluster",
-                "create",
-                *(f"127.0.0.1:{n.port}" for n in self.nodes),
-                "--cluster-replicas",
-                str(self.replicas),
-                "--cluster-yes",
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+        self._cluster_command(
+            "create",
+            *(f"127.0.0.1:{n.port}" for n in self.nodes),
+            "--cluster-replicas",
+            str(self.replicas),
+            "--cluster-yes",
             timeout=timeout,
         )
-        self.wait_ok(timeout)
         self.wait_replicas(timeout)
         return self
 
     def wait_replicas(self, timeout: float = 60.0) -> None:
         """Wait until every running replica is linked to its master and in sync."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if all(
-                    n.redis().info("replication").get("master_link_status") == "up"
-                    and not n.redis().info("replication").get("master_sync_in_progress")
-                    for n in self.replica_nodes()
-                ):
-                    return
-            except redis.RedisError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the replicas did not sync with their masters")
-            time.sleep(0.05)
+
+        def synced() -> bool:
+            return all(
+                n.redis().info("replication").get("master_link_status") == "up"
+                and not n.redis().info("replication").get("master_sync_in_progress")
+                for n in self.replica_nodes()
+            )
+
+        poll_until(synced, timeout, 0.05, "the replicas did not sync with their masters")
 
     def _spawn(self, node: Node) -> None:
         folder = self.directory / str(node.port)
@@ -133,13 +137,7 @@ class EmbeddedCluster:
             "--logfile",
             str(folder / "redis.log"),
         ]
-        node.process = subprocess.Popen(
-            args,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,
-            start_new_session=True,
-        )
+        node.process = spawn_quietly(args)
 
     def _wait_ping(self, node: Node, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -157,33 +155,24 @@ class EmbeddedCluster:
     def wait_ok(self, timeout: float = 60.0) -> None:
         """Wait until every running node says ``cluster_state:ok``, knows every other running
         node (no handshake pending) and sees the same slot map."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                views = set()
-                ok = True
-                for node in self.running():
-                    info = node.redis().cluster("INFO")
-                    state = info if isinstance(info, dict) else {}
-                    if state.get("cluster_state") != "ok":
-                        ok = False
-                        break
-                    known = node.redis().execute_command("CLUSTER NODES")
-                    flags = [v["flags"] for v in known.values() if "fail" not in v["flags"]]
-                    if len(flags) < len(self.running()) or any(
-                        "handshake" in f or "noaddr" in f for f in flags
-                    ):
-                        ok = False
-                        break
-                    slots = node.redis().execute_command("CLUSTER SLOTS")
-                    views.add(tuple(sorted((s[0], s[1], s[2][1]) for s in slots)))
-                if ok and len(views) == 1:
-                    return
-            except redis.RedisError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")
-            time.sleep(0.1)
+        poll_until(self._agreed, timeout, 0.1, "the Redis Cluster did not reach cluster_state:ok")
+
+    def _agreed(self) -> bool:
+        views = set()
+        for node in self.running():
+            info = node.redis().cluster("INFO")
+            state = info if isinstance(info, dict) else {}
+            if state.get("cluster_state") != "ok":
+                return False
+            known = node.redis().execute_command("CLUSTER NODES")
+            flags = [v["flags"] for v in known.values() if "fail" not in v["flags"]]
+            if len(flags) < len(self.running()) or any(
+                "handshake" in f or "noaddr" in f for f in flags
+            ):
+                return False
+            slots = node.redis().execute_command("CLUSTER SLOTS")
+            views.add(tuple(sorted((s[0], s[1], s[2][1]) for s in slots)))
+        return len(views) == 1
 
     def running(self) -> list[Node]:
         """Nodes whose process runs."""
@@ -238,22 +227,25 @@ class EmbeddedCluster:
         for node in (source, target):
             raw = node.redis().execute_command("CLUSTER MYID")
             ids[node.port] = raw.decode() if isinstance(raw, bytes) else raw
+        self._cluster_command(
+            "reshard",
+            f"127.0.0.1:{source.port}",
+            "--cluster-from",
+            ids[source.port],
+            "--cluster-to",
+            ids[target.port],
+            "--cluster-slots",
+            str(slots),
+            "--cluster-yes",
+            "--cluster-pipeline",
+            "10",
+            timeout=timeout,
+        )
+
+    def _cluster_command(self, *args: str, timeout: float) -> None:
+        """``redis-cli --cluster <args>``, then wait until the cluster is OK again."""
         subprocess.run(
-            [
-                self.cli,
-                "--cluster",
-                "reshard",
-                f"127.0.0.1:{source.port}",
-                "--cluster-from",
-                ids[source.port],
-                "--cluster-to",
-                ids[target.port],
-                "--cluster-slots",
-                str(slots),
-                "--cluster-yes",
-                "--cluster-pipeline",
-                "10",
-            ],
+            [self.cli, "--cluster", *args],
             check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -286,11 +278,7 @@ class EmbeddedCluster:
         for node in self.nodes:
             if node.process is None:
                 continue
-            try:
-                node.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                node.process.kill()
-                node.process.wait()
+            wait_or_kill(node.process, timeout)
             node.process = None
 
     def __enter__(self) -> EmbeddedCluster:

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from server.embedded_redis import die_with_parent, free_port
+from server.processes import wait_or_kill
 
 INSTALL_HINT = (
     "install PostgreSQL's server package (scripts/install-system-packages.sh does, and "
@@ -184,11 +185,7 @@ class EmbeddedPostgres:
         if self.process is not None:
             with contextlib.suppress(ProcessLookupError):
                 self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            wait_or_kill(self.process, timeout)
             self.process = None
         self.remove()
 

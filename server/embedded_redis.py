@@ -19,12 +19,13 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
 import redis
 
+from server.processes import wait_or_kill
 from sluice.protocol.connection import connect
 
 PR_SET_PDEATHSIG = 1
@@ -44,6 +45,19 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
+def spawn_quietly(args: list[str]) -> subprocess.Popen:
+    """Start a server process, its output discarded, in a session of its own: Ctrl-C in a
+    terminal reaches the owner, which stops the server after everything that uses it (the
+    server still dies with its owner)."""
+    return subprocess.Popen(
+        args,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=die_with_parent,
+        start_new_session=True,
+    )
+
+
 @dataclass(frozen=True)
 class TlsFiles:
     """PEM files for a TLS-only server: its certificate and key, and the CA that signed it."""
@@ -53,21 +67,23 @@ class TlsFiles:
     ca: Path
 
 
+@dataclass(eq=False)
 class EmbeddedRedis:
     """Start, stop and restart a private ``redis-server``."""
 
-    def __init__(
-        self,
-        directory: Path,
-        port: int = 0,
-        *,
-        appendonly: bool = False,
-        password: str | None = None,
-        username: str | None = None,
-        tls: TlsFiles | None = None,
-        extra_args: tuple[str, ...] = (),
-        acl_file: Path | None = None,
-    ) -> None:
+    directory: Path
+    port: int = 0  # 0: a free one
+    _: KW_ONLY
+    appendonly: bool = False
+    password: str | None = None
+    username: str | None = None
+    tls: TlsFiles | None = None
+    extra_args: tuple[str, ...] = ()
+    acl_file: Path | None = None
+    binary: str = field(init=False)
+    process: subprocess.Popen | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError(
@@ -75,15 +91,8 @@ class EmbeddedRedis:
                 "or point REDIS_URL at a Redis 7 server"
             )
         self.binary = binary
-        self.directory = Path(directory)
-        self.port = port or free_port()
-        self.appendonly = appendonly
-        self.password = password
-        self.username = username
-        self.tls = tls
-        self.extra_args = extra_args
-        self.acl_file = acl_file
-        self.process: subprocess.Popen | None = None
+        self.directory = Path(self.directory)
+        self.port = self.port or free_port()
 
     @property
     def url(self) -> str:
@@ -137,15 +146,7 @@ class EmbeddedRedis:
             args += ["--tls-cert-file", str(self.tls.cert.resolve())]
             args += ["--tls-key-file", str(self.tls.key.resolve())]
             args += ["--tls-ca-cert-file", str(self.tls.ca.resolve())]
-        # A session of its own: Ctrl-C in a terminal reaches the owner, which stops the server
-        # after everything that uses it (the server still dies with its owner).
-        self.process = subprocess.Popen(
-            args,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,
-            start_new_session=True,
-        )
+        self.process = spawn_quietly(args)
         return self.process
 
     def wait_ready(self, process: subprocess.Popen, timeout: float = 10.0) -> None:
@@ -179,11 +180,7 @@ class EmbeddedRedis:
         if self.process is None:
             return
         self.process.terminate()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        wait_or_kill(self.process, timeout)
         self.process = None
 
     def kill(self) -> None:

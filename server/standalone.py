@@ -188,6 +188,12 @@ def embedded_acl(folder: Path) -> dict[str, str]:
     return passwords
 
 
+def celery_worker(*options: str) -> list[str]:
+    """The command line of a Celery worker of the report tasks, with the worker's
+    ``options``."""
+    return [sys.executable, "-m", "celery", "-A", "reports.celery_app:app", "worker", *options]
+
+
 def report_scheduler(
     settings: Settings, log_level: str, run_dir: Path, redis_url: str | None = None
 ) -> SupervisedProcess | None:
@@ -211,13 +217,7 @@ def report_scheduler(
         log.info("report scheduler: runs as root, like this standalone (JSON tasks only)")
         warnings_env = [env.get("PYTHONWARNINGS", ""), f"ignore:{CELERY_ROOT_WARNING}"]
         env["PYTHONWARNINGS"] = ",".join(w for w in warnings_env if w)
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "reports.celery_app:app",
-        "worker",
+    command = celery_worker(
         "--beat",
         "--pool",
         "solo",
@@ -225,7 +225,7 @@ def report_scheduler(
         log_level.upper(),
         "--hostname",
         f"sluice-standalone-{os.getpid()}@%h",
-    ]
+    )
 
     def spawn() -> subprocess.Popen:
         # A session of its own, like the embedded Redis: a Ctrl-C reaches the standalone,

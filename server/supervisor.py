@@ -16,9 +16,12 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from server.processes import wait_or_kill
+from sluice.backoff import Backoff as Curve
 
 log = logging.getLogger("sluice.supervisor")
 
@@ -27,21 +30,23 @@ POLL_SECONDS = 0.2  # how often a child's liveness is checked
 
 @dataclass
 class Backoff:
-    """Delays between restarts: ``initial`` doubling up to ``cap``, back to ``initial`` after
-    a run of at least ``healthy_after`` seconds."""
+    """Delays between restarts: ``initial`` doubling up to ``cap`` (the curve of
+    ``sluice.backoff``, without jitter), back to ``initial`` after a run of at least
+    ``healthy_after`` seconds."""
 
     initial: float = 0.5
     cap: float = 10.0
     healthy_after: float = 30.0
-    failures: int = 0
+    failures: int = field(default=0, init=False)  # restarts since the last healthy run
+    _delays: Iterator[float] | None = field(default=None, init=False, repr=False)
 
     def next_delay(self, ran_for: float) -> float:
         """The delay before the restart of a child that ran ``ran_for`` seconds."""
-        if ran_for >= self.healthy_after:
-            self.failures = 0
-        delay = min(self.cap, self.initial * 2**self.failures)
+        if ran_for >= self.healthy_after or self._delays is None:
+            curve = Curve(initial=self.initial, multiplier=2.0, jitter=0.0, maximum=self.cap)
+            self.failures, self._delays = 0, curve.nominal()
         self.failures += 1
-        return delay
+        return next(self._delays)
 
 
 def describe_exit(returncode: int) -> str:
@@ -160,11 +165,7 @@ class SupervisedProcess:
         process = self.process
         if process is not None and process.poll() is None:
             process.send_signal(self.stop_signal)
-            try:
-                process.wait(self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            wait_or_kill(process, self.stop_timeout)
         self._reap_group()
         self._forget()
 

@@ -90,21 +90,50 @@ def drop_database(url: str) -> None:
     drop_scratch_database(pg_server_url(), url)
 
 
-@pytest.fixture(scope="session")
-def database_url() -> Iterator[str]:
-    """A migrated PostgreSQL database private to this test session."""
-    url = create_database()
+def migrated_database(prefix: str = "sluice_test") -> Iterator[str]:
+    """For a fixture to ``yield from``: a migrated database on the test server, dropped
+    afterwards."""
+    url = create_database(prefix)
     upgrade(url)
     yield url
     drop_database(url)
 
 
+def sync_engine(url: str) -> Iterator[Engine]:
+    """For a fixture to ``yield from``: a synchronous engine on ``url``, disposed afterwards."""
+    engine = make_sync_engine(url)
+    yield engine
+    engine.dispose()
+
+
+def suite_settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
+    """Settings of a suite's admin service and workers on its database and Redis."""
+    return Settings(
+        database_url=database_url,
+        redis_url=redis_url,
+        data_dir=data_dir,
+        events_stream="sluice:events",
+        outbox_sweep_seconds=0.2,
+    )
+
+
+def served(settings: Settings) -> Iterator[ServerThread]:
+    """For a fixture to ``yield from``: the admin service over HTTP, stopped afterwards."""
+    server = ServerThread(create_app(settings)).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A migrated PostgreSQL database private to this test session."""
+    yield from migrated_database()
+
+
 @pytest.fixture(scope="session")
 def db(database_url: str) -> Iterator[Engine]:
     """A synchronous engine on the session database, for direct assertions."""
-    engine = make_sync_engine(database_url)
-    yield engine
-    engine.dispose()
+    yield from sync_engine(database_url)
 
 
 @pytest.fixture(scope="session")
@@ -119,13 +148,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
 @pytest.fixture(scope="session")
 def settings(database_url: str, redis_server: EmbeddedRedis, tmp_path_factory) -> Settings:
     """Settings pointing at the private database and Redis."""
-    return Settings(
-        database_url=database_url,
-        redis_url=redis_server.url,
-        data_dir=tmp_path_factory.mktemp("data"),
-        events_stream="sluice:events",
-        outbox_sweep_seconds=0.2,
-    )
+    return suite_settings(database_url, redis_server.url, tmp_path_factory.mktemp("data"))
 
 
 class ServerThread:
@@ -165,9 +188,7 @@ class ServerThread:
 @pytest.fixture(scope="session")
 def admin_server(settings: Settings) -> Iterator[ServerThread]:
     """The admin service over real HTTP on the private database and Redis."""
-    server = ServerThread(create_app(settings)).start()
-    yield server
-    server.stop()
+    yield from served(settings)
 
 
 def truncate(engine: Engine) -> None:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import sluice
+from server.processes import wait_or_kill
 from sluice.protocol import keys
 from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
@@ -118,6 +119,15 @@ class Fleet:
         expected = {p: rendezvous_owner(sorted(workers), p) for p in owners}
         return owners if owners == expected else None
 
+    def start_settled(
+        self, topic: str, partitions: int, *workers: str, timeout: float = 15
+    ) -> dict[str, str]:
+        """Start ``workers`` and wait until they share the partitions of ``topic`` as
+        rendezvous hashing assigns them: the owners."""
+        for worker_id in workers:
+            self.start(worker_id)
+        return wait_until(lambda: self.settled(topic, partitions, set(workers)), timeout=timeout)
+
     def stop_all(self) -> None:
         """Resume paused workers, then stop every worker (SIGTERM, SIGKILL after 15 s) and
         reap every process this fleet started."""
@@ -127,11 +137,7 @@ class Fleet:
                 with_signal(process, signal.SIGCONT)
                 process.terminate()
         for process in processes:
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            wait_or_kill(process, 15)
         self.redis.close()
 
 

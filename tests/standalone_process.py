@@ -16,6 +16,18 @@ from server.embedded_redis import free_port
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def run_module(module: str, *args: str, cwd: Path, env: dict[str, str]):
+    """``python -m module args`` run to its end (a minute at most), its output as text."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 class Standalone:
     """Start ``sluice standalone`` (admin, worker, embedded Redis) and wait until it is ready;
     ``env`` adds environment variables (security settings, say).  The worker is a child

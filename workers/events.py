@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import InitVar, dataclass, field
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -33,26 +34,22 @@ log = logging.getLogger(__name__)
 POLICY_KINDS = frozenset({"policy", "broker.config"})
 
 
+@dataclass(eq=False)
 class EventFollower:
     """Reads the change-event stream from a position, applies it, confirms what it applied."""
 
-    def __init__(
-        self,
-        control: Redis,
-        stream: str,
-        worker_id: str,
-        gate: DispatchGate,
-        start: str,
-        apply: Callable[[list[ChangeEvent]], Awaitable[None]],
-        resync: Callable[[], Awaitable[None]],
-    ) -> None:
-        self.control = control
-        self.worker_id = worker_id
-        self.gate = gate
-        self.apply = apply
-        self.resync = resync
-        self.reader = ChangeFollower(control, stream, start, count=500, retry_seconds=0.5)
-        self._advanced = asyncio.Event()
+    control: Redis
+    stream: InitVar[str]
+    worker_id: str
+    gate: DispatchGate
+    start: InitVar[str]
+    apply: Callable[[list[ChangeEvent]], Awaitable[None]]
+    resync: Callable[[], Awaitable[None]]
+    reader: ChangeFollower = field(init=False)
+    _advanced: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+
+    def __post_init__(self, stream: str, start: str) -> None:
+        self.reader = ChangeFollower(self.control, stream, start, count=500, retry_seconds=0.5)
 
     @property
     def position(self) -> str:

@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from redis.exceptions import RedisError
@@ -55,28 +56,23 @@ def beat_of(reply: list, renewal: list) -> Beat:
     return Beat(reply, renewal[0] == 1, renewal[3], sorted(renewal[4]))
 
 
+@dataclass(eq=False)
 class HeartbeatThread:
     """Beats every ``interval`` seconds on a daemon thread; hands each beat to ``deliver``
     (called on the thread: it must only schedule work on the loop)."""
 
-    def __init__(
-        self,
-        url: str,
-        worker_id: str,
-        ttl_ms: int,
-        interval: float,
-        partitions: Callable[[], int],
-        deliver: Callable[[Beat], None],
-    ) -> None:
-        self.url = url
-        self.worker_id = worker_id
-        self.ttl_ms = ttl_ms
-        self.interval = interval
-        self.partitions = partitions
-        self.deliver = deliver
-        self._stop = threading.Event()
+    url: str
+    worker_id: str
+    ttl_ms: int
+    interval: float
+    partitions: Callable[[], int]
+    deliver: Callable[[Beat], None]
+    _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    _thread: threading.Thread = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
         self._thread = threading.Thread(
-            target=self._run, name=f"sluice-heartbeat-{worker_id}", daemon=True
+            target=self._run, name=f"sluice-heartbeat-{self.worker_id}", daemon=True
         )
 
     def start(self) -> None:

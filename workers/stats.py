@@ -24,6 +24,7 @@ import orjson
 from redis.exceptions import RedisError
 
 from dataplane.backlog import read_backlogs
+from dataplane.stats_document import counter, subscription_document, topic_document
 from models.flow import QuotaType
 from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM, StatsSnapshot
 from sluice.protocol import keys
@@ -42,10 +43,6 @@ DOC_TTL_SECONDS = 30
 READS_PER_SECOND = 1_000
 REASONS = ("broker", "topic", "subscription")
 SUBS_PER_CALL = 200  # subscriptions one ``stats_read.lua`` call reads at most
-
-
-def _int(raw: dict, name: bytes) -> int:
-    return int(raw.get(name, b"0"))
 
 
 def _pairs(flat: list) -> dict:
@@ -104,7 +101,7 @@ class StatsPublisher:
                 ("bytes_out", b"bytes_out"),
                 ("redelivered", b"redelivered"),
             ):
-                baseline.delta(key, _int(sample.counters, field_name))
+                baseline.delta(key, counter(sample.counters, field_name))
             self.baselines[(partition, name)] = baseline
 
     def forget(self, partition: str) -> None:
@@ -257,9 +254,12 @@ class StatsPublisher:
                 await script(keys=script_keys, args=chunk, client=pipe)
             replies = await pipe.execute()
         counters = _pairs(replies[0][0])
-        runner.msg_in, runner.bytes_in = _int(counters, b"msg_in"), _int(counters, b"bytes_in")
-        runner.quota_rejected = _int(counters, b"quota_rejected")
-        runner.publish_throttled = _int(counters, b"publish_throttled")
+        runner.msg_in, runner.bytes_in = (
+            counter(counters, b"msg_in"),
+            counter(counters, b"bytes_in"),
+        )
+        runner.quota_rejected = counter(counters, b"quota_rejected")
+        runner.publish_throttled = counter(counters, b"publish_throttled")
         groups = [{k.decode(): v for k, v in _pairs(g).items()} for g in replies[0][1]]
         # Redis may not know a group's lag (a group created at an explicit id): counted then.
         backlogs = await read_backlogs(
@@ -288,40 +288,34 @@ class StatsPublisher:
         return samples
 
     def _document(self, runner: PartitionRunner, samples, now: float) -> dict:
-        rate_in = runner.publish.rate()
         flow = runner.flow.limits
         avg_size = runner.bytes_in / runner.msg_in if runner.msg_in else 0.0
-        subs = {
-            name: self._subscription_document(runner, name, sample, now, avg_size)
-            for name, sample in samples.items()
-        }
-        return {
-            "msgRateIn": rate_in.msg_per_second,
-            "msgThroughputIn": rate_in.byte_per_second,
-            "msgRateOut": sum((s["msgRateOut"] for s in subs.values()), 0.0),
-            "msgThroughputOut": sum((s["msgThroughputOut"] for s in subs.values()), 0.0),
-            "bytesInCounter": runner.bytes_in,
-            "msgInCounter": runner.msg_in,
-            "bytesOutCounter": sum(s["bytesOutCounter"] for s in subs.values()),
-            "msgOutCounter": sum(s["msgOutCounter"] for s in subs.values()),
-            "averageMsgSize": avg_size,
-            "backlogSize": sum(s["backlogSize"] for s in subs.values()),
-            "msgExpiredCounter": sum(s["totalMsgExpired"] for s in subs.values()),
-            "backlogQuotaLimitSize": flow.quotas[QuotaType.DESTINATION_STORAGE].value.limit_size,
-            "backlogQuotaLimitTime": flow.quotas[QuotaType.MESSAGE_AGE].value.limit_time,
-            "backlogQuotaExceeded": (
-                runner.flow.breach.describe(runner.partition.full) if runner.flow.breach else None
-            ),
-            "publishRejectedByBacklogQuota": runner.quota_rejected,
-            "publishRateLimitedTimes": runner.publish_throttled
+        rate_in = runner.publish.rate()
+        return topic_document(
+            runner.msg_in,
+            runner.bytes_in,
+            {
+                name: self._subscription_document(runner, name, sample, now, avg_size)
+                for name, sample in samples.items()
+            },
+            publish_limited_total=runner.publish_throttled,
+            rate_in=(rate_in.msg_per_second, rate_in.byte_per_second),
+            quota={
+                "backlogQuotaLimitSize": flow.quotas[
+                    QuotaType.DESTINATION_STORAGE
+                ].value.limit_size,
+                "backlogQuotaLimitTime": flow.quotas[QuotaType.MESSAGE_AGE].value.limit_time,
+                "backlogQuotaExceeded": (
+                    runner.flow.breach.describe(runner.partition.full)
+                    if runner.flow.breach
+                    else None
+                ),
+                "publishRejectedByBacklogQuota": runner.quota_rejected,
+            },
+            publish_limited=runner.publish_throttled
             - self.publish_limited_base.get(runner.partition.full, 0),
-            "totalPublishRateLimitedCounter": runner.publish_throttled,
-            "publishers": [],
-            "subscriptions": subs,
-            "replication": {},
-            "owner": self.context.worker_id,
-            "updatedAt": int(time.time() * 1000),
-        }
+            owner=self.context.worker_id,
+        )
 
     def _subscription_document(
         self, runner: PartitionRunner, name: str, sample, now: float, avg_size: float
@@ -332,32 +326,24 @@ class StatsPublisher:
         out = self.out_meters.setdefault(key, RateMeter())
         redel = self.redeliver_meters.setdefault(key, RateMeter())
         expired = self.expire_meters.setdefault(key, RateMeter())
-        msg_out = _int(sample.counters, b"msg_out")
-        bytes_out = _int(sample.counters, b"bytes_out")
-        out.add(now, msg_out, bytes_out)
-        redel.add(now, _int(sample.counters, b"redelivered"), 0)
-        expired.add(now, _int(sample.counters, b"expired"), 0)
+        counters = sample.counters
+        out.add(now, counter(counters, b"msg_out"), counter(counters, b"bytes_out"))
+        redel.add(now, counter(counters, b"redelivered"), 0)
+        expired.add(now, counter(counters, b"expired"), 0)
         rate = out.rate()
         backlog = sample.lag + sample.pending
         consumer_limit = runner.flow.limits.max_unacked_per_consumer.value
-        return {
-            "msgRateOut": rate.msg_per_second,
-            "msgThroughputOut": rate.byte_per_second,
-            "bytesOutCounter": bytes_out,
-            "msgOutCounter": msg_out,
-            "msgRateRedeliver": redel.rate().msg_per_second,
-            "msgBacklog": backlog,
-            "msgBacklogNoDelayed": backlog,
-            "backlogSize": int(backlog * avg_size),
-            "unackedMessages": sample.pending,
-            "msgAckCounter": _int(sample.counters, b"acked"),
-            "type": dispatcher.sub_type if dispatcher else "Shared",
-            "isDurable": True,
-            "blockedSubscriptionOnUnackedMsgs": bool(dispatcher and dispatcher.blocked_on_unacked),
-            "msgRateExpired": expired.rate().msg_per_second,
-            "totalMsgExpired": _int(sample.counters, b"expired"),
-            "msgEvictedCounter": _int(sample.counters, b"evicted"),
-            "consumers": [
+        return subscription_document(
+            counters,
+            dispatcher.sub_type if dispatcher else "Shared",
+            backlog=backlog,
+            backlog_size=int(backlog * avg_size),
+            unacked=sample.pending,
+            rate_out=(rate.msg_per_second, rate.byte_per_second),
+            rate_redeliver=redel.rate().msg_per_second,
+            blocked=bool(dispatcher and dispatcher.blocked_on_unacked),
+            rate_expired=expired.rate().msg_per_second,
+            consumers=[
                 {
                     "consumerName": info.get("name", cid),
                     "consumerId": cid,
@@ -368,8 +354,8 @@ class StatsPublisher:
                 }
                 for cid, permits, unacked, info in sample.consumers
             ],
-            **_throttled(dispatcher),
-        }
+            throttled=_throttled(dispatcher),
+        )
 
     def _snapshots(self, runner: PartitionRunner, samples, interval_ms: int) -> list[StatsSnapshot]:
         partition = runner.partition
@@ -410,9 +396,9 @@ class StatsPublisher:
         return StatsSnapshot(
             **common,
             subscription=name,
-            msg_out=baseline.delta("msg_out", _int(sample.counters, b"msg_out")),
-            bytes_out=baseline.delta("bytes_out", _int(sample.counters, b"bytes_out")),
-            msg_redelivered=baseline.delta("redelivered", _int(sample.counters, b"redelivered")),
+            msg_out=baseline.delta("msg_out", counter(sample.counters, b"msg_out")),
+            bytes_out=baseline.delta("bytes_out", counter(sample.counters, b"bytes_out")),
+            msg_redelivered=baseline.delta("redelivered", counter(sample.counters, b"redelivered")),
             **_throttled_deltas(baseline, _throttled(runner.dispatchers.get(name))),
             backlog_msgs=sample.lag + sample.pending,
             backlog_bytes=doc.get("backlogSize", 0),
@@ -495,7 +481,7 @@ def fingerprint(runner: PartitionRunner, samples: dict[str, SubscriptionSample])
 
 def acked(samples: dict[str, SubscriptionSample]) -> int:
     """Acknowledgements counted by every subscription of a partition."""
-    return sum(_int(sample.counters, b"acked") for sample in samples.values())
+    return sum(counter(sample.counters, b"acked") for sample in samples.values())
 
 
 def _throttled(dispatcher: Dispatcher | None) -> dict[str, int]:

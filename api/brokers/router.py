@@ -3,7 +3,6 @@
 import asyncio
 
 from fastapi import APIRouter, Query
-from sqlalchemy import text
 from starlette.responses import PlainTextResponse, Response
 
 from api.brokers import service
@@ -84,8 +83,7 @@ async def ready(state: StateDep) -> Response:
     ``READY_CHECK_SECONDS``, so a probe with a 4 s timeout always gets an answer)."""
 
     async def database() -> None:
-        async with state.engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
+        await service.database_answers(state.engine)
 
     async def redis() -> None:
         await state.redis.ping()

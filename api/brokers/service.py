@@ -7,7 +7,8 @@ event commit together.
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.policy_store.store import Slot, remove, store
 from api.unit_of_work import UnitOfWork
@@ -58,3 +59,9 @@ async def delete_override(uow: UnitOfWork, name: str) -> None:
     """Reset a dynamic key to its default; 404 unknown, 412 static."""
     dynamic_key(name)
     await remove(uow, config_slot(name))
+
+
+async def database_answers(engine: AsyncEngine) -> None:
+    """Readiness of the database: a trivial query answers (raises when it does not)."""
+    async with engine.connect() as connection:
+        await connection.execute(text("SELECT 1"))

@@ -7,7 +7,7 @@ from sqlalchemy import select
 from api.permissions.service import namespace_auth, note_roles_granted
 from api.schemas import NamespacePolicies
 from api.unit_of_work import UnitOfWork
-from models.errors import Conflict, NotAllowed, PreconditionFailed
+from models.errors import Conflict, PreconditionFailed
 from models.flow import (
     BACKLOG_QUOTA_PREFIX,
     MAX_UNACKED_PER_CONSUMER,
@@ -20,8 +20,8 @@ from models.repository import (
     find_namespace,
     get_namespace,
     get_tenant,
-    load_broker_config,
     load_snapshot,
+    require_forced_deletion,
 )
 from sluice.protocol.names import TopicName, check_namespace, check_tenant
 
@@ -117,9 +117,7 @@ async def delete_namespace(uow: UnitOfWork, tenant: str, namespace: str, force: 
     check_namespace(tenant, namespace)
     row = await get_namespace(uow.session, tenant, namespace)
     if force:
-        broker = await load_broker_config(uow.session)
-        if not broker.get("forceDeleteNamespaceAllowed"):
-            raise NotAllowed("Broker doesn't allow forced deletion of namespaces")
+        await require_forced_deletion(uow.session, "forceDeleteNamespaceAllowed", "namespaces")
     topics = (
         await uow.session.scalars(select(Topic.name).where(Topic.namespace_id == row.id))
     ).all()

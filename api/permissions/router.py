@@ -8,8 +8,6 @@ grants are its partitioned topic's.  As for every policy write, ``dryRun=true`` 
 with the permissions the write would leave and changes nothing.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query
@@ -86,67 +84,69 @@ async def _revoke(uow: UnitOfWork, target: PolicyTarget, role: str) -> Response:
     return await _write_answer(uow, target)
 
 
-@router.get(NS, summary="Get the permissions on a namespace", response_model=Permissions)
-async def get_namespace_permissions(target: NamespaceDep, uow: UowDep) -> dict:
-    """Every role granted on the namespace and its actions."""
-    return await service.read_permissions(uow.session, target)
+def _add_routes(path: str, target_dep: Any, level: str, docs: dict[str, str]) -> None:
+    """GET, POST and DELETE of the permissions at one level (``namespace`` or ``topic``):
+    ``docs`` names each route's endpoint (its operation id) and gives its description."""
+
+    async def read(target: target_dep, uow: UowDep) -> dict:
+        return await service.read_permissions(uow.session, target)
+
+    async def grant(
+        target: target_dep, role: str, uow: UowDep, body: Any = RAW_BODY, dry_run: bool = DRY_RUN
+    ) -> Response:
+        return await _grant(uow, target, role, body)
+
+    async def revoke(
+        target: target_dep, role: str, uow: UowDep, dry_run: bool = DRY_RUN
+    ) -> Response:
+        return await _revoke(uow, target, role)
+
+    for endpoint, (name, doc) in zip((read, grant, revoke), docs.items(), strict=True):
+        endpoint.__name__ = endpoint.__qualname__ = name
+        endpoint.__doc__ = doc
+    router.get(path, summary=f"Get the permissions on a {level}", response_model=Permissions)(read)
+    router.post(
+        path + "/{role}",
+        status_code=204,
+        summary=f"Grant permissions to a role on a {level}",
+        responses=DRY_RUN_ANSWER,
+        openapi_extra=ACTIONS_BODY,
+    )(grant)
+    router.delete(
+        path + "/{role}",
+        status_code=204,
+        summary=f"Revoke a role's permissions on a {level}",
+        responses=DRY_RUN_ANSWER,
+    )(revoke)
 
 
-@router.post(
-    NS + "/{role}",
-    status_code=204,
-    summary="Grant permissions to a role on a namespace",
-    responses=DRY_RUN_ANSWER,
-    openapi_extra=ACTIONS_BODY,
+_add_routes(
+    NS,
+    NamespaceDep,
+    "namespace",
+    {
+        "get_namespace_permissions": "Every role granted on the namespace and its actions.",
+        "grant_namespace_permissions": (
+            "Set the role's actions on the namespace (replacing those it had)."
+        ),
+        "revoke_namespace_permissions": (
+            "Remove the role's namespace grant (nothing to remove is not an error)."
+        ),
+    },
 )
-async def grant_namespace_permissions(
-    target: NamespaceDep, role: str, uow: UowDep, body: Any = RAW_BODY, dry_run: bool = DRY_RUN
-) -> Response:
-    """Set the role's actions on the namespace (replacing those it had)."""
-    return await _grant(uow, target, role, body)
-
-
-@router.delete(
-    NS + "/{role}",
-    status_code=204,
-    summary="Revoke a role's permissions on a namespace",
-    responses=DRY_RUN_ANSWER,
+_add_routes(
+    TOPIC,
+    TopicDep,
+    "topic",
+    {
+        "get_topic_permissions": (
+            "Every role granted on the topic or its namespace, with the union of its actions."
+        ),
+        "grant_topic_permissions": (
+            "Set the role's actions on the topic and all its partitions (replacing those it had)."
+        ),
+        "revoke_topic_permissions": (
+            "Remove the role's topic grant; 412 when it has none at the topic level."
+        ),
+    },
 )
-async def revoke_namespace_permissions(
-    target: NamespaceDep, role: str, uow: UowDep, dry_run: bool = DRY_RUN
-) -> Response:
-    """Remove the role's namespace grant (nothing to remove is not an error)."""
-    return await _revoke(uow, target, role)
-
-
-@router.get(TOPIC, summary="Get the permissions on a topic", response_model=Permissions)
-async def get_topic_permissions(target: TopicDep, uow: UowDep) -> dict:
-    """Every role granted on the topic or its namespace, with the union of its actions."""
-    return await service.read_permissions(uow.session, target)
-
-
-@router.post(
-    TOPIC + "/{role}",
-    status_code=204,
-    summary="Grant permissions to a role on a topic",
-    responses=DRY_RUN_ANSWER,
-    openapi_extra=ACTIONS_BODY,
-)
-async def grant_topic_permissions(
-    target: TopicDep, role: str, uow: UowDep, body: Any = RAW_BODY, dry_run: bool = DRY_RUN
-) -> Response:
-    """Set the role's actions on the topic and all its partitions (replacing those it had)."""
-    return await _grant(uow, target, role, body)
-
-
-@router.delete(
-    TOPIC + "/{role}",
-    status_code=204,
-    summary="Revoke a role's permissions on a topic",
-    responses=DRY_RUN_ANSWER,
-)
-async def revoke_topic_permissions(
-    target: TopicDep, role: str, uow: UowDep, dry_run: bool = DRY_RUN
-) -> Response:
-    """Remove the role's topic grant; 412 when it has none at the topic level."""
-    return await _revoke(uow, target, role)

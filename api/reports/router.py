@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path, Query
 from starlette.responses import HTMLResponse, Response
 
-from api.deps import StateDep, UowDep
+from api.deps import CallerDep, StateDep, UowDep
 from api.reports import service
 from api.reports.schemas import (
     BacklogReportDocument,
@@ -19,6 +19,7 @@ from api.reports.schemas import (
     RunRequest,
 )
 from api.routing import SluiceRoute
+from api.unit_of_work import committed
 from models.dispatch_rate import INT64_MAX
 from models.errors import InvalidInput, Unavailable
 from models.json_body import shown
@@ -37,8 +38,22 @@ def _topic(tenant: str, namespace: str, topic: str | None) -> str | None:
     return TopicName.parse(tenant, namespace, topic).full
 
 
-def _subscription(subscription: str | None) -> str | None:
-    return check_subscription(subscription) if subscription is not None else None
+def _query(
+    tenant: str,
+    namespace: str,
+    window: str,
+    since: str,
+    topic: str | None,
+    subscription: str | None,
+) -> dict:
+    """The filters of a report query, checked: the window, the moment ``since`` names, the
+    topic's full name, the subscription."""
+    return {
+        "window": window,
+        "since": service.since_moment(since),
+        "topic": _topic(tenant, namespace, topic),
+        "subscription": check_subscription(subscription) if subscription is not None else None,
+    }
 
 
 @router.get("/rates/{tenant}/{namespace}", response_model=list[RateReportDocument])
@@ -53,17 +68,8 @@ async def rate_report(
     limit: int = Query(1000, ge=1, le=100_000),
 ) -> list[dict]:
     """Dispatch per subscription per window against the limit in force."""
-    return await service.report_rows(
-        uow.session,
-        "rates",
-        tenant,
-        namespace,
-        window=window,
-        since=service.since_moment(since),
-        topic=_topic(tenant, namespace, topic),
-        subscription=_subscription(subscription),
-        limit=limit,
-    )
+    query = _query(tenant, namespace, window, since, topic, subscription)
+    return await service.report_rows(uow, "rates", tenant, namespace, **query, limit=limit)
 
 
 @router.get("/backlog/{tenant}/{namespace}", response_model=list[BacklogReportDocument])
@@ -81,17 +87,9 @@ async def backlog_report(
     limit: int = Query(1000, ge=1, le=100_000),
 ) -> list[dict]:
     """Backlog per subscription per window, its growth and time to drain."""
+    query = _query(tenant, namespace, window, since, topic, subscription)
     return await service.report_rows(
-        uow.session,
-        "backlog",
-        tenant,
-        namespace,
-        window=window,
-        since=service.since_moment(since),
-        topic=_topic(tenant, namespace, topic),
-        subscription=_subscription(subscription),
-        top=top,
-        limit=limit,
+        uow, "backlog", tenant, namespace, **query, top=top, limit=limit
     )
 
 
@@ -104,17 +102,19 @@ async def list_runs(
     limit: int = Query(50, ge=1, le=1000),
 ) -> list[dict]:
     """Report runs, newest first."""
-    return await service.list_runs(uow.session, job=job, status=status, limit=limit, task_id=taskId)
+    return await service.list_runs(uow, job=job, status=status, limit=limit, task_id=taskId)
 
 
 @router.get("/runs/{run_id}", response_model=RunDocument)
 async def get_run(run_id: Annotated[int, Path(ge=1, le=INT64_MAX)], uow: UowDep) -> dict:
     """One report run."""
-    return await service.get_run(uow.session, run_id)
+    return await service.get_run(uow, run_id)
 
 
 @router.post("/runs", status_code=202, response_model=QueuedRun)
-async def start_run(state: StateDep, body: RunRequest | None = Body(None)) -> dict:
+async def start_run(
+    state: StateDep, caller: CallerDep, body: RunRequest | None = Body(None)
+) -> dict:
     """Queue a report run now: ``{"jobs": ["rates", "backlog"], "lookbackSeconds": 3600}``.
 
     Answers the runs recorded for it, one per job, ``queued``; a worker marks them
@@ -131,13 +131,15 @@ async def start_run(state: StateDep, body: RunRequest | None = Body(None)) -> di
     # (GET /runs/{id}) whether or not a worker ever takes it.
     jobs = list(dict.fromkeys(jobs))
     task_id = str(uuid.uuid4())
-    runs = await service.queue_runs(state.sessions, jobs, lookback, task_id)
+    async with committed(state.sessions, caller) as uow:
+        runs = await service.queue_runs(uow, jobs, lookback, task_id)
     run_ids = {run.job: run.id for run in runs}
     try:
         await state.reports.send(jobs, lookback, run_ids=run_ids, task_id=task_id)
     except Exception as exc:
         reason = f"Cannot queue the report run: {exc}"
-        await service.fail_queued(state.sessions, list(run_ids.values()), reason)
+        async with committed(state.sessions, caller) as uow:
+            await service.fail_queued(uow, list(run_ids.values()), reason)
         raise Unavailable(reason) from exc
     documents = [service.run_json(run) for run in runs]
     return {"taskId": task_id, "jobs": jobs, "runIds": list(run_ids.values()), "runs": documents}
@@ -161,12 +163,10 @@ async def chart(
     """Dispatch rate against the limit, and backlog, over time."""
     if format not in ("png", "html"):
         raise InvalidInput(f"Invalid format '{format}': use png or html")
-    moment = service.since_moment(since)
-    name = _topic(tenant, namespace, topic)
-    check_subscription(subscription)
-    query = {"window": window, "since": moment, "topic": name, "subscription": subscription}
-    rates = await service.report_rows(uow.session, "rates", tenant, namespace, **query)
-    backlog = await service.report_rows(uow.session, "backlog", tenant, namespace, **query)
+    query = _query(tenant, namespace, window, since, topic, subscription)
+    name = query["topic"]
+    rates = await service.report_rows(uow, "rates", tenant, namespace, **query)
+    backlog = await service.report_rows(uow, "backlog", tenant, namespace, **query)
     from reports import charts
 
     title = f"{name} / {subscription} ({window})"

@@ -10,25 +10,24 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from api.unit_of_work import UnitOfWork
 from models.base import utcnow
 from models.durations import parse_duration
 from models.errors import InvalidInput, NotFound
 from models.json_body import shown
 from models.reports import (
+    REPORT_TABLES,
     RUN_FAILED,
     RUN_QUEUED,
     RUN_STATUSES,
     RUN_SUCCEEDED,
     WINDOWS,
-    BacklogReportRow,
-    RateReportRow,
     ReportRun,
+    queued_run,
+    report_columns,
 )
 from models.repository import get_namespace
-
-MODELS = {"rates": RateReportRow, "backlog": BacklogReportRow}
 
 
 def _camel(name: str) -> str:
@@ -90,7 +89,7 @@ def check_window(window: str) -> str:
 
 
 async def report_rows(
-    session: AsyncSession,
+    uow: UnitOfWork,
     job: str,
     tenant: str,
     namespace: str,
@@ -103,8 +102,8 @@ async def report_rows(
     limit: int = 1000,
 ) -> list[dict]:
     """The latest succeeded results of ``job`` for a namespace, oldest window first."""
-    await get_namespace(session, tenant, namespace)
-    model = MODELS[job]
+    await get_namespace(uow.session, tenant, namespace)
+    model = REPORT_TABLES[job]
     newest = (
         func.row_number()
         .over(
@@ -137,12 +136,12 @@ async def report_rows(
         .order_by(latest.c.window_start, latest.c.topic, latest.c.subscription)
         .limit(limit)
     )
-    columns = [c.name for c in model.__table__.columns if c.name not in ("id",)]
-    return [row_json(row, columns) for row in (await session.execute(query)).all()]
+    columns = report_columns(job)
+    return [row_json(row, columns) for row in (await uow.session.execute(query)).all()]
 
 
 async def list_runs(
-    session: AsyncSession,
+    uow: UnitOfWork,
     *,
     job: str | None,
     status: str | None,
@@ -159,52 +158,33 @@ async def list_runs(
         query = query.where(ReportRun.status == status)
     if task_id:
         query = query.where(ReportRun.task_id == task_id)
-    return [run_json(run) for run in (await session.scalars(query)).all()]
+    return [run_json(run) for run in (await uow.session.scalars(query)).all()]
 
 
-async def get_run(session: AsyncSession, run_id: int) -> dict:
+async def get_run(uow: UnitOfWork, run_id: int) -> dict:
     """One run."""
-    run = await session.get(ReportRun, run_id)
+    run = await uow.session.get(ReportRun, run_id)
     if run is None:
         raise NotFound(f"Report run {run_id} does not exist")
     return run_json(run)
 
 
 async def queue_runs(
-    sessions: async_sessionmaker[AsyncSession],
-    jobs: list[str],
-    lookback: float | None,
-    task_id: str,
+    uow: UnitOfWork, jobs: list[str], lookback: float | None, task_id: str
 ) -> list[ReportRun]:
-    """Record a queued run of each job, committed before the task that runs them is sent
-    (a worker may take it at once)."""
+    """Record a queued run of each job (ids assigned); the caller's unit of work commits
+    them before the task that runs them is sent (a worker may take it at once)."""
     params = {"trigger": "requested", "lookbackSeconds": lookback}
-    async with sessions() as session:
-        runs = [
-            ReportRun(
-                job=job,
-                status=RUN_QUEUED,
-                task_id=task_id,
-                queued_at=utcnow(),
-                attempt=0,
-                rows=0,
-                params=params,
-            )
-            for job in jobs
-        ]
-        session.add_all(runs)
-        await session.commit()  # the sessions keep loaded values (ids) after a commit
-        return runs
+    runs = [ReportRun(**queued_run(job, task_id=task_id, params=params)) for job in jobs]
+    uow.session.add_all(runs)
+    await uow.session.flush()
+    return runs
 
 
-async def fail_queued(
-    sessions: async_sessionmaker[AsyncSession], run_ids: list[int], error: str
-) -> None:
+async def fail_queued(uow: UnitOfWork, run_ids: list[int], error: str) -> None:
     """Mark runs that could not be queued as failed (those no worker has taken)."""
-    async with sessions() as session:
-        await session.execute(
-            update(ReportRun)
-            .where(ReportRun.id.in_(run_ids), ReportRun.status == RUN_QUEUED)
-            .values(status=RUN_FAILED, finished_at=utcnow(), error=error[:4000])
-        )
-        await session.commit()
+    await uow.session.execute(
+        update(ReportRun)
+        .where(ReportRun.id.in_(run_ids), ReportRun.status == RUN_QUEUED)
+        .values(status=RUN_FAILED, finished_at=utcnow(), error=error[:4000])
+    )

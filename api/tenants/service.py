@@ -7,9 +7,9 @@ from sqlalchemy import select
 from api.permissions.service import note_roles_granted
 from api.schemas import TenantInfo
 from api.unit_of_work import UnitOfWork
-from models.errors import Conflict, NotAllowed, PreconditionFailed
+from models.errors import Conflict, PreconditionFailed
 from models.orm import Cluster, Namespace, Tenant
-from models.repository import find_tenant, get_tenant, load_broker_config
+from models.repository import find_tenant, get_tenant, require_forced_deletion
 from sluice.protocol.names import check_tenant
 
 
@@ -68,9 +68,7 @@ async def delete_tenant(uow: UnitOfWork, name: str, force: bool) -> None:
     """Delete a tenant; 409 while it has namespaces unless ``force`` (which takes them too)."""
     tenant = await get_tenant(uow.session, name, "Tenant doesn't exist")
     if force:
-        broker = await load_broker_config(uow.session)
-        if not broker.get("forceDeleteTenantAllowed"):
-            raise NotAllowed("Broker doesn't allow forced deletion of tenants")
+        await require_forced_deletion(uow.session, "forceDeleteTenantAllowed", "tenants")
     namespaces = (
         await uow.session.scalars(select(Namespace.name).where(Namespace.tenant_id == tenant.id))
     ).all()

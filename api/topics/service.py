@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from redis.exceptions import RedisError
 from sqlalchemy import select
 
 from api.dataplane import aggregate, lookup, registry_topics
 from api.permissions.service import note_roles_granted
-from api.topics.limits import check_subscriptions_limit, check_topics_limit
+from api.topics.limits import (
+    check_subscriptions,
+    check_topics,
+    subscriptions_limit,
+    topics_limit,
+)
 from api.unit_of_work import UnitOfWork
 from dataplane.catalog import subscription_names
+from models.abuse import MAX_SUBSCRIPTIONS_PER_TOPIC, MAX_TOPICS_PER_NAMESPACE
 from models.broker_config import BrokerConfig
 from models.errors import (
     Conflict,
@@ -23,7 +30,8 @@ from models.errors import (
     subscription_not_found,
     topic_not_found,
 )
-from models.orm import Subscription, Topic
+from models.flow import value_from_json
+from models.orm import FlowPolicy, Namespace, Subscription, Topic
 from models.repository import (
     find_topic,
     find_topics,
@@ -51,19 +59,95 @@ def expand(topic: TopicName, partitions: int) -> list[str]:
 
 async def _known_topics(uow: UnitOfWork, tenant: str, namespace: str) -> dict[str, int]:
     """Base topic name -> partitions, sorted by name: the database's, plus any clients just
-    auto-created (in the registry only).  Names are built as strings: a namespace may hold
-    tens of thousands of topics."""
+    auto-created (in the registry only)."""
     check_namespace(tenant, namespace)
     row = await get_namespace(uow.session, tenant, namespace)
-    prefix = f"{PERSISTENT}://{tenant}/{namespace}/"
-    query = select(Topic.name, Topic.partitions).where(Topic.namespace_id == row.id)
+    return dict(sorted((await _topics_of(uow, row.id, f"{tenant}/{namespace}")).items()))
+
+
+async def _topics_of(uow: UnitOfWork, namespace_id: int, namespace: str) -> dict[str, int]:
+    """Full topic name -> partitions of the namespace ``namespace_id`` (``tenant/namespace``):
+    the database's, plus any clients just auto-created (in the registry only).  Names are
+    built as strings: a namespace may hold tens of thousands of topics."""
+    prefix = f"{PERSISTENT}://{namespace}/"
+    query = select(Topic.name, Topic.partitions).where(Topic.namespace_id == namespace_id)
     rows = (await (await uow.session.connection()).execute(query)).all()  # plain rows, no ORM
     known = {prefix + name: partitions for name, partitions in rows}
     if uow.data_plane is not None:
         with contextlib.suppress(RedisError):
-            redis = uow.data_plane.redis
-            known.update(await registry_topics(redis, f"{tenant}/{namespace}", known.keys()))
-    return dict(sorted(known.items()))
+            known.update(await registry_topics(uow.data_plane.redis, namespace, known.keys()))
+    return known
+
+
+async def _stored_subscriptions(uow: UnitOfWork, topic_id: int) -> set[str]:
+    """Names of the subscriptions the database holds for a topic."""
+    query = select(Subscription.name).where(Subscription.topic_id == topic_id)
+    return set((await uow.session.scalars(query)).all())
+
+
+async def _stored_limits(
+    uow: UnitOfWork, namespace_id: int, topic_id: int | None, kind: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The values of ``kind`` stored at the namespace and (with ``topic_id``) at the topic,
+    as ``FlowInputs`` takes them, in one query on the unique scope keys."""
+    scopes = {FlowPolicy.key(namespace_id, None, kind): False}
+    if topic_id is not None:
+        scopes[FlowPolicy.key(namespace_id, topic_id, kind)] = True
+    rows = await uow.session.execute(
+        select(FlowPolicy.scope_key, FlowPolicy.kind, FlowPolicy.value).where(
+            FlowPolicy.scope_key.in_(list(scopes))
+        )
+    )
+    namespace: dict[str, Any] = {}
+    topic: dict[str, Any] = {}
+    for scope_key, stored_kind, value in rows:
+        (topic if scopes[scope_key] else namespace)[stored_kind] = value_from_json(
+            stored_kind, value
+        )
+    return namespace, topic
+
+
+async def _check_topics_limit(
+    uow: UnitOfWork,
+    namespace: Namespace,
+    topic: TopicName,
+    partitions: int,
+    broker: BrokerConfig | None,
+) -> None:
+    """412 when ``topic`` would take the namespace over its ``maxTopicsPerNamespace``
+    (``broker``: the broker configuration when the caller read it already)."""
+    own, _ = await _stored_limits(uow, namespace.id, None, MAX_TOPICS_PER_NAMESPACE)
+    limit = topics_limit(broker or await load_broker_config(uow.session), own)
+    if limit > 0:
+        known = await _topics_of(uow, namespace.id, topic.namespace_name)
+        check_topics(limit, known, topic, partitions)
+
+
+async def _check_subscriptions_limit(
+    uow: UnitOfWork, topic: Topic, base: TopicName, name: str
+) -> set[str]:
+    """412 when subscription ``name`` would take ``topic`` over its
+    ``maxSubscriptionsPerTopic``, counting those the database holds and those consumers
+    created that the workers have not recorded yet.
+
+    Returns the names of the subscriptions the database holds when it had to count them
+    (a limit is set), else an empty set; when ``name`` is among them, nothing is refused
+    (creating it again is a conflict, which the caller reports)."""
+    namespace, own = await _stored_limits(
+        uow, topic.namespace_id, topic.id, MAX_SUBSCRIPTIONS_PER_TOPIC
+    )
+    limit = subscriptions_limit(await load_broker_config(uow.session), namespace, own)
+    if limit <= 0:
+        return set()
+    stored = await _stored_subscriptions(uow, topic.id)
+    if name in stored:
+        return stored
+    names = set(stored)
+    if uow.data_plane is not None:
+        with contextlib.suppress(RedisError):
+            names |= await subscription_names(uow.data_plane.redis, base, topic.partitions)
+    check_subscriptions(limit, names, base)
+    return stored
 
 
 async def list_topics(uow: UnitOfWork, tenant: str, namespace: str) -> list[str]:
@@ -131,7 +215,7 @@ async def _create_topic(
         base = rows.get(topic.base.local)
         if base is not None and base.partitions > 0:
             raise Conflict("This topic already exists")
-    await check_topics_limit(uow, namespace, topic, partitions, broker)
+    await _check_topics_limit(uow, namespace, topic, partitions, broker)
     row = Topic(
         namespace_id=namespace.id, name=topic.local, partitions=partitions, properties=properties
     )
@@ -195,8 +279,7 @@ async def list_subscriptions(uow: UnitOfWork, topic: TopicName) -> list[str]:
     """Subscription names of a topic (or of the topic a partition belongs to), including
     those consumers created that the workers have not recorded yet."""
     _, row = await get_topic(uow.session, topic)
-    query = select(Subscription.name).where(Subscription.topic_id == row.id)
-    names = set((await uow.session.scalars(query)).all())
+    names = await _stored_subscriptions(uow, row.id)
     if uow.data_plane is not None:
         base = TopicName(topic.tenant, topic.namespace, row.name)
         scope = topic if topic.partition_index >= 0 else base
@@ -215,7 +298,7 @@ async def create_subscription(uow: UnitOfWork, topic: TopicName, name: str) -> N
     check_subscription(name)
     _, row = await get_topic(uow.session, topic)
     base = TopicName(topic.tenant, topic.namespace, row.name)
-    stored = await check_subscriptions_limit(uow, row, base, name)
+    stored = await _check_subscriptions_limit(uow, row, base, name)
     # The insert itself tells whether the subscription exists (no query before it).
     if name in stored or not await insert_new(
         uow.session, Subscription, {"topic_id": row.id, "name": name}

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -100,27 +101,22 @@ async def run_producer(websocket: WebSocket, producer: Producer) -> None:
         await asyncio.to_thread(producer.close)
 
 
+@dataclass(eq=False)
 class Delivery:
     """Receives from a consumer on a thread and hands frames to the event loop."""
 
-    def __init__(
-        self,
-        consumer: Consumer,
-        permits: Permits,
-        loop: asyncio.AbstractEventLoop,
-        outgoing: asyncio.Queue[bytes],
-        *,
-        skip_until: MessageId | None = None,
-        auto_ack: bool = False,
-    ) -> None:
-        self.consumer = consumer
-        self.permits = permits
-        self.loop = loop
-        self.outgoing = outgoing
-        self.skip_until = skip_until
-        self.auto_ack = auto_ack
-        self.sent: dict[str, MessageId] = {}
-        self.stop = threading.Event()
+    consumer: Consumer
+    permits: Permits
+    loop: asyncio.AbstractEventLoop
+    outgoing: asyncio.Queue[bytes]
+    _: KW_ONLY
+    skip_until: MessageId | None = None
+    auto_ack: bool = False
+    sent: dict[str, MessageId] = field(default_factory=dict, init=False)
+    stop: threading.Event = field(default_factory=threading.Event, init=False)
+    thread: threading.Thread = field(init=False)
+
+    def __post_init__(self) -> None:
         self.thread = threading.Thread(target=self._run, name="sluice-ws-delivery", daemon=True)
 
     def _run(self) -> None:

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
+
+from migrations.shapes import (
+    create_column_indexes,
+    create_scoped_policy_table,
+    drop_column_indexes,
+    json_column,
+)
 
 revision = "0003"
 down_revision = "0002"
@@ -18,43 +24,14 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_table(
+    create_scoped_policy_table(
         "flow_policies",
-        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
-        sa.Column("scope_key", sa.String(length=700), nullable=False),
-        sa.Column(
-            "namespace_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
-        sa.Column("topic_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=True),
         sa.Column("kind", sa.String(length=64), nullable=False),
-        sa.Column(
-            "value",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=False,
-        ),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["namespace_id"],
-            ["namespaces.id"],
-            name=op.f("fk_flow_policies_namespace_id_namespaces"),
-            ondelete="CASCADE",
-        ),
-        sa.ForeignKeyConstraint(
-            ["topic_id"],
-            ["topics.id"],
-            name=op.f("fk_flow_policies_topic_id_topics"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_flow_policies")),
-        sa.UniqueConstraint("scope_key", name=op.f("uq_flow_policies_scope_key")),
+        json_column("value"),
     )
-    op.create_index(
-        op.f("ix_flow_policies_namespace_id"), "flow_policies", ["namespace_id"], unique=False
-    )
-    op.create_index(op.f("ix_flow_policies_topic_id"), "flow_policies", ["topic_id"], unique=False)
+    create_column_indexes("flow_policies", ("namespace_id", "topic_id"))
 
 
 def downgrade() -> None:
-    op.drop_index(op.f("ix_flow_policies_topic_id"), table_name="flow_policies")
-    op.drop_index(op.f("ix_flow_policies_namespace_id"), table_name="flow_policies")
+    drop_column_indexes("flow_policies", ("topic_id", "namespace_id"))
     op.drop_table("flow_policies")

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-NS = "/admin/v2/namespaces/acme/orders"
-PERSISTENT = "/admin/v2/persistent/acme/orders"
-TOPIC = f"{PERSISTENT}/created"
-CONFIG = "/admin/v2/brokers/configuration"
+from tests.api.orders import CONFIG, NS, PERSISTENT, TOPIC, assert_namespace_dry_run
 
 # (namespace path, topic path, broker key / provenance name)
 COUNTS = [
@@ -17,15 +14,6 @@ COUNTS = [
     ("maxConsumersPerTopic", "maxConsumers", "maxConsumersPerTopic"),
     ("maxConsumersPerSubscription", "maxConsumersPerSubscription", "maxConsumersPerSubscription"),
 ]
-
-
-@pytest.fixture
-def topic(http):
-    tenant = http.put("/admin/v2/tenants/acme", json={"allowedClusters": ["standalone"]})
-    assert tenant.status_code == 204
-    assert http.put(NS).status_code == 204
-    assert http.put(f"{TOPIC}/partitions", json=2).status_code == 204
-    return http
 
 
 @pytest.mark.parametrize(("ns_path", "topic_path", "name"), COUNTS)
@@ -140,14 +128,7 @@ def test_broker_keys(topic):
 
 def test_dry_run_audit_and_effective_controls(topic):
     http = topic
-    answer = http.post(f"{NS}/maxProducersPerTopic", params={"dryRun": "true"}, json=3)
-    assert answer.status_code == 200
-    body = answer.json()
-    assert body["dryRun"] is True and body["changed"] == "acme/orders"
-    [doc] = body["topics"]
-    assert doc["topic"] == "persistent://acme/orders/created"
-    assert doc["flowControl"]["maxProducersPerTopic"] == {"value": 3, "source": "namespace"}
-    assert http.get(f"{NS}/maxProducersPerTopic").json() is None
+    assert_namespace_dry_run(http, "maxProducersPerTopic", 3)
     dry_run = {"dryRun": "true"}
     assert http.post(f"{TOPIC}/maxProducers", params=dry_run, json=-2).status_code == 412
     audit = {"entityType": "namespace.maxProducersPerTopic"}

@@ -4,27 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-NS = "/admin/v2/namespaces/acme/orders"
-TOPIC = "/admin/v2/persistent/acme/orders/created"
-
-
-def rate(msg=-1, byte=-1, period=1) -> dict:
-    return {
-        "dispatchThrottlingRateInMsg": msg,
-        "dispatchThrottlingRateInByte": byte,
-        "relativeToPublishRate": False,
-        "ratePeriodInSecond": period,
-    }
+from tests.api.orders import NS, TOPIC, create_topic
+from tests.bodies import dispatch_rate as rate
 
 
 @pytest.fixture
 def topic(http):
-    assert (
-        http.put("/admin/v2/tenants/acme", json={"allowedClusters": ["standalone"]}).status_code
-        == 204
-    )
-    assert http.put(NS).status_code == 204
-    assert http.put(f"{TOPIC}/partitions", json=2).status_code == 204
+    create_topic(http)
     assert http.put(f"{TOPIC}/subscription/audit").status_code == 204
     assert http.put("/admin/v2/persistent/acme/orders/other").status_code == 204
     return http

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-NS = "/admin/v2/namespaces/acme/orders"
-PERSISTENT = "/admin/v2/persistent/acme/orders"
-TOPIC = f"{PERSISTENT}/created"
-CONFIG = "/admin/v2/brokers/configuration"
+from tests.api.orders import CONFIG, NS, PERSISTENT, TOPIC
+
 APPLIED = {"applied": "true"}
 
 
@@ -18,15 +16,6 @@ def publish(msg: int, byte: int) -> dict:
 
 def subscribe(rate: int, period: int) -> dict:
     return {"subscribeThrottlingRatePerConsumer": rate, "ratePeriodInSecond": period}
-
-
-@pytest.fixture
-def topic(http):
-    tenant = http.put("/admin/v2/tenants/acme", json={"allowedClusters": ["standalone"]})
-    assert tenant.status_code == 204
-    assert http.put(NS).status_code == 204
-    assert http.put(f"{TOPIC}/partitions", json=2).status_code == 204
-    return http
 
 
 def effective(http, name: str) -> dict:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-NS = "/admin/v2/namespaces/acme/orders"
-TOPIC = "/admin/v2/persistent/acme/orders/created"
-CONFIG = "/admin/v2/brokers/configuration"
+from tests.api.orders import CONFIG, NS, TOPIC, assert_namespace_dry_run
 
 
 def quota(size=-1, time=-1, policy="producer_request_hold", messages=-1) -> dict:
@@ -16,17 +14,6 @@ def quota(size=-1, time=-1, policy="producer_request_hold", messages=-1) -> dict
 def shown(size=-1, time=-1, policy="producer_request_hold", messages=-1) -> dict:
     """A quota as GET shows it (Pulsar's deprecated ``limit`` repeats ``limitSize``)."""
     return {"limit": size, **quota(size, time, policy, messages)}
-
-
-@pytest.fixture
-def topic(http):
-    assert (
-        http.put("/admin/v2/tenants/acme", json={"allowedClusters": ["standalone"]}).status_code
-        == 204
-    )
-    assert http.put(NS).status_code == 204
-    assert http.put(f"{TOPIC}/partitions", json=2).status_code == 204
-    return http
 
 
 def test_namespace_backlog_quota_round_trip(topic):
@@ -184,14 +171,7 @@ def test_broker_keys_validate(topic):
 
 def test_dry_run_reports_and_changes_nothing(topic):
     http = topic
-    answer = http.post(f"{NS}/messageTTL", params={"dryRun": "true"}, json=15)
-    assert answer.status_code == 200
-    body = answer.json()
-    assert body["dryRun"] is True and body["changed"] == "acme/orders"
-    [doc] = body["topics"]
-    assert doc["topic"] == "persistent://acme/orders/created"
-    assert doc["flowControl"]["messageTTL"] == {"value": 15, "source": "namespace"}
-    assert http.get(f"{NS}/messageTTL").json() is None
+    assert_namespace_dry_run(http, "messageTTL", 15)
     answer = http.post(
         f"{TOPIC}/backlogQuota", params={"dryRun": "true"}, json=quota(messages=3)
     ).json()

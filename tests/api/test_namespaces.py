@@ -81,3 +81,17 @@ def test_delete_non_empty_namespace(http):
         http.delete("/admin/v2/namespaces/acme/orders", params={"force": "true"}).status_code == 204
     )
     assert http.get("/admin/v2/namespaces/acme").json() == []
+
+
+def test_forced_deletion_can_be_switched_off(http):
+    make_tenant(http)
+    assert http.put("/admin/v2/namespaces/acme/orders").status_code == 204
+    setting = "/admin/v2/brokers/configuration/forceDeleteNamespaceAllowed"
+    assert http.post(f"{setting}/false").status_code == 204
+    refused = http.delete("/admin/v2/namespaces/acme/orders", params={"force": "true"})
+    assert (refused.status_code, refused.json()["reason"]) == (
+        405,
+        "Broker doesn't allow forced deletion of namespaces",
+    )
+    assert http.get("/admin/v2/namespaces/acme").json() == ["acme/orders"]
+    assert http.delete("/admin/v2/namespaces/acme/orders").status_code == 204

@@ -7,29 +7,13 @@ import time
 
 import pytest
 
-NS = "/admin/v2/namespaces/acme/orders"
-TOPIC = "/admin/v2/persistent/acme/orders/created"
-CONFIG = "/admin/v2/brokers/configuration"
-
-
-def rate(msg=-1, byte=-1, period=1, relative=False) -> dict:
-    return {
-        "dispatchThrottlingRateInMsg": msg,
-        "dispatchThrottlingRateInByte": byte,
-        "relativeToPublishRate": relative,
-        "ratePeriodInSecond": period,
-    }
+from tests.api.orders import CONFIG, NS, TOPIC, create_topic
+from tests.bodies import dispatch_rate as rate
 
 
 @pytest.fixture
 def topic(http):
-    assert (
-        http.put("/admin/v2/tenants/acme", json={"allowedClusters": ["standalone"]}).status_code
-        == 204
-    )
-    assert http.put(NS).status_code == 204
-    assert http.put(f"{TOPIC}/partitions", json=4).status_code == 204
-    return http
+    return create_topic(http, partitions=4)
 
 
 def applied(http, path: str) -> dict:

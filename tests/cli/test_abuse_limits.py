@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 
-from sluice.admin_cli.runner import build_parser
+from tests.cli.parsing import parsing_test, usage_error_test
 
 T = "persistent://t/ns/topic"
 
@@ -41,27 +39,17 @@ PARITY = [
 ]
 
 
-@pytest.mark.parametrize(("line", "expected"), PARITY, ids=[c[0][:60] for c in PARITY])
-def test_pulsar_admin_command_lines_parse(line, expected):
-    args = vars(build_parser().parse_args(shlex.split(line)))
-    assert callable(args["handler"])
-    for key, value in expected.items():
-        assert args[key] == value, key
+test_pulsar_admin_command_lines_parse = parsing_test(PARITY)
 
 
-@pytest.mark.parametrize(
-    "line",
+test_usage_errors = usage_error_test(
     [
         "namespaces set-max-topics-per-namespace t/ns",  # -t is required
         f"topics set-max-producers {T}",  # -p is required
         f"topics set-max-message-size {T} -m big",
         f"topics get-max-message-size {T} -ap",  # Pulsar's has no --applied
-    ],
+    ]
 )
-def test_usage_errors(line):
-    with pytest.raises(SystemExit) as raised:
-        build_parser().parse_args(shlex.split(line))
-    assert raised.value.code == 2
 
 
 @pytest.mark.parametrize(

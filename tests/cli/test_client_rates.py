@@ -3,11 +3,9 @@ admin server."""
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 
-from sluice.admin_cli.runner import build_parser
+from tests.cli.parsing import parsing_test, usage_error_test
 
 T = "persistent://t/ns/topic"
 NO_PUBLISH = {"publishThrottlingRateInMsg": -1, "publishThrottlingRateInByte": -1}
@@ -57,27 +55,17 @@ PARITY = [
 ]
 
 
-@pytest.mark.parametrize(("line", "expected"), PARITY, ids=[c[0][:60] for c in PARITY])
-def test_pulsar_admin_command_lines_parse(line, expected):
-    args = vars(build_parser().parse_args(shlex.split(line)))
-    assert callable(args["handler"])
-    for key, value in expected.items():
-        assert args[key] == value, key
+test_pulsar_admin_command_lines_parse = parsing_test(PARITY)
 
 
-@pytest.mark.parametrize(
-    "line",
+test_usage_errors = usage_error_test(
     [
         "namespaces set-publish-rate t/ns -m many",
         "namespaces get-subscribe-rate t/ns -ap",  # no --applied at the namespace level
         f"topics set-subscribe-rate {T} -sr",
         f"topics get-subscribe-rate {T} -g",  # -g is topicPolicies'
-    ],
+    ]
 )
-def test_usage_errors(line):
-    with pytest.raises(SystemExit) as raised:
-        build_parser().parse_args(shlex.split(line))
-    assert raised.value.code == 2
 
 
 def test_namespace_rates(ok, cli, namespace):

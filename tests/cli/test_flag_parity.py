@@ -7,11 +7,7 @@ Not offered because Sluice's API has no such endpoints: the replicator dispatch 
 
 from __future__ import annotations
 
-import shlex
-
-import pytest
-
-from sluice.admin_cli.runner import build_parser
+from tests.cli.parsing import parsing_test, usage_error_test
 
 T = "persistent://t/ns/topic"
 RATE = {
@@ -165,16 +161,10 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("line", "expected"), CASES, ids=[c[0][:60] for c in CASES])
-def test_reference_command_lines_parse(line, expected):
-    args = vars(build_parser().parse_args(shlex.split(line)))
-    assert callable(args["handler"])
-    for key, value in expected.items():
-        assert args[key] == value, key
+test_reference_command_lines_parse = parsing_test(CASES)
 
 
-@pytest.mark.parametrize(
-    "line",
+test_usage_errors = usage_error_test(
     [
         "topics create-partitioned-topic persistent://t/ns/x",  # -p is required
         "topics create-subscription persistent://t/ns/x",  # -s is required
@@ -186,9 +176,5 @@ def test_reference_command_lines_parse(line, expected):
         "topics list t/ns -td kafka",
         "tenants",  # a command is required
         "--output xml tenants list",
-    ],
+    ]
 )
-def test_usage_errors(line):
-    with pytest.raises(SystemExit) as raised:
-        build_parser().parse_args(shlex.split(line))
-    assert raised.value.code == 2

@@ -6,12 +6,10 @@ operations did is read back with ``peek-messages``, ``examine-message`` and
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 
 import sluice
-from sluice.admin_cli.runner import build_parser
+from tests.cli.parsing import parsing_test, usage_error_test
 
 T = "persistent://acme/orders/ops"
 
@@ -131,8 +129,7 @@ def test_peek_a_batch_entry(ok, produced, redis_server):
     assert messages[0]["properties"] == {"x": "1"}
 
 
-@pytest.mark.parametrize(
-    ("line", "expected"),
+test_pulsar_admin_command_lines_parse = parsing_test(
     [
         (f"topics clear-backlog {T} -s sub", {"subscription": "sub"}),
         (f"topics skip {T} --subscription sub --count 5", {"count": 5}),
@@ -156,25 +153,15 @@ def test_peek_a_batch_entry(ok, produced, redis_server):
         (f"topics unload {T}", {"topic": T}),
         (f"topics lookup {T}", {"topic": T}),
         (f"topics partitioned-lookup {T}", {"topic": T}),
-    ],
+    ]
 )
-def test_pulsar_admin_command_lines_parse(line, expected):
-    args = vars(build_parser().parse_args(shlex.split(line)))
-    assert callable(args["handler"])
-    for key, value in expected.items():
-        assert args[key] == value, key
 
 
-@pytest.mark.parametrize(
-    "line",
+test_usage_errors = usage_error_test(
     [
         f"topics skip {T} -s sub",  # -n is required
         f"topics clear-backlog {T}",  # -s is required
         f"topics expire-messages {T} -s sub -t soon",
         f"topics reset-cursor {T} -s sub -t 10 minutes",
-    ],
+    ]
 )
-def test_usage_errors(line):
-    with pytest.raises(SystemExit) as raised:
-        build_parser().parse_args(shlex.split(line))
-    assert raised.value.code == 2

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-
-def rate(msg=-1, byte=-1, period=1, relative=False) -> dict:
-    return {
-        "dispatchThrottlingRateInMsg": msg,
-        "dispatchThrottlingRateInByte": byte,
-        "relativeToPublishRate": relative,
-        "ratePeriodInSecond": period,
-    }
+from tests.bodies import dispatch_rate as rate
 
 
 @pytest.mark.parametrize("kind", ["dispatch-rate", "subscription-dispatch-rate"])

@@ -17,6 +17,7 @@ import pytest
 from api.app import create_app
 from migrations import upgrade
 from server.embedded_redis import EmbeddedRedis
+from tests.bodies import dispatch_rate as rate
 from tests.conftest import ServerThread, create_database, drop_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,15 +26,6 @@ MISSING = [tool for tool in ("bash", "curl", "jq") if shutil.which(tool) is None
 pytestmark = pytest.mark.skipif(
     bool(MISSING), reason=f"the scripts need {', '.join(MISSING)} (apt-get install jq curl)"
 )
-
-
-def rate(msg=-1, byte=-1, period=1) -> dict:
-    return {
-        "dispatchThrottlingRateInMsg": msg,
-        "dispatchThrottlingRateInByte": byte,
-        "relativeToPublishRate": False,
-        "ratePeriodInSecond": period,
-    }
 
 
 def script(name: str, *args: str, url: str, stdin: str | None = None, token: str | None = None):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.standalone_process import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -13,14 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def sluice_admin(*args: str, home: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
     env.update(PYTHONPATH=str(ROOT), HOME=str(home))
-    return subprocess.run(
-        [sys.executable, "-m", "sluice.admin_cli", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_module("sluice.admin_cli", *args, cwd=ROOT, env=env)
 
 
 def test_exit_codes(http, admin_server, tmp_path):

@@ -16,12 +16,16 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
-from api.app import create_app
-from migrations import upgrade
-from models.db import make_sync_engine
 from models.settings import Settings
 from server.embedded_cluster import EmbeddedCluster
-from tests.conftest import ServerThread, create_database, drop_database, truncate
+from tests.conftest import (
+    ServerThread,
+    migrated_database,
+    served,
+    suite_settings,
+    sync_engine,
+    truncate,
+)
 from tests.workers.conftest import (  # noqa: F401  (fixtures, re-defined for this folder)
     client,
     namespace,
@@ -49,35 +53,22 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedC
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
     """A migrated database of the cluster suites' own."""
-    url = create_database("sluice_cluster")
-    upgrade(url)
-    yield url
-    drop_database(url)
+    yield from migrated_database("sluice_cluster")
 
 
 @pytest.fixture(scope="session")
 def db(database_url: str) -> Iterator[Engine]:
-    engine = make_sync_engine(database_url)
-    yield engine
-    engine.dispose()
+    yield from sync_engine(database_url)
 
 
 @pytest.fixture(scope="session")
 def settings(database_url: str, redis_server: EmbeddedCluster, tmp_path_factory) -> Settings:
-    return Settings(
-        database_url=database_url,
-        redis_url=redis_server.url,
-        data_dir=tmp_path_factory.mktemp("cluster-data"),
-        events_stream="sluice:events",
-        outbox_sweep_seconds=0.2,
-    )
+    return suite_settings(database_url, redis_server.url, tmp_path_factory.mktemp("cluster-data"))
 
 
 @pytest.fixture(scope="session")
 def admin_server(settings: Settings) -> Iterator[ServerThread]:
-    server = ServerThread(create_app(settings)).start()
-    yield server
-    server.stop()
+    yield from served(settings)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 
 from server.embedded_redis import free_port
+from server.processes import wait_or_kill
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,8 +69,4 @@ class AdminProcess:
         """Stop the API (SIGTERM, SIGKILL after 15 s)."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            wait_or_kill(self.process, 15)

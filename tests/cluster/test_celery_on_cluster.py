@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 from redis.crc import key_slot
@@ -18,6 +17,8 @@ from redis.crc import key_slot
 from models.settings import Settings
 from reports.celery_app import make_celery
 from reports.celery_redis import PREFIX, TAG
+from server.processes import wait_or_kill
+from server.standalone import celery_worker
 from tests.cluster.processes import ROOT
 
 pytestmark = pytest.mark.cluster
@@ -30,18 +31,7 @@ def test_a_task_and_its_result_go_through_the_cluster(redis_cluster, tmp_path):
     env = {**os.environ, "REDIS_URL": elsewhere.url, "SLUICE_DATA_DIR": str(tmp_path)}
     with (tmp_path / "celery.log").open("wb") as log:
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "reports.celery_app:app",
-                "worker",
-                "--pool",
-                "solo",
-                "--loglevel",
-                "warning",
-            ],
+            celery_worker("--pool", "solo", "--loglevel", "warning"),
             cwd=ROOT,
             env=env,
             stdout=log,
@@ -64,8 +54,4 @@ def test_a_task_and_its_result_go_through_the_cluster(redis_cluster, tmp_path):
                 assert not [k for k in node.redis().keys("*") if b"celery" in k.lower()]
     finally:
         worker.terminate()
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        wait_or_kill(worker, 20)

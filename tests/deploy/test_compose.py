@@ -13,6 +13,8 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -382,37 +384,51 @@ def test_cluster_profile_has_six_cluster_nodes():
     assert len(volumes) == len(CLUSTER_NODES)
 
 
-@pytest.fixture
-def node_server(tmp_path):
-    """The installed redis-server, started with a cluster node's command from the file."""
+@contextmanager
+def compose_redis(command: list[str], tmp_path, *options: str) -> Iterator[tuple[int, Any]]:
+    """A compose file's ``redis-server`` command run by the installed redis-server, on a free
+    port (``options`` after it), bound to localhost, in ``tmp_path``: its port and process,
+    killed afterwards."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server is not installed")
-    command = services()["redis-node-1"]["command"]
     port = free_port()
-    # Free ports only, the cluster bus's included (by default the port plus 10,000).
-    local = ["--port", str(port), "--cluster-port", str(free_port()), "--bind", "127.0.0.1"]
+    local = ["--port", str(port), *options, "--bind", "127.0.0.1", "--dir", str(tmp_path)]
     process = subprocess.Popen(
-        [binary, *command[1:], *local, "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        [binary, *command[1:], *local], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    client = redis.Redis(port=port, decode_responses=True)
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                assert process.poll() is None, "redis-server refused the node's command"
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-        yield client
+        yield port, process
     finally:
-        client.close()
         process.kill()
         process.wait()
+
+
+def answering(process: subprocess.Popen, ask: Callable[[], Any], refused: str) -> Any:
+    """What ``ask()`` answers once the server started by ``process`` takes connections
+    (``refused``: the failure when it exits first)."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return ask()
+        except redis.ConnectionError:
+            assert process.poll() is None, refused
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def node_server(tmp_path):
+    """The installed redis-server, started with a cluster node's command from the file."""
+    command = services()["redis-node-1"]["command"]
+    # Free ports only, the cluster bus's included (by default the port plus 10,000).
+    with compose_redis(command, tmp_path, "--cluster-port", str(free_port())) as (port, process):
+        client = redis.Redis(port=port, decode_responses=True)
+        try:
+            answering(process, client.ping, "redis-server refused the node's command")
+            yield client
+        finally:
+            client.close()
 
 
 def test_a_node_command_starts_a_cluster_node(node_server):
@@ -606,9 +622,6 @@ def test_secured_redis_loads_the_file_secured_init_writes():
 def secured_redis(tmp_path, monkeypatch):
     """The bundled Redis's command from the file, with the ACL file that `secured-init`'s
     `sluice redis-acl-file` writes from its environment (paths and port made local)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed")
     _, config = _secured()
     svc = config["services"]
     for variable, value in svc["secured-init"]["environment"].items():
@@ -617,16 +630,8 @@ def secured_redis(tmp_path, monkeypatch):
     assert main(["redis-acl-file", "--output", str(acl)]) == 0
     command = list(svc["redis"]["command"])
     command[command.index("--aclfile") + 1] = str(acl)
-    port = free_port()
-    local = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path)]
-    process = subprocess.Popen(
-        [binary, *command[1:], *local], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
+    with compose_redis(command, tmp_path) as (port, process):
         yield config, port, process
-    finally:
-        process.kill()
-        process.wait()
 
 
 def test_secured_services_log_in_to_the_secured_redis(secured_redis):
@@ -634,15 +639,8 @@ def test_secured_services_log_in_to_the_secured_redis(secured_redis):
     for name, user in REDIS_USERS.items():
         url = config["services"][name]["environment"]["REDIS_URL"]
         client = redis.Redis.from_url(url.replace("@redis:6379", f"@127.0.0.1:{port}"))
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                assert client.acl_whoami() == user, name
-                break
-            except redis.ConnectionError:
-                assert process.poll() is None, "redis-server refused the command or the file"
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
+        refused = "redis-server refused the command or the file"
+        assert answering(process, client.acl_whoami, refused) == user, name
         client.close()
     # The health check's unauthenticated PING is answered (NOAUTH): the server is up.
     anonymous = redis.Redis(port=port)
@@ -652,29 +650,13 @@ def test_secured_services_log_in_to_the_secured_redis(secured_redis):
 
 
 def test_the_default_redis_command_runs_without_an_acl_file(tmp_path):
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed")
     command = services()["redis"]["command"]
-    port = free_port()
-    local = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path)]
-    process = subprocess.Popen(
-        [binary, *command[1:], *local], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    client = redis.Redis(port=port, decode_responses=True)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                assert client.ping() is True  # the default user, no password: as before
-                break
-            except redis.ConnectionError:
-                assert process.poll() is None, "redis-server refused the command"
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-        assert client.config_get("aclfile") == {"aclfile": ""}
-        assert client.acl_whoami() == "default"
-    finally:
-        client.close()
-        process.kill()
-        process.wait()
+    with compose_redis(command, tmp_path) as (port, process):
+        client = redis.Redis(port=port, decode_responses=True)
+        try:
+            # The default user, no password: as before.
+            assert answering(process, client.ping, "redis-server refused the command") is True
+            assert client.config_get("aclfile") == {"aclfile": ""}
+            assert client.acl_whoami() == "default"
+        finally:
+            client.close()

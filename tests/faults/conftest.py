@@ -8,8 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.fleet import Fleet
-from tests.workers.conftest import ADMIN
+from tests.workers.conftest import ADMIN, fleet  # noqa: F401  (a fixture of this folder too)
 
 
 @pytest.fixture
@@ -19,11 +18,3 @@ def namespace(http: httpx.Client) -> str:
     assert http.put(f"{ADMIN}/tenants/acme", json=body).status_code == 204
     assert http.put(f"{ADMIN}/namespaces/acme/orders").status_code == 204
     return "acme/orders"
-
-
-@pytest.fixture
-def fleet(http, namespace, settings, tmp_path):
-    """Worker processes on the session's database and Redis, stopped after the test."""
-    fleet = Fleet(settings, tmp_path)
-    yield fleet
-    fleet.stop_all()

@@ -102,3 +102,17 @@ class TcpProxy:
             .set(host="127.0.0.1", port=self.port)
             .render_as_string(hide_password=False)
         )
+
+
+def worker_through(proxy: TcpProxy, settings, worker_id: str, resync_seconds: float):
+    """A worker (no HTTP endpoint) whose database connections go through ``proxy``,
+    started."""
+    from tests.workers.conftest import WorkerThread
+
+    update = {
+        "database_url": proxy.url_for(settings.database_url),
+        "worker_http_port": 0,
+        "worker_id": worker_id,
+        "worker_resync_seconds": resync_seconds,
+    }
+    return WorkerThread(settings.model_copy(update=update)).start()

@@ -28,7 +28,7 @@ import sluice
 from api.app import create_app
 from sluice.protocol.names import TopicName
 from tests.conftest import ServerThread
-from tests.faults.proxy import TcpProxy
+from tests.faults.proxy import TcpProxy, worker_through
 from tests.fleet import Collector
 from tests.workers.conftest import ADMIN, WorkerThread, rate, wait_until
 
@@ -81,16 +81,7 @@ def test_database_outage(http, namespace, settings, db, proxies):
             settings.model_copy(update={"database_url": admin_proxy.url_for(settings.database_url)})
         )
     ).start()
-    worker = WorkerThread(
-        settings.model_copy(
-            update={
-                "database_url": worker_proxy.url_for(settings.database_url),
-                "worker_http_port": 0,
-                "worker_resync_seconds": RESYNC_SECONDS,
-                "worker_id": "outage-worker",
-            }
-        )
-    ).start()
+    worker = worker_through(worker_proxy, settings, "outage-worker", RESYNC_SECONDS)
     events = redis.Redis.from_url(settings.redis_url)
     try:
         with httpx.Client(base_url=proxied.url, timeout=30) as api:

@@ -21,8 +21,8 @@ from api.app import create_app
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from tests.conftest import ServerThread
-from tests.faults.proxy import TcpProxy
-from tests.workers.conftest import ADMIN, WorkerThread, rate, wait_until
+from tests.faults.proxy import TcpProxy, worker_through
+from tests.workers.conftest import ADMIN, rate, wait_until
 
 pytestmark = pytest.mark.faults
 
@@ -39,16 +39,7 @@ def test_a_worker_that_cannot_confirm_is_fenced_off(http, namespace, settings):
     api = ServerThread(
         create_app(settings.model_copy(update={"apply_timeout_seconds": APPLY_TIMEOUT}))
     ).start()
-    worker = WorkerThread(
-        settings.model_copy(
-            update={
-                "database_url": proxy.url_for(settings.database_url),
-                "worker_http_port": 0,
-                "worker_id": "stuck-worker",
-                "worker_resync_seconds": 60.0,
-            }
-        )
-    ).start()
+    worker = worker_through(proxy, settings, "stuck-worker", 60.0)
     plain = redis.Redis.from_url(settings.redis_url)
     lease = keys.lease(TopicName.from_full(TOPIC))
     try:

@@ -36,9 +36,7 @@ def epoch(token: str) -> int:
 def test_a_killed_workers_partitions_move_within_the_ttl_and_a_third(fleet, http):
     path = f"{ADMIN}/persistent/acme/orders/failover/partitions"
     assert http.put(path, json=PARTITIONS).status_code == 204
-    fleet.start("w1")
-    fleet.start("w2")
-    owners = wait_until(lambda: fleet.settled(TOPIC, PARTITIONS, {"w1", "w2"}), timeout=20)
+    owners = fleet.start_settled(TOPIC, PARTITIONS, "w1", "w2", timeout=20)
     assert set(owners.values()) == {"w1", "w2"}
     kept = {p: t for p, t in fleet.tokens(TOPIC, PARTITIONS).items() if owners[p] == "w2"}
     fleet.processes["w1"].kill()
@@ -87,9 +85,7 @@ def test_a_worker_restarted_with_its_id_takes_its_partitions_back_at_once(slow_f
     fleet = slow_fleet
     path = f"{ADMIN}/persistent/acme/orders/failover/partitions"
     assert http.put(path, json=PARTITIONS).status_code == 204
-    fleet.start("w1")
-    fleet.start("w2")
-    owners = wait_until(lambda: fleet.settled(TOPIC, PARTITIONS, {"w1", "w2"}), timeout=20)
+    owners = fleet.start_settled(TOPIC, PARTITIONS, "w1", "w2", timeout=20)
     before = fleet.tokens(TOPIC, PARTITIONS)
     own = {p for p, owner in owners.items() if owner == "w1"}
     assert own and len(own) < PARTITIONS

@@ -92,13 +92,18 @@ def standalone(tmp_path) -> Iterator[Standalone]:
     assert server.interrupt() == 0, server.log()[-3000:]
 
 
-def test_killed_redis_is_restarted_with_its_backlog(standalone):
+def orders_on(standalone: Standalone) -> httpx.Client:
+    """An HTTP client on ``standalone``, which holds tenant ``acme`` and namespace
+    ``acme/orders``."""
     http = httpx.Client(base_url=standalone.url, timeout=10)
-    assert (
-        http.put(f"{ADMIN}/tenants/acme", json={"allowedClusters": ["standalone"]}).status_code
-        == 204
-    )
+    tenant = http.put(f"{ADMIN}/tenants/acme", json={"allowedClusters": ["standalone"]})
+    assert tenant.status_code == 204
     assert http.put(f"{ADMIN}/namespaces/acme/orders").status_code == 204
+    return http
+
+
+def test_killed_redis_is_restarted_with_its_backlog(standalone):
+    http = orders_on(standalone)
     assert http.put(f"{ADMIN}/persistent/acme/orders/kept").status_code == 204
     assert http.put(f"{ADMIN}/persistent/acme/orders/kept/subscription/sub").status_code == 204
 
@@ -207,12 +212,7 @@ def round_trip(server: Standalone, body: bytes, timeout_ms: int = 30_000) -> Non
 
 
 def test_the_worker_is_a_child_process_restarted_when_killed(standalone):
-    http = httpx.Client(base_url=standalone.url, timeout=10)
-    assert (
-        http.put(f"{ADMIN}/tenants/acme", json={"allowedClusters": ["standalone"]}).status_code
-        == 204
-    )
-    assert http.put(f"{ADMIN}/namespaces/acme/orders").status_code == 204
+    http = orders_on(standalone)
     assert http.put(f"{ADMIN}/persistent/acme/orders/through-worker").status_code == 204
     assert standalone.process is not None
     old = read_pid(standalone.data, "worker")

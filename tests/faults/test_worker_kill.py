@@ -73,9 +73,7 @@ def test_a_worker_killed_under_load_loses_nothing(fleet, http, settings):
         http.put(f"{ADMIN}/persistent/acme/orders/kill/partitions", json=PARTITIONS).status_code
         == 204
     )
-    fleet.start("w1")
-    fleet.start("w2")
-    owners = wait_until(lambda: fleet.settled(TOPIC, PARTITIONS, {"w1", "w2"}), timeout=15)
+    owners = fleet.start_settled(TOPIC, PARTITIONS, "w1", "w2")
     victim = max(("w1", "w2"), key=lambda w: list(owners.values()).count(w))
     survivor = "w2" if victim == "w1" else "w1"
     with sluice.Client(settings.redis_url) as client:

@@ -64,9 +64,7 @@ def epoch(token: str) -> int:
 def test_a_paused_worker_does_not_dispatch_what_it_lost(fleet, http, settings):
     assert http.put(f"{ADMIN}/persistent/acme/orders/pause").status_code == 204
     partition = TopicName.from_full(TOPIC)
-    fleet.start("w1")
-    fleet.start("w2")
-    wait_until(lambda: fleet.settled(TOPIC, 0, {"w1", "w2"}), timeout=15)
+    fleet.start_settled(TOPIC, 0, "w1", "w2")
     paused_token = fleet.tokens(TOPIC, 0)[TOPIC]
     owner = paused_token.rpartition(":")[0]
     other = "w2" if owner == "w1" else "w1"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from server.embedded_redis import free_port
 from server.ports import Port, PortInUse, check_free, is_in_use
+from tests.standalone_process import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,14 +27,7 @@ def busy_port():
 def sluice(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env["SLUICE_WORKER_HTTP_PORT"] = str(free_port())
-    return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_module("server.cli", *args, cwd=tmp_path, env=env)
 
 
 def test_is_in_use(busy_port):

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from server.processes import wait_or_kill
 from tests.workers.conftest import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,11 +75,7 @@ class Workers:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
         for process, _ in self.processes:
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            wait_or_kill(process, 20)
 
 
 @pytest.fixture

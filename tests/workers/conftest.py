@@ -19,6 +19,7 @@ import pytest
 import sluice
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
+from tests.bodies import dispatch_rate as rate  # noqa: F401  (the suites import it from here)
 from workers.main import build_worker
 from workers.worker import Worker
 
@@ -137,16 +138,6 @@ def namespace(http: httpx.Client) -> str:
     return "acme/orders"
 
 
-def rate(msg: int = -1, byte: int = -1, period: int = 1, relative: bool = False) -> dict:
-    """A DispatchRate body."""
-    return {
-        "dispatchThrottlingRateInMsg": msg,
-        "dispatchThrottlingRateInByte": byte,
-        "relativeToPublishRate": relative,
-        "ratePeriodInSecond": period,
-    }
-
-
 def wait_until(predicate: Callable[[], object], timeout: float = 10.0, every: float = 0.02):
     """Poll ``predicate`` until it is truthy; return its value or fail after ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -171,3 +162,13 @@ def drain(consumer: sluice.Consumer, expected: int, timeout: float) -> list[tupl
         got.append((time.monotonic() - start, message))
         consumer.acknowledge(message)
     return got
+
+
+@pytest.fixture
+def fleet(http, namespace, settings, tmp_path):
+    """Worker processes on the session's database and Redis, stopped after the test."""
+    from tests.fleet import Fleet  # it imports this module's helpers
+
+    fleet = Fleet(settings, tmp_path)
+    yield fleet
+    fleet.stop_all()

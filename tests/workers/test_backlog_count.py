@@ -48,6 +48,25 @@ async def unknown_lag(redis: Redis, stream: str, group: str, at: str) -> None:
     assert info["lag"] is None
 
 
+async def deep_group(
+    redis: Redis, monkeypatch, batch: int, entries: int, at: int
+) -> tuple[TopicName, str, list[str]]:
+    """A partition of ``entries`` whose group ``g`` stands at the ``at``-th one with its lag
+    unknown, counted ``batch`` entries per call: the partition, its stream, the entry ids."""
+    monkeypatch.setattr(backlog_module, "COUNT_BATCH", batch)
+    name = partition()
+    stream = keys.log(name)
+    ids = await fill(redis, stream, entries)
+    await redis.xgroup_create(stream, "g", id="0")
+    await unknown_lag(redis, stream, "g", ids[at])
+    return name, stream, ids
+
+
+async def group_backlog(redis: Redis, name: TopicName):
+    """The backlog ``read_backlogs`` finds for group ``g`` of partition ``name``."""
+    return (await read_backlogs(redis, register_scripts(redis), [name]))[name.full]["g"]
+
+
 async def test_counted_in_bounded_calls_and_stored(redis, monkeypatch):
     monkeypatch.setattr(backlog_module, "COUNT_BATCH", 7)
     name = partition()
@@ -71,12 +90,7 @@ async def test_counted_in_bounded_calls_and_stored(redis, monkeypatch):
 async def test_exact_though_the_group_moves_and_the_stream_grows(redis, monkeypatch):
     """Between the counting calls a dispatcher reads 23 entries and producers add 40: the
     backlog is what it is at the end, not what it was at the start."""
-    monkeypatch.setattr(backlog_module, "COUNT_BATCH", 4)
-    name = partition()
-    stream = keys.log(name)
-    ids = await fill(redis, stream, 60)
-    await redis.xgroup_create(stream, "g", id="0")
-    await unknown_lag(redis, stream, "g", ids[1])  # 58 undelivered
+    name, stream, _ = await deep_group(redis, monkeypatch, 4, 60, 1)  # 58 undelivered
     script = backlog_module._count
     calls = 0
 
@@ -88,7 +102,7 @@ async def test_exact_though_the_group_moves_and_the_stream_grows(redis, monkeypa
         await script(redis_, scripts_, walks)
 
     monkeypatch.setattr(backlog_module, "_count", count_meanwhile)
-    got = (await read_backlogs(redis, register_scripts(redis), [name]))[name.full]["g"]
+    got = await group_backlog(redis, name)
     assert calls == 1
     assert (got.entries, got.pending) == (58 + 40, 23)
     (info,) = await redis.xinfo_groups(stream)
@@ -97,12 +111,7 @@ async def test_exact_though_the_group_moves_and_the_stream_grows(redis, monkeypa
 
 
 async def test_a_group_moved_back_meanwhile_is_counted_again(redis, monkeypatch):
-    monkeypatch.setattr(backlog_module, "COUNT_BATCH", 5)
-    name = partition()
-    stream = keys.log(name)
-    ids = await fill(redis, stream, 30)
-    await redis.xgroup_create(stream, "g", id="0")
-    await unknown_lag(redis, stream, "g", ids[19])  # 10 undelivered
+    name, stream, ids = await deep_group(redis, monkeypatch, 5, 30, 19)  # 10 undelivered
     script = backlog_module._count
     moved = False
 
@@ -114,7 +123,7 @@ async def test_a_group_moved_back_meanwhile_is_counted_again(redis, monkeypatch)
         await script(redis_, scripts_, walks)
 
     monkeypatch.setattr(backlog_module, "_count", move_back)
-    got = (await read_backlogs(redis, register_scripts(redis), [name]))[name.full]["g"]
+    got = await group_backlog(redis, name)
     assert (got.entries, got.pending) == (25, 0)
 
 
@@ -122,12 +131,7 @@ async def test_entries_trimmed_during_the_count_make_it_start_over(redis, monkey
     """The group moves on and its entries are acknowledged and trimmed after they were
     counted: what was counted no longer shows where the group is now, so the count starts
     over rather than store a counter 13 entries short."""
-    monkeypatch.setattr(backlog_module, "COUNT_BATCH", 4)
-    name = partition()
-    stream = keys.log(name)
-    ids = await fill(redis, stream, 60)
-    await redis.xgroup_create(stream, "g", id="0")
-    await unknown_lag(redis, stream, "g", ids[1])  # 58 undelivered
+    name, stream, ids = await deep_group(redis, monkeypatch, 4, 60, 1)  # 58 undelivered
     store = backlog_module._store
     trimmed = False
 
@@ -141,7 +145,7 @@ async def test_entries_trimmed_during_the_count_make_it_start_over(redis, monkey
         return await store(redis_, scripts_, walks, result)
 
     monkeypatch.setattr(backlog_module, "_store", trim_meanwhile)
-    got = (await read_backlogs(redis, register_scripts(redis), [name]))[name.full]["g"]
+    got = await group_backlog(redis, name)
     assert trimmed
     assert (got.entries, got.pending) == (60 - 22, 0)
     (info,) = await redis.xinfo_groups(stream)

@@ -20,7 +20,7 @@ from datetime import timedelta
 import pytest
 
 import sluice
-from tests.fleet import Fleet, with_signal
+from tests.fleet import with_signal
 from tests.workers.conftest import ADMIN, rate, wait_until
 from tests.workers.test_strict_bound import excess
 
@@ -180,13 +180,6 @@ def test_delayed_messages_count_against_the_limit_when_dispatched(http, namespac
     # ... and the limit was used: 30 at 10/s take at least two more periods.
     assert max(late) - due >= 2000
     consumer.close()
-
-
-@pytest.fixture
-def fleet(http, namespace, settings, tmp_path):
-    fleet = Fleet(settings, tmp_path)
-    yield fleet
-    fleet.stop_all()
 
 
 def test_held_messages_survive_the_death_of_their_worker(fleet, http, redis_server):

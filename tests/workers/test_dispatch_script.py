@@ -63,10 +63,16 @@ def topic(msg: int = -1, byte: int = -1, period: int = 1, relative: bool = False
     return LimitArgs(msg, byte, period, relative)
 
 
-def test_a_period_hands_out_its_quota_and_says_how_long_until_the_next(part):
+def first_quota_at_zero(part):
+    """100 entries and subscription ``s``, its first quota of 10 a second dispatched at 0.0:
+    what that dispatch did."""
     part.produce(100)
     part.subscribe("s")
-    first = part.dispatch("s", 0.0, topic=topic(10))
+    return part.dispatch("s", 0.0, topic=topic(10))
+
+
+def test_a_period_hands_out_its_quota_and_says_how_long_until_the_next(part):
+    first = first_quota_at_zero(part)
     assert (first.entries, first.reason) == (10, DispatchReason.MSG_BUDGET)
     assert first.exhausted == 1 and first.wait_ms == 1000
     later = part.dispatch("s", 0.4, topic=topic(10))
@@ -81,40 +87,29 @@ def test_unused_quota_is_not_saved_up(part):
     assert part.dispatch("s", 5.5, topic=topic(10)).entries == 10
 
 
-def test_first_use_after_a_quiet_period_opens_a_fresh_period(part):
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
-    # Quiet from 0.0 until 2.7: the period that begins then runs until 3.7, not 3.0.
-    resumed = part.dispatch("s", 2.7, topic=topic(10))
-    assert resumed.entries == 10 and resumed.wait_ms == 1000
-
-
-def test_a_period_unused_until_well_into_it_starts_at_its_first_entry(part):
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
-    # The period 1.0-2.0 goes unused until 1.3 (an outage, say): it starts at 1.3 instead,
-    # so nothing more goes out before 2.3.
-    resumed = part.dispatch("s", 1.3, topic=topic(10))
-    assert resumed.entries == 10 and resumed.wait_ms == 1000
-
-
-def test_a_late_wake_up_keeps_the_periods_in_step(part):
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
-    late = part.dispatch("s", 1.03, topic=topic(10))  # 30 ms late: still the 1.0 period
-    assert late.entries == 10 and late.wait_ms == 970
+@pytest.mark.parametrize(
+    ("resumed_at", "wait_ms"),
+    [
+        # Quiet from 0.0 until 2.7: the period that begins then runs until 3.7, not 3.0.
+        pytest.param(2.7, 1000, id="first-use-after-a-quiet-period-opens-a-fresh-period"),
+        # The period 1.0-2.0 goes unused until 1.3 (an outage, say): it starts at 1.3
+        # instead, so nothing more goes out before 2.3.
+        pytest.param(1.3, 1000, id="a-period-unused-until-well-into-it-starts-then"),
+        # 30 ms late: still the 1.0 period.
+        pytest.param(1.03, 970, id="a-late-wake-up-keeps-the-periods-in-step"),
+    ],
+)
+def test_where_the_period_after_a_pause_starts(part, resumed_at, wait_ms):
+    first_quota_at_zero(part)
+    resumed = part.dispatch("s", resumed_at, topic=topic(10))
+    assert resumed.entries == 10 and resumed.wait_ms == wait_ms
 
 
 def test_a_steadily_late_dispatcher_keeps_its_periods_whole(part):
     """A busy worker serves a subscription 300 ms after each boundary: the first such period
     starts late (nothing else went out for it), the following ones stay on that grid, so
     the subscription gets its whole limit every period."""
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
+    first_quota_at_zero(part)
     first = part.dispatch("s", 1.3, topic=topic(10))  # a jump: the period starts at 1.3
     assert first.entries == 10 and first.wait_ms == 1000
     for start in (2.3, 3.3, 4.3):
@@ -125,9 +120,7 @@ def test_a_steadily_late_dispatcher_keeps_its_periods_whole(part):
 def test_a_period_first_used_much_later_than_the_last_one_starts_then(part):
     """After a period used on time, one first used 400 ms into its own (after an outage)
     starts at that use, so two quotas never go out less than a period apart."""
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
+    first_quota_at_zero(part)
     part.dispatch("s", 1.0, topic=topic(10))  # on time: lateness 0
     resumed = part.dispatch("s", 2.4, topic=topic(10))
     assert resumed.entries == 10 and resumed.wait_ms == 1000
@@ -135,9 +128,7 @@ def test_a_period_first_used_much_later_than_the_last_one_starts_then(part):
 
 
 def test_steady_use_keeps_periods_back_to_back(part):
-    part.produce(100)
-    part.subscribe("s")
-    part.dispatch("s", 0.0, topic=topic(10))
+    first_quota_at_zero(part)
     for second in (1, 2, 3):
         result = part.dispatch("s", second + 0.003, topic=topic(10))
         assert result.entries == 10

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import asynccontextmanager
 
 import redis
 from redis.asyncio import Redis
@@ -46,6 +47,23 @@ async def wait_for(predicate, timeout: float = 5.0) -> None:
         await asyncio.sleep(0.02)
 
 
+@asynccontextmanager
+async def running(settings, url: str, partition: Partition, *args, **kwargs):
+    """A dispatcher of subscription ``s`` of ``partition`` (``args``: the rest of
+    ``Dispatcher``'s), with a context and shared state of its own on a client of its own,
+    and that shared state; stopped and closed afterwards."""
+    client = Redis.from_url(url)
+    context = make_context(settings, client)
+    shared = make_shared(context)
+    dispatcher = Dispatcher(context, shared, partition.name, "s", *args, **kwargs)
+    try:
+        yield dispatcher, shared
+    finally:
+        await dispatcher.stop()
+        await shared.script.close()
+        await client.aclose()
+
+
 def test_a_dispatcher_hands_out_what_its_limits_allow_and_takes_new_ones(settings, redis_server):
     sync = redis.Redis.from_url(redis_server.url)
     partition = Partition(sync)
@@ -53,14 +71,10 @@ def test_a_dispatcher_hands_out_what_its_limits_allow_and_takes_new_ones(setting
     partition.subscribe("s")
 
     async def scenario():
-        client = Redis.from_url(redis_server.url)
-        context = make_context(settings, client)
-        shared = make_shared(context)
-        dispatcher = Dispatcher(context, shared, partition.name, "s")
-        subscription, topic = limits(topic_msg=10)
-        dispatcher.apply(subscription, topic, FLOW)
-        dispatcher.start()
-        try:
+        async with running(settings, redis_server.url, partition) as (dispatcher, shared):
+            subscription, topic = limits(topic_msg=10)
+            dispatcher.apply(subscription, topic, FLOW)
+            dispatcher.start()
             await wait_for(lambda: delivered(sync, partition, "s") >= 10)
             await asyncio.sleep(0.3)  # the rest of the period: nothing more
             assert delivered(sync, partition, "s") == 10
@@ -75,10 +89,6 @@ def test_a_dispatcher_hands_out_what_its_limits_allow_and_takes_new_ones(setting
             await wait_for(lambda: delivered(sync, partition, "s") >= 13, timeout=3)
             await asyncio.sleep(0.3)
             assert delivered(sync, partition, "s") == 13
-        finally:
-            await dispatcher.stop()
-            await shared.script.close()
-            await client.aclose()
 
     asyncio.run(scenario())
     sync.close()
@@ -92,22 +102,15 @@ def test_a_fenced_dispatcher_reports_it_and_stops(settings, redis_server):
     sync.set(keys.lease(partition.name), "another-worker:7")
 
     async def scenario():
-        client = Redis.from_url(redis_server.url)
-        context = make_context(settings, client)
-        shared = make_shared(context)
         lost = asyncio.Event()
-        dispatcher = Dispatcher(context, shared, partition.name, "s", "unit:1", on_fenced=lost.set)
-        subscription, topic = limits()
-        dispatcher.apply(subscription, topic, FLOW)
-        dispatcher.start()
-        try:
+        fenced = running(settings, redis_server.url, partition, "unit:1", on_fenced=lost.set)
+        async with fenced as (dispatcher, _shared):
+            subscription, topic = limits()
+            dispatcher.apply(subscription, topic, FLOW)
+            dispatcher.start()
             await asyncio.wait_for(lost.wait(), 5)
             await asyncio.wait_for(asyncio.shield(dispatcher._task), 5)
             assert delivered(sync, partition, "s") == 0
-        finally:
-            await dispatcher.stop()
-            await shared.script.close()
-            await client.aclose()
 
     asyncio.run(scenario())
     sync.close()

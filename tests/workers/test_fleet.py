@@ -10,20 +10,11 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 import sluice
-from tests.fleet import Collector, Fleet
+from tests.fleet import Collector
 from tests.workers.conftest import ADMIN, rate, wait_until
 
 TOPIC = "persistent://acme/orders/fleet"
-
-
-@pytest.fixture
-def fleet(http, namespace, settings, tmp_path):
-    fleet = Fleet(settings, tmp_path)
-    yield fleet
-    fleet.stop_all()
 
 
 def test_partitions_are_shared_and_rebalanced_when_a_worker_joins(fleet, http, settings):
@@ -32,9 +23,7 @@ def test_partitions_are_shared_and_rebalanced_when_a_worker_joins(fleet, http, s
         http.put(f"{ADMIN}/persistent/acme/orders/fleet/partitions", json=partitions).status_code
         == 204
     )
-    fleet.start("w1")
-    fleet.start("w2")
-    two = wait_until(lambda: fleet.settled(TOPIC, partitions, {"w1", "w2"}), timeout=15)
+    two = fleet.start_settled(TOPIC, partitions, "w1", "w2")
 
     # The admin service shows the fleet and the owners.
     assert sorted(http.get(f"{ADMIN}/brokers/standalone").json()) == ["w1", "w2"]

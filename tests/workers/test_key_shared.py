@@ -83,16 +83,21 @@ def first_seen_in_order(receivers: list[Receiver], keys: int, per_key: int) -> N
         assert order == list(range(per_key)), (key, order)
 
 
-@pytest.mark.parametrize("count", [2, 3])
-def test_consumers_get_disjoint_key_sets(http, namespace, client, count):
-    assert http.put(PATH).status_code == 204
-    receivers = [Receiver(subscribe(client, f"c{i}")) for i in range(count)]
+def send_keyed(client: sluice.Client, keys: int, per_key: int) -> None:
+    """``per_key`` messages ``"<key>:<seq>"`` for each of ``keys`` keys, interleaved."""
     producer = client.create_producer(TOPIC)
-    keys, per_key = 60, 5
     for seq in range(per_key):
         for k in range(keys):
             producer.send_async(f"{k}:{seq}".encode(), None, partition_key=f"key-{k}")
     producer.flush()
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_consumers_get_disjoint_key_sets(http, namespace, client, count):
+    assert http.put(PATH).status_code == 204
+    receivers = [Receiver(subscribe(client, f"c{i}")) for i in range(count)]
+    keys, per_key = 60, 5
+    send_keyed(client, keys, per_key)
     wait_until(lambda: sum(len(r.log) for r in receivers) >= keys * per_key, timeout=20)
     for r in receivers:
         r.stop()
@@ -159,12 +164,8 @@ def test_every_key_stays_in_order_across_a_join_and_a_leave(http, namespace, cli
     # is fast, so a key that moves to it would overtake its earlier messages but for the rule.
     a = Receiver(subscribe(client, "a", queue=10), pause=0.02)
     b = Receiver(subscribe(client, "b", queue=10), pause=0.02)
-    producer = client.create_producer(TOPIC)
     keys, per_key = 20, 30
-    for seq in range(per_key):
-        for k in range(keys):
-            producer.send_async(f"{k}:{seq}".encode(), None, partition_key=f"key-{k}")
-    producer.flush()
+    send_keyed(client, keys, per_key)
     time.sleep(0.5)
     c = Receiver(subscribe(client, "c", queue=10))  # joins
     time.sleep(1.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -48,12 +49,9 @@ class Member:
         await self.ownership.join(self.context, self.hooks())
 
 
-def test_two_members_share_the_partitions_by_rendezvous_and_take_over(settings, redis_server):
-    sync = redis.Redis.from_url(redis_server.url)
-    sync.delete(keys.WORKERS, *(keys.lease(p) for p in PARTITIONS))
+def test_two_members_share_the_partitions_by_rendezvous_and_take_over(settings, redis_server, sync):
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a, b = Member(settings, client, "a"), Member(settings, client, "b")
         try:
             await a.join()
@@ -82,21 +80,16 @@ def test_two_members_share_the_partitions_by_rendezvous_and_take_over(settings, 
             assert sync.hget(keys.worker_info("b"), "fenced") is None
         finally:
             await b.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
-    sync.close()
+    with_client(redis_server.url, scenario)
 
 
 def test_leases_taken_in_a_cycle_that_then_fails_are_rebalanced_by_the_next(
-    settings, redis_server, monkeypatch
+    settings, redis_server, sync, monkeypatch
 ):
-    sync = redis.Redis.from_url(redis_server.url)
-    sync.delete(keys.WORKERS, *(keys.lease(p) for p in PARTITIONS))
     monkeypatch.setattr(leases, "BATCH", 3)  # two batches of acquisitions
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a = Member(settings, client, "a")
         try:
             await a.join()
@@ -124,16 +117,37 @@ def test_leases_taken_in_a_cycle_that_then_fails_are_rebalanced_by_the_next(
             assert a.rebalances == 1
         finally:
             await a.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
-    sync.close()
+    with_client(redis_server.url, scenario)
 
 
 def crash(ownership: LeaseOwnership) -> None:
     """The process dies: its loops stop, nothing is released."""
     for task in ownership._tasks:
         task.cancel()
+
+
+def with_client(url: str, scenario):
+    """Run ``scenario(client)`` with an asyncio client of its own, closed afterwards; what
+    it returns."""
+
+    async def main():
+        client = Redis.from_url(url)
+        try:
+            return await scenario(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(main())
+
+
+@pytest.fixture
+def sync(redis_server) -> Iterator[redis.Redis]:
+    """A plain client on the test Redis, no fleet member or lease of these tests left in it."""
+    client = redis.Redis.from_url(redis_server.url)
+    _clean(client)
+    yield client
+    client.close()
 
 
 def _clean(sync: redis.Redis) -> None:
@@ -190,13 +204,10 @@ def test_acquire_takes_a_free_lease_its_own_and_a_dead_holders_never_a_live_ones
 
 
 def test_a_member_whose_heartbeat_lapsed_drops_the_tokens_taken_and_takes_its_share_again(
-    settings, redis_server
+    settings, redis_server, sync
 ):
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a, b = Member(settings, client, "a"), Member(settings, client, "b")
         try:
             await a.join()
@@ -228,20 +239,15 @@ def test_a_member_whose_heartbeat_lapsed_drops_the_tokens_taken_and_takes_its_sh
         finally:
             await a.ownership.stop()
             await b.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
-    sync.close()
+    with_client(redis_server.url, scenario)
 
 
-def test_a_lapsed_member_keeps_the_leases_nobody_took(settings, redis_server):
+def test_a_lapsed_member_keeps_the_leases_nobody_took(settings, redis_server, sync):
     """Paused past its heartbeat with no one to take over (or only slow): its leases still
     hold its tokens, so it keeps them, and its runners, instead of starting them all again."""
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a = Member(settings, client, "a")
         try:
             await a.join()
@@ -261,23 +267,18 @@ def test_a_lapsed_member_keeps_the_leases_nobody_took(settings, redis_server):
             assert all(a.ownership.token(p) == before[p.full] for p in PARTITIONS[1:])
         finally:
             await a.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
-    sync.close()
+    with_client(redis_server.url, scenario)
 
 
 @pytest.mark.parametrize("on_thread", [True, False], ids=["thread", "loop"])
 def test_a_busy_event_loop_lapses_the_heartbeat_only_when_it_beats_on_the_loop(
-    settings, redis_server, on_thread
+    settings, redis_server, sync, on_thread
 ):
     """The event loop blocked for three lease TTLs: a heartbeat on its own thread keeps the
     registration live throughout; one beaten on the loop lapses (the control case)."""
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a = Member(settings, client, "a")
         a.ownership = LeaseOwnership(1.0, redis_server.url if on_thread else None)
         try:
@@ -294,22 +295,17 @@ def test_a_busy_event_loop_lapses_the_heartbeat_only_when_it_beats_on_the_loop(
             return live, before, dict(a.ownership.tokens)
         finally:
             await a.ownership.stop()
-            await client.aclose()
 
-    live, before, after = asyncio.run(scenario())
-    sync.close()
+    live, before, after = with_client(redis_server.url, scenario)
     assert live is on_thread
     assert after == before  # either way nobody took a lease: every token is kept
 
 
 def test_a_member_restarted_with_the_same_id_takes_its_partitions_again_at_once(
-    settings, redis_server
+    settings, redis_server, sync
 ):
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a = Member(settings, client, "a")
         restarted = Member(settings, client, "a")
         try:
@@ -326,21 +322,16 @@ def test_a_member_restarted_with_the_same_id_takes_its_partitions_again_at_once(
             assert {sync.get(keys.lease(p)).decode() for p in PARTITIONS} == set(after.values())
         finally:
             await restarted.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
-    sync.close()
+    with_client(redis_server.url, scenario)
 
 
-def test_a_restarted_member_lets_go_of_what_is_no_longer_its_own(settings, redis_server):
+def test_a_restarted_member_lets_go_of_what_is_no_longer_its_own(settings, redis_server, sync):
     """A worker restarted with the same id while another joined: the leases its previous
     process held that are now the other's are released, not kept by a live worker that
     does not know it holds them."""
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a, b = Member(settings, client, "a"), Member(settings, client, "b")
         restarted = Member(settings, client, "a")
         try:
@@ -359,18 +350,13 @@ def test_a_restarted_member_lets_go_of_what_is_no_longer_its_own(settings, redis
         finally:
             await restarted.ownership.stop()
             await b.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
-    sync.close()
+    with_client(redis_server.url, scenario)
 
 
-def test_an_unloaded_partition_is_taken_again_at_the_next_heartbeat(settings, redis_server):
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
+def test_an_unloaded_partition_is_taken_again_at_the_next_heartbeat(settings, redis_server, sync):
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a = Member(settings, client, "a")
         try:
             await a.join()
@@ -389,20 +375,15 @@ def test_an_unloaded_partition_is_taken_again_at_the_next_heartbeat(settings, re
             assert not sync.exists(keys.worker_unloaded("a"))
         finally:
             await a.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
-    sync.close()
+    with_client(redis_server.url, scenario)
 
 
-def test_a_slow_rebalance_delays_neither_the_heartbeat_nor_a_takeover(settings, redis_server):
+def test_a_slow_rebalance_delays_neither_the_heartbeat_nor_a_takeover(settings, redis_server, sync):
     """A worker starting the runners of many partitions stays live, and takes a dead
     worker's partitions over within the TTL and a third meanwhile."""
-    sync = redis.Redis.from_url(redis_server.url)
-    _clean(sync)
 
-    async def scenario():
-        client = Redis.from_url(redis_server.url)
+    async def scenario(client: Redis):
         a, b = Member(settings, client, "a"), Member(settings, client, "b")
         b.rebalance_seconds = 4.0
         try:
@@ -433,7 +414,5 @@ def test_a_slow_rebalance_delays_neither_the_heartbeat_nor_a_takeover(settings, 
         finally:
             b.rebalance_seconds = 0.0
             await b.ownership.stop()
-            await client.aclose()
 
-    asyncio.run(scenario())
-    sync.close()
+    with_client(redis_server.url, scenario)

@@ -15,14 +15,16 @@ def resolved(msg=-1, byte=-1, period=1, kind=Limiter.TOPIC) -> ResolvedRate:
     )
 
 
-def test_bucket_starts_full_and_renews_each_period():
-    bucket = QuotaBucket(10, 1.0, now=0.0)
-    assert bucket.available == 10
-    bucket.available -= 10
-    bucket.refresh(0.99)
+@pytest.mark.parametrize(("limit", "period", "just_before"), [(10, 1.0, 0.99), (100, 360.0, 359.0)])
+def test_bucket_starts_full_and_renews_each_period(limit, period, just_before):
+    # One second, and a period longer than a second.
+    bucket = QuotaBucket(limit, period, now=0.0)
+    assert bucket.available == limit
+    bucket.available -= limit
+    bucket.refresh(just_before)
     assert bucket.available == 0
-    bucket.refresh(1.0)
-    assert bucket.available == 10
+    bucket.refresh(period)
+    assert bucket.available == limit
 
 
 def test_unused_quota_is_not_saved():
@@ -47,15 +49,6 @@ def test_overuse_is_paid_back_in_later_periods():
     assert bucket.available == 0
     bucket.refresh(5.0)
     assert bucket.available == 10
-
-
-def test_period_longer_than_a_second():
-    bucket = QuotaBucket(100, 360.0, now=0.0)
-    bucket.available -= 100
-    bucket.refresh(359.0)
-    assert bucket.available == 0
-    bucket.refresh(360.0)
-    assert bucket.available == 100
 
 
 def test_raising_the_limit_keeps_what_was_used_this_period():

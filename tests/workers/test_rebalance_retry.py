@@ -33,9 +33,9 @@ def worker_settings(worker_settings):
     return worker_settings.model_copy(update={"worker_dormant_after_seconds": 0})
 
 
-def test_a_runner_that_failed_to_start_is_started_again(
-    http, namespace, worker, client, redis_server, monkeypatch
-):
+def flowing(http, client):
+    """The topic made, one message sent and acknowledged through it: the consumer and the
+    producer."""
     assert http.put(f"{ADMIN}/persistent/acme/orders/retaken").status_code == 204
     consumer = client.subscribe(TOPIC, "sub")
     producer = client.create_producer(TOPIC)
@@ -43,6 +43,13 @@ def test_a_runner_that_failed_to_start_is_started_again(
     message = consumer.receive(timeout_millis=10_000)
     assert message.data() == b"before"
     consumer.acknowledge(message)
+    return consumer, producer
+
+
+def test_a_runner_that_failed_to_start_is_started_again(
+    http, namespace, worker, client, redis_server, monkeypatch
+):
+    consumer, producer = flowing(http, client)
 
     plain = redis.Redis.from_url(redis_server.url)
     try:
@@ -109,12 +116,7 @@ def test_a_fence_of_a_replaced_runner_leaves_the_new_lease_and_runner(
 def test_a_wake_up_that_comes_while_a_runner_starts_is_not_lost(
     http, namespace, worker, client, redis_server, monkeypatch
 ):
-    assert http.put(f"{ADMIN}/persistent/acme/orders/retaken").status_code == 204
-    consumer = client.subscribe(TOPIC, "sub")
-    producer = client.create_producer(TOPIC)
-    producer.send(b"before")
-    message = consumer.receive(timeout_millis=10_000)
-    consumer.acknowledge(message)
+    consumer, producer = flowing(http, client)
 
     # The runner of a new lease starts its dispatchers, then the worker takes its stats
     # baselines before it routes wake-ups to it: make that last a while.

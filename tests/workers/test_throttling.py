@@ -64,13 +64,26 @@ def setup_topic(http, partitions: int = 0, topic: str = TOPIC) -> None:
         assert http.put(path).status_code == 204
 
 
-def test_namespace_rate_drains_backlog_over_periods(http, namespace, worker, client):
-    # testMessageRateLimitingReceiveAllMessagesAfterThrottling: NS {10 msg, 1 s}, 30 msgs.
+def broker_flag(http, worker, name: str, value: bool) -> None:
+    """Set a boolean dynamic broker setting and wait until the worker has it."""
+    flag = "true" if value else "false"
+    assert http.post(f"{CONFIG}/{name}/{flag}").status_code == 204
+    wait_until(lambda: worker.call(lambda w: w.policy.setting(name)) is value)
+
+
+def under_namespace_rate(http, worker, client, msg: int):
+    """``TOPIC`` with a Shared consumer, under a namespace dispatch rate of ``msg`` a second
+    the worker has applied: the consumer, and a producer."""
     setup_topic(http)
     consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
-    assert http.post(f"{NS}/dispatchRate", json=rate(10)).status_code == 204
-    applied(worker, TOPIC, None, "permits_msg", 10)
-    producer = client.create_producer(TOPIC)
+    assert http.post(f"{NS}/dispatchRate", json=rate(msg)).status_code == 204
+    applied(worker, TOPIC, None, "permits_msg", msg)
+    return consumer, client.create_producer(TOPIC)
+
+
+def test_namespace_rate_drains_backlog_over_periods(http, namespace, worker, client):
+    # testMessageRateLimitingReceiveAllMessagesAfterThrottling: NS {10 msg, 1 s}, 30 msgs.
+    consumer, producer = under_namespace_rate(http, worker, client, 10)
     for _ in range(30):
         producer.send(b"x" * 80)
     got = drain(consumer, 30, timeout=8)
@@ -85,11 +98,7 @@ def test_namespace_rate_drains_backlog_over_periods(http, namespace, worker, cli
 
 def test_rate_change_applies_without_reconnect(http, namespace, worker, client):
     # testMessageRateDynamicallyChange: the limit changes in place on live dispatchers.
-    setup_topic(http)
-    consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
-    assert http.post(f"{NS}/dispatchRate", json=rate(5)).status_code == 204
-    applied(worker, TOPIC, None, "permits_msg", 5)
-    producer = client.create_producer(TOPIC)
+    consumer, producer = under_namespace_rate(http, worker, client, 5)
     for _ in range(200):
         producer.send_async(b"y", None)
     producer.flush()
@@ -204,16 +213,9 @@ def test_batch_counting(http, namespace, worker, client, count_entries, expected
     # dispatchThrottlingOnBatchMessageEnabled: entries (batches of 10) instead of messages.
     setup_topic(http)
     consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
-    flag = "true" if count_entries else "false"
-    assert http.post(f"{CONFIG}/dispatchThrottlingOnBatchMessageEnabled/{flag}").status_code == 204
+    broker_flag(http, worker, "dispatchThrottlingOnBatchMessageEnabled", count_entries)
     assert http.post(f"{NS}/dispatchRate", json=rate(10)).status_code == 204
     applied(worker, TOPIC, None, "permits_msg", 10)
-    wait_until(
-        lambda: (
-            worker.call(lambda w: w.policy.setting("dispatchThrottlingOnBatchMessageEnabled"))
-            is count_entries
-        )
-    )
     producer = client.create_producer(
         TOPIC, batching_enabled=True, batching_max_messages=10, batching_max_publish_delay_ms=1000
     )
@@ -229,18 +231,9 @@ def test_batch_counting(http, namespace, worker, client, count_entries, expected
 def test_non_backlog_consumer_is_not_throttled_when_disabled(http, namespace, worker, client):
     setup_topic(http)
     consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
-    assert (
-        http.post(f"{CONFIG}/dispatchThrottlingOnNonBacklogConsumerEnabled/false").status_code
-        == 204
-    )
+    broker_flag(http, worker, "dispatchThrottlingOnNonBacklogConsumerEnabled", False)
     assert http.post(f"{NS}/dispatchRate", json=rate(1)).status_code == 204
     applied(worker, TOPIC, None, "permits_msg", 1)
-    wait_until(
-        lambda: (
-            worker.call(lambda w: w.policy.setting("dispatchThrottlingOnNonBacklogConsumerEnabled"))
-            is False
-        )
-    )
     producer = client.create_producer(TOPIC)
     start = time.monotonic()
     for _ in range(5):

@@ -1,0 +1,13 @@
+"""Pulsar's JSON bodies as the tests write and expect them."""
+
+from __future__ import annotations
+
+
+def dispatch_rate(msg: int = -1, byte: int = -1, period: int = 1, relative: bool = False) -> dict:
+    """A ``DispatchRate`` body (-1: no limit)."""
+    return {
+        "dispatchThrottlingRateInMsg": msg,
+        "dispatchThrottlingRateInByte": byte,
+        "relativeToPublishRate": relative,
+        "ratePeriodInSecond": period,
+    }
