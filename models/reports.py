@@ -64,7 +64,7 @@ class _ReportRow:
 
     @declared_attr.directive
     def __table_args__(cls) -> tuple[Index, ...]:
-        table = cls.__tablename__
+        table = cls.__tablename__  # type: ignore[attr-defined]  # each report table names it
         return (
             Index(f"ix_{table}_lookup", "tenant", "namespace", "window", "window_start"),
             Index(f"ix_{table}_run", "run_id"),
