@@ -30,6 +30,8 @@ from sluice.consumer import (
     DeadLetterPolicy,
     InitialPosition,
 )
+from sluice.durable import DEFAULT_TIMEOUT_MS as DEFAULT_DURABLE_ACK_TIMEOUT_MS
+from sluice.durable import Durability
 from sluice.errors import (
     AlreadyClosed,
     ConnectError,
@@ -293,13 +295,18 @@ class Client:
         backoff_max_ms: int = 120_000,
         max_send_attempts: int = 3,
         clock: Clock | None = None,
+        durable_ack_replicas: int = 0,
+        durable_ack_timeout_ms: int = DEFAULT_DURABLE_ACK_TIMEOUT_MS,
     ) -> Producer:
         """A producer on ``topic`` (created on first use when auto-creation is allowed).
 
         The defaults are pulsar-client's (batching off, a pending queue of 1000 messages
         that ``send_async`` does not block on).  ``backoff_*`` shape the retries of sends a
         backlog quota refuses (``producer_exception`` gives up after ``max_send_attempts``
-        attempts); ``clock`` replaces time and sleep.
+        attempts); ``clock`` replaces time and sleep.  ``durable_ack_replicas`` (a Sluice
+        extension) makes each send wait until that many replicas of the partition's Redis
+        master confirmed it, failing with ``Timeout`` after ``durable_ack_timeout_ms``
+        (``sluice.durable``; the namespace's ``durableAcks`` policy can ask for it too).
         """
         self._check_open()
         refuse_non_defaults(
@@ -336,6 +343,7 @@ class Client:
             max_pending_messages=max_pending_messages,
             max_pending_messages_across_partitions=max_pending_messages_across_partitions,
             block_if_queue_full=block_if_queue_full,
+            durability=Durability(durable_ack_replicas, durable_ack_timeout_ms),
         )
         with self._lock:
             self._producers.append(producer)
