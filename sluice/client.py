@@ -133,6 +133,16 @@ def _check_subscription(
         raise InvalidConfiguration("unacked_messages_timeout_ms must be >= 1000")
 
 
+def _backoff(initial_ms: int, multiplier: float, jitter: float, max_ms: int) -> Backoff:
+    """The retry curve of sends a backlog quota refuses (``InvalidConfiguration`` if bad)."""
+    try:
+        return Backoff(
+            initial=initial_ms / 1000, multiplier=multiplier, jitter=jitter, maximum=max_ms / 1000
+        )
+    except ValueError as exc:
+        raise InvalidConfiguration(str(exc)) from None
+
+
 def _queue_per_partition(queue_size: int, total: int, partitions: int) -> int:
     """Each partition's receiver queue: the whole size for one partition, else a share of
     the total across partitions (at least one, at most the size)."""
@@ -304,24 +314,14 @@ class Client:
         that ``send_async`` does not block on).  ``backoff_*`` shape the retries of sends a
         backlog quota refuses (``producer_exception`` gives up after ``max_send_attempts``
         attempts); ``clock`` replaces time and sleep.  ``durable_ack_replicas`` (a Sluice
-        extension) makes each send wait until that many replicas of the partition's Redis
-        master confirmed it, failing with ``Timeout`` after ``durable_ack_timeout_ms``
-        (``sluice.durable``; the namespace's ``durableAcks`` policy can ask for it too).
+        extension): each send waits for that many replicas (``sluice.durable``).
         """
         self._check_open()
         refuse_non_defaults(
             "create_producer", PRODUCER_DEFAULTS, {**locals(), "schema": _bytes_schema(schema)}
         )
         name = parse_topic(topic)
-        try:
-            backoff = Backoff(
-                initial=backoff_initial_ms / 1000,
-                multiplier=backoff_multiplier,
-                jitter=backoff_jitter,
-                maximum=backoff_max_ms / 1000,
-            )
-        except ValueError as exc:
-            raise InvalidConfiguration(str(exc)) from None
+        backoff = _backoff(backoff_initial_ms, backoff_multiplier, backoff_jitter, backoff_max_ms)
         partitions = self.lookup_partitions(name, "produce")
         producer = Producer(
             self,

@@ -37,7 +37,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from sluice.errors import Timeout
+from sluice.errors import InvalidConfiguration, Timeout
 
 if TYPE_CHECKING:
     from sluice.client import Client
@@ -65,9 +65,15 @@ NONE = Durability()
 
 
 class DurableWriter:
-    """Runs a produce script call and its ``WAIT`` on one connection of the right master."""
+    """Runs a produce script call and its ``WAIT`` on one connection of the right master;
+    ``asked`` is what the producer asks for, beside the partitions' policies."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, asked: Durability = NONE) -> None:
+        if asked.replicas < 0 or asked.timeout_ms < 1:
+            raise InvalidConfiguration(
+                "durable_ack_replicas must be >= 0 and durable_ack_timeout_ms >= 1"
+            )
+        self.asked = asked
         self._client = client
         self._aof: dict[str, bool] = {}  # per node: WAITAOF 1 N (True) or WAIT N (False)
         self._lock = threading.Lock()

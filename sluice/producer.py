@@ -163,18 +163,11 @@ class Producer:
         block_if_queue_full: bool = False,
         durability: Durability = NONE,
     ) -> None:
-        if max_send_attempts < 1:
-            raise InvalidConfiguration("max_send_attempts must be >= 1")
-        if durability.replicas < 0 or durability.timeout_ms < 1:
-            raise InvalidConfiguration(
-                "durable_ack_replicas must be >= 0 and durable_ack_timeout_ms >= 1"
-            )
-        self._durability = durability  # what the producer asks for, beside the policy
-        self._durable_writer = DurableWriter(client)
-        if max_pending_messages < 0 or max_pending_messages_across_partitions < 0:
-            raise InvalidConfiguration("max_pending_messages must be >= 0 (0: no limit)")
-        self._client = client
-        self._topic = topic
+        _check_limits(
+            max_send_attempts, max_pending_messages, max_pending_messages_across_partitions
+        )
+        self._durable = DurableWriter(client, durability)
+        self._client, self._topic = client, topic
         self._name = producer_name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._send_timeout = send_timeout_ms / 1000 if send_timeout_ms > 0 else float("inf")
         self._router = Router(partitions, routing_mode, router)
@@ -600,12 +593,19 @@ class Producer:
         """One ``produce.lua`` call, followed by ``WAIT`` on its connection when the partition
         or the producer asks for replicas (``produce.lua`` refuses a call that promises fewer
         than the partition's policy)."""
-        durability = self._durability.stricter(self._registration.durability(partition))
+        durability = self._durable.asked.stricter(self._registration.durability(partition))
         script = self._client.scripts[PRODUCE_SCRIPT.name]
         args = [*args, durability.replicas]
         if not durability.replicas:
             return script(keys=script_keys, args=args)
-        return self._durable_writer.call(script.sha, script_keys, args, durability)  # type: ignore[no-any-return]
+        return self._durable.call(script.sha, script_keys, args, durability)  # type: ignore[no-any-return]
+
+
+def _check_limits(attempts: int, pending: int, pending_across: int) -> None:
+    if attempts < 1:
+        raise InvalidConfiguration("max_send_attempts must be >= 1")
+    if pending < 0 or pending_across < 0:
+        raise InvalidConfiguration("max_pending_messages must be >= 0 (0: no limit)")
 
 
 def _check_unsupported(replication_clusters: list[str] | None) -> None:
