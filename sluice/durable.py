@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from sluice.client import Client
 
 DEFAULT_TIMEOUT_MS = 1000
+PROBE_MS = 2000  # how long the question "WAITAOF here?" may wait for the master's fsync
 # Replies that mean the slot map changed or is changing: refreshed, then retried.
 TOPOLOGY_ERRORS = (AskError, TryAgainError, ClusterDownError, SlotNotCoveredError)
 
@@ -137,8 +138,10 @@ class DurableWriter:
             known = self._aof.get(name)
         if known is None:
             try:
-                connection.execute_command("WAITAOF", 1, 0, 0)  # nothing written yet: at once
-                known = True
+                # The connection's earlier writes on the master's disk (at once, or within a
+                # second with appendfsync everysec).
+                local, _replicas = connection.execute_command("WAITAOF", 1, 0, PROBE_MS)
+                known = int(local) >= 1
             except ResponseError:  # before Redis 7.2, or no append-only file: WAIT
                 known = False
             with self._lock:
