@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from models import client_rates
 from models.dispatch_rate import describe_validation_error
+from models.durable_acks import DURABLE_ACKS, DurableAcks
 from models.errors import InvalidInput, PreconditionFailed
 from models.json_body import check_fields, shown
 
@@ -188,13 +189,19 @@ def value_from_json(kind: str, stored: Any) -> Any:
         return BacklogQuota.model_validate(stored)
     if kind in (client_rates.PUBLISH_RATE, client_rates.SUBSCRIBE_RATE):
         return client_rates.value_from_json(kind, stored)
+    if kind == DURABLE_ACKS:
+        return DurableAcks.model_validate(stored)
     return int(stored)
 
 
 def value_to_json(value: Any) -> Any:
     """A domain value as stored / returned JSON."""
     if isinstance(
-        value, BacklogQuota | client_rates.PublishRateLimit | client_rates.SubscribeRateLimit
+        value,
+        BacklogQuota
+        | client_rates.PublishRateLimit
+        | client_rates.SubscribeRateLimit
+        | DurableAcks,
     ):
         return value.to_json()
     return value

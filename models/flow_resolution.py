@@ -13,6 +13,8 @@ quota is reached; limits are inclusive (a backlog *at* the limit is over quota).
 ``resolve_abuse`` resolves the abuse limits (``models.abuse``) the same way; they travel with
 the flow limits (``FlowLimits.abuse``) to the API's provenance and to the workers.
 
+``durable_acks`` (``models.durable_acks``) is the namespace's value, else none asked for.
+
 ``resolve_client_rates`` resolves the publish and subscribe rates (``models.client_rates``):
 topic > namespace > broker, where, as in Pulsar, a stored rate that limits nothing is unset and
 falls through to the next level.
@@ -44,6 +46,7 @@ from models.client_rates import (
     PublishRateLimit,
     SubscribeRateLimit,
 )
+from models.durable_acks import DURABLE_ACKS, NO_DURABLE_ACKS
 from models.flow import (
     MAX_UNACKED_PER_CONSUMER,
     MAX_UNACKED_PER_SUBSCRIPTION,
@@ -123,6 +126,8 @@ class FlowLimits:
     quotas: Mapping[QuotaType, Resolved]  # BacklogQuota per type
     abuse: AbuseLimits
     rates: ClientRates
+    # DurableAcks: how many replicas a send waits for (namespace > none)
+    durable_acks: Resolved = Resolved(NO_DURABLE_ACKS, Level.BROKER)
 
     @property
     def unacked_limited(self) -> bool:
@@ -263,6 +268,7 @@ def resolve_flow(inputs: FlowInputs) -> FlowLimits:
         quotas=MappingProxyType({t: resolve_quota(inputs, t) for t in QuotaType}),
         abuse=resolve_abuse(inputs),
         rates=resolve_client_rates(inputs),
+        durable_acks=_first(inputs, DURABLE_ACKS, NO_DURABLE_ACKS),
     )
 
 

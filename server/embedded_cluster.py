@@ -6,7 +6,11 @@ joined with ``redis-cli --cluster create``; ``start`` returns once every node re
 ``cluster_state:ok`` and agrees on the slots.  ``url`` names one master, which is all a
 Sluice process needs (it discovers the others).  ``failover`` promotes a replica
 (``CLUSTER FAILOVER`` on it), ``reshard`` moves slots between masters with
-``redis-cli --cluster reshard`` while clients keep working.  Every child dies with its parent.
+``redis-cli --cluster reshard`` while clients keep working.  ``kill`` is the unplanned fault:
+SIGKILL of a node (``wait_promoted`` waits until the cluster, by itself, promoted a replica of
+a killed master, about ``NODE_TIMEOUT_MS`` later), and ``restart`` starts a killed node again
+(a killed master comes back as a replica of the one promoted in its place).  Every child dies
+with its parent.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ def poll_until(ready: Callable[[], bool], timeout: float, every: float, failure:
         if time.monotonic() > deadline:
             raise RuntimeError(failure)
         time.sleep(every)
+
+# A node unreachable this long is failed and its replica promoted (Redis's default is 15 s).
+NODE_TIMEOUT_MS = 2000
 
 
 @dataclass
@@ -125,7 +132,7 @@ class EmbeddedCluster:
             "--cluster-config-file",
             f"nodes-{node.port}.conf",
             "--cluster-node-timeout",
-            "2000",
+            str(NODE_TIMEOUT_MS),
             "--dir",
             str(folder),
             "--save",
@@ -219,6 +226,38 @@ class EmbeddedCluster:
                 time.sleep(0.05)
         self.wait_ok(timeout)
         return replica
+
+    def kill(self, node: Node) -> None:
+        """SIGKILL ``node``: no planned failover, no last write flushed to anyone."""
+        if node.client is not None:
+            node.client.close()
+            node.client = None
+        assert node.process is not None
+        node.process.kill()
+        node.process.wait()
+
+    def wait_promoted(self, killed: Node, slot_key: str, timeout: float = 60.0) -> Node:
+        """Wait until another node serves ``slot_key``'s slot (the killed master's replica,
+        promoted by the cluster) and the running nodes agree again; that node."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                owner = self.node_of_key(slot_key)
+                if owner.port != killed.port and self.role(owner) == "master":
+                    break
+            except (redis.RedisError, StopIteration):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("no replica was promoted in place of the killed master")
+            time.sleep(0.05)
+        self.wait_ok(max(deadline - time.monotonic(), 1.0))
+        return owner
+
+    def restart(self, node: Node, timeout: float = 60.0) -> None:
+        """Start a killed node again with its own configuration; it rejoins the cluster."""
+        self._spawn(node)
+        self._wait_ping(node, timeout)
+        self.wait_ok(timeout)
 
     def reshard(self, source: Node, target: Node, slots: int, timeout: float = 120.0) -> None:
         """Move ``slots`` slots from ``source`` to ``target`` with ``redis-cli --cluster

@@ -30,6 +30,8 @@ from sluice.consumer import (
     DeadLetterPolicy,
     InitialPosition,
 )
+from sluice.durable import DEFAULT_TIMEOUT_MS as DEFAULT_DURABLE_ACK_TIMEOUT_MS
+from sluice.durable import Durability
 from sluice.errors import (
     AlreadyClosed,
     ConnectError,
@@ -138,6 +140,16 @@ def _check_subscription(
         raise InvalidConfiguration("receiver_queue_size must be >= 1")
     if unacked_messages_timeout_ms is not None and 0 < unacked_messages_timeout_ms < 1000:
         raise InvalidConfiguration("unacked_messages_timeout_ms must be >= 1000")
+
+
+def _backoff(initial_ms: int, multiplier: float, jitter: float, max_ms: int) -> Backoff:
+    """The retry curve of sends a backlog quota refuses (``InvalidConfiguration`` if bad)."""
+    try:
+        return Backoff(
+            initial=initial_ms / 1000, multiplier=multiplier, jitter=jitter, maximum=max_ms / 1000
+        )
+    except ValueError as exc:
+        raise InvalidConfiguration(str(exc)) from None
 
 
 def _queue_per_partition(queue_size: int, total: int, partitions: int) -> int:
@@ -302,28 +314,23 @@ class Client:
         backoff_max_ms: int = 120_000,
         max_send_attempts: int = 3,
         clock: Clock | None = None,
+        durable_ack_replicas: int = 0,
+        durable_ack_timeout_ms: int = DEFAULT_DURABLE_ACK_TIMEOUT_MS,
     ) -> Producer:
         """A producer on ``topic`` (created on first use when auto-creation is allowed).
 
         The defaults are pulsar-client's (batching off, a pending queue of 1000 messages
         that ``send_async`` does not block on).  ``backoff_*`` shape the retries of sends a
         backlog quota refuses (``producer_exception`` gives up after ``max_send_attempts``
-        attempts); ``clock`` replaces time and sleep.
+        attempts); ``clock`` replaces time and sleep.  ``durable_ack_replicas`` (a Sluice
+        extension): each send waits for that many replicas (``sluice.durable``).
         """
         self._check_open()
         refuse_non_defaults(
             "create_producer", PRODUCER_DEFAULTS, {**locals(), "schema": _bytes_schema(schema)}
         )
         name = parse_topic(topic)
-        try:
-            backoff = Backoff(
-                initial=backoff_initial_ms / 1000,
-                multiplier=backoff_multiplier,
-                jitter=backoff_jitter,
-                maximum=backoff_max_ms / 1000,
-            )
-        except ValueError as exc:
-            raise InvalidConfiguration(str(exc)) from None
+        backoff = _backoff(backoff_initial_ms, backoff_multiplier, backoff_jitter, backoff_max_ms)
         partitions = self.lookup_partitions(name, "produce")
         producer = Producer(
             self,
@@ -345,6 +352,7 @@ class Client:
             max_pending_messages=max_pending_messages,
             max_pending_messages_across_partitions=max_pending_messages_across_partitions,
             block_if_queue_full=block_if_queue_full,
+            durability=Durability(durable_ack_replicas, durable_ack_timeout_ms),
         )
         with self._lock:
             self._producers.append(producer)

@@ -31,6 +31,12 @@ A producer registers on every partition of its topic (``sluice.registration``): 
 over ``maxProducersPerTopic`` raises ``ProducerBusy``.  A message larger than the partition's
 ``maxMessageSize`` fails with ``MessageTooBig`` without being sent; with batching, a batch is
 sent before it would grow past that size, and ``produce.lua`` checks every entry again.
+
+Durable acknowledgements (``sluice.durable``): when the namespace's ``durableAcks`` policy or
+the producer's ``durable_ack_replicas`` asks for replicas (the more of the two counts), a send
+returns only once that many replicas of the partition's Redis master confirmed its entry (one
+``WAIT`` per entry, a batch being one entry); not confirmed within the timeout, it fails with
+``Timeout`` (``Result.Timeout``), never reported as stored.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sluice.backoff import Backoff, Clock
 from sluice.delivery import delivery_time
+from sluice.durable import NONE, Durability, DurableWriter
 from sluice.errors import (
     AlreadyClosed,
     InvalidConfiguration,
@@ -67,7 +74,7 @@ from sluice.errors import (
     Timeout,
 )
 from sluice.message import MessageId
-from sluice.protocol.abuse import PUBLISH_RATE_LIMITED
+from sluice.protocol.abuse import DURABLE_ACKS_REQUIRED, PUBLISH_RATE_LIMITED
 from sluice.protocol.frames import pack_batch
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import PRODUCE_SCRIPT, produce_head
@@ -94,6 +101,7 @@ class Result(Enum):
 
 QUOTA_REFUSED = "TOO_MANY_REQUESTS"
 THROTTLED = PUBLISH_RATE_LIMITED + " "
+DURABLE = DURABLE_ACKS_REQUIRED + " "
 HOLD = "producer_request_hold"
 HOLD_POLL_MAX_SECONDS = 1.0  # the worker re-checks quotas about once a second
 # Bytes a message adds to a batch entry beyond its payload, key and properties (msgpack
@@ -153,13 +161,13 @@ class Producer:
         max_pending_messages: int = 1000,
         max_pending_messages_across_partitions: int = 50_000,
         block_if_queue_full: bool = False,
+        durability: Durability = NONE,
     ) -> None:
-        if max_send_attempts < 1:
-            raise InvalidConfiguration("max_send_attempts must be >= 1")
-        if max_pending_messages < 0 or max_pending_messages_across_partitions < 0:
-            raise InvalidConfiguration("max_pending_messages must be >= 0 (0: no limit)")
-        self._client = client
-        self._topic = topic
+        _check_limits(
+            max_send_attempts, max_pending_messages, max_pending_messages_across_partitions
+        )
+        self._durable = DurableWriter(client, durability)
+        self._client, self._topic = client, topic
         self._name = producer_name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._send_timeout = send_timeout_ms / 1000 if send_timeout_ms > 0 else float("inf")
         self._router = Router(partitions, routing_mode, router)
@@ -531,7 +539,7 @@ class Producer:
         while True:
             attempts += 1
             try:
-                return self._client.scripts[PRODUCE_SCRIPT.name](keys=script_keys, args=args)
+                return self._store(script_keys, args, partition)
             except RedisAuthenticationError as exc:
                 raise session_ended(exc) from None
             except (RedisConnectionError, RedisTimeoutError) as exc:
@@ -541,6 +549,12 @@ class Producer:
                 delay = min(delay * 2, 1.0)
             except ResponseError as exc:
                 text = str(exc)
+                if text.startswith(DURABLE):
+                    # The partition asks for replicas: learnt, and sent again waiting for them.
+                    replicas, timeout_ms = text.removeprefix(DURABLE).split()[:2]
+                    self._registration.learn_durability(partition, int(replicas), int(timeout_ms))
+                    attempts -= 1
+                    continue
                 if text.startswith(THROTTLED):
                     # Slowed, not failed: wait for the next window, as often as it takes.
                     wait_ms, _, reason = text.removeprefix(THROTTLED).partition(" ")
@@ -574,6 +588,24 @@ class Producer:
                         f"{QUOTA_REFUSED}: {reason} (gave up after {attempts} attempts)"
                     ) from None
                 clock.sleep(wait)
+
+    def _store(self, script_keys: list[str], args: list, partition: TopicName) -> list:
+        """One ``produce.lua`` call, followed by ``WAIT`` on its connection when the partition
+        or the producer asks for replicas (``produce.lua`` refuses a call that promises fewer
+        than the partition's policy)."""
+        durability = self._durable.asked.stricter(self._registration.durability(partition))
+        script = self._client.scripts[PRODUCE_SCRIPT.name]
+        args = [*args, durability.replicas]
+        if not durability.replicas:
+            return script(keys=script_keys, args=args)
+        return self._durable.call(script.sha, script_keys, args, durability)  # type: ignore[no-any-return]
+
+
+def _check_limits(attempts: int, pending: int, pending_across: int) -> None:
+    if attempts < 1:
+        raise InvalidConfiguration("max_send_attempts must be >= 1")
+    if pending < 0 or pending_across < 0:
+        raise InvalidConfiguration("max_pending_messages must be >= 0 (0: no limit)")
 
 
 def _check_unsupported(replication_clusters: list[str] | None) -> None:

@@ -8,7 +8,9 @@ renewed on every heartbeat of the client's background thread, and removed when t
 closes.  A producer that dies without closing stops counting once it has been silent for
 ``consumerTimeoutMs`` (the worker setting that also releases silent consumers, 10 s by
 default).  Every registration and renewal answers the partition's ``maxMessageSize``, which
-the producer checks its sends against: a change reaches live producers within a heartbeat.
+the producer checks its sends against, and its durable acknowledgements (``sluice.durable``):
+a change reaches live producers within a heartbeat (and a send that does not wait for the
+replicas the partition asks for is refused by ``produce.lua``, which names them).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError, NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from sluice.durable import DEFAULT_TIMEOUT_MS as DEFAULT_ACK_TIMEOUT_MS
+from sluice.durable import NONE, Durability
 from sluice.protocol import keys
 from sluice.protocol.abuse import DEFAULT_MAX_MESSAGE_SIZE
 from sluice.protocol.names import TopicName
@@ -46,6 +50,7 @@ class ProducerRegistration:
         raw = client.redis.hget(keys.CLIENT_CONFIG, "consumerTimeoutMs")
         self.expiry_ms = int(raw) if raw else DEFAULT_EXPIRY_MS
         self._max_sizes = {p.full: DEFAULT_MAX_MESSAGE_SIZE for p in partitions}
+        self._durability = {p.full: NONE for p in partitions}
         # A heartbeat that was running when the producer closed must not register it again
         # after its removal: renewals and the removal take turns, and none follows a close.
         self._turn = threading.Lock()
@@ -54,6 +59,21 @@ class ProducerRegistration:
     def max_message_size(self, partition: TopicName) -> int:
         """The partition's maxMessageSize as it last answered, in bytes."""
         return self._max_sizes[partition.full]
+
+    def durability(self, partition: TopicName) -> Durability:
+        """The durable acknowledgements the partition asks for, as it last answered."""
+        return self._durability[partition.full]
+
+    def learn_durability(self, partition: TopicName, replicas: int, timeout_ms: int) -> None:
+        """The partition's durable acknowledgements, as a refused send named them."""
+        self._durability[partition.full] = (
+            Durability(replicas, timeout_ms or DEFAULT_ACK_TIMEOUT_MS) if replicas > 0 else NONE
+        )
+
+    def _take(self, partition: TopicName, reply: list) -> None:
+        size, replicas, timeout_ms = (int(value) for value in reply)
+        self._max_sizes[partition.full] = size
+        self.learn_durability(partition, replicas, timeout_ms)
 
     def register(self) -> None:
         """Register on every partition; ``ProducerBusy`` (and no registration left behind)
@@ -64,17 +84,18 @@ class ProducerRegistration:
             for partition in self._partitions:
                 script_keys, args = PRODUCER.call(partition, self._id, self.expiry_ms)
                 try:
-                    size = script(keys=script_keys, args=args)
+                    reply = script(keys=script_keys, args=args)
                 except ResponseError as exc:
                     raise refusal(exc, partition.full, "produce") or exc from None
-                self._max_sizes[partition.full] = int(size)
+                self._take(partition, reply)
                 done.append(partition)
         except BaseException:
             self._remove(done)
             raise
 
     def renew(self) -> None:
-        """Heartbeat: renew every registration (in one round trip) and take the sizes."""
+        """Heartbeat: renew every registration (in one round trip) and take the sizes and
+        durable acknowledgements."""
         script = self._client.scripts[PRODUCER.name]
         pipe = self._client.redis.pipeline(transaction=False)
         for partition in self._partitions:
@@ -95,7 +116,7 @@ class ProducerRegistration:
                 # producer does not count until a place is free again.
                 log.warning("producer %s on %s: %s", self._id, partition.full, reply)
             else:
-                self._max_sizes[partition.full] = int(reply)
+                self._take(partition, reply)
 
     def unregister(self) -> None:
         """Stop counting on every partition (best effort: otherwise it expires)."""

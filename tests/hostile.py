@@ -52,6 +52,7 @@ VALID_BODIES: dict[str, Any] = {
     "RunRequest": {"jobs": ["rates"]},
     "PublishRateDocument": {"publishThrottlingRateInMsg": 7},
     "SubscribeRateDocument": {"subscribeThrottlingRatePerConsumer": 7},
+    "DurableAcksDocument": {"replicas": 1, "timeoutMs": 500},
     "ResetCursorData": {"ledgerId": -1, "entryId": -1},
     "integer": 7,
     "object": {},

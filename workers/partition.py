@@ -51,8 +51,9 @@ _INTERNED: dict[tuple, dict[str, int]] = {}
 
 
 def limit_values(flow: FlowLimits) -> dict[str, int]:
-    """A partition's abuse limits and publish and subscribe rates as ``sl:{P}:limits`` holds
-    them (equal values are one shared dict: a worker keeps them for every partition)."""
+    """A partition's abuse limits, publish and subscribe rates and durable acknowledgements
+    as ``sl:{P}:limits`` holds them (equal values are one shared dict: a worker keeps them
+    for every partition)."""
     values = _limit_values(flow)
     key = tuple(values.values())
     if len(_INTERNED) > 10_000:
@@ -61,7 +62,7 @@ def limit_values(flow: FlowLimits) -> dict[str, int]:
 
 
 def _limit_values(flow: FlowLimits) -> dict[str, int]:
-    abuse, rates = flow.abuse, flow.rates
+    abuse, rates, durable = flow.abuse, flow.rates, flow.durable_acks.value
     subscribes, period = rates.subscribes
     return {
         "maxSubscriptionsPerTopic": abuse.max_subscriptions_per_topic.value,
@@ -73,6 +74,8 @@ def _limit_values(flow: FlowLimits) -> dict[str, int]:
         "publishThrottlingRateInByte": rates.publish_byte,
         "subscribeThrottlingRatePerConsumer": subscribes,
         "subscribeRatePeriodPerConsumerInSecond": period,
+        "durableAckReplicas": durable.replicas,
+        "durableAckTimeoutMs": durable.timeoutMs,
     }
 
 

@@ -18,12 +18,18 @@ from typing import Any
 from api.limits import reads, values
 from api.limits.levels import NAMESPACE, SUBSCRIPTION, TOPIC
 from api.limits.provenance import flow_provenance_for, provenance_for
-from api.limits.schemas import FlowDryRun, PublishRateDocument, RateDryRun, SubscribeRateDocument
+from api.limits.schemas import (
+    DurableAcksDocument,
+    FlowDryRun,
+    PublishRateDocument,
+    RateDryRun,
+    SubscribeRateDocument,
+)
 from api.limits.store import flow_slot, rate_slot
 from api.policy_store.store import Slot
 from api.policy_store.target import PolicyTarget
 from api.schemas import BacklogQuotaDocument, DispatchRateDocument
-from models import abuse, client_rates, flow
+from models import abuse, client_rates, durable_acks, flow
 from models.flow import QuotaType, parse_quota_type, quota_kind, value_to_json
 from models.flow_resolution import FlowLimits, Resolved
 from models.orm import DISPATCH_RATE, SUBSCRIPTION_DISPATCH_RATE
@@ -290,7 +296,21 @@ CLIENT_RATE_KINDS = (
         attrgetter("rates.subscribe_rate"),
     ),
 )
-KINDS = (*DISPATCH_KINDS, BACKLOG_QUOTA, *INT_KINDS, *CLIENT_RATE_KINDS)
+# A Sluice extension: sends wait for replicas (``models.durable_acks``), namespace level only.
+DURABLE_ACKS = PolicyKind(
+    name=durable_acks.DURABLE_ACKS,
+    segments={NAMESPACE: durable_acks.DURABLE_ACKS},
+    family=FLOW,
+    tag=FLOW_TAG,
+    response_model=DurableAcksDocument | None,
+    body=values.raw_body,
+    parse=values.parsed_by(durable_acks.DurableAcks.from_json),
+    applied_levels=frozenset({NAMESPACE}),
+    request_body=values.object_body(DurableAcksDocument),
+    resolved=attrgetter("durable_acks"),
+    naming=by_segment,
+)
+KINDS = (*DISPATCH_KINDS, BACKLOG_QUOTA, *INT_KINDS, *CLIENT_RATE_KINDS, DURABLE_ACKS)
 
 
 def flow_controls_json(limits: FlowLimits) -> dict[str, Any]:

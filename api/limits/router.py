@@ -21,6 +21,7 @@ from api.limits.kinds import (
     CLIENT_RATE_KINDS,
     DISPATCH_KINDS,
     DISPATCH_TAG,
+    DURABLE_ACKS,
     FLOW_TAG,
     INT_KINDS,
     RATES_TAG,
@@ -138,7 +139,7 @@ def add_kinds(kinds: tuple[PolicyKind, ...], *, level_by_level: bool = False) ->
 
 
 # The published routes, in their order: dispatch rates, their provenance, flow controls,
-# their provenance, publish and subscribe rates.
+# their provenance, publish and subscribe rates, durable acknowledgements.
 add_kinds(DISPATCH_KINDS)
 
 
@@ -171,3 +172,4 @@ async def effective_flow_controls(target: TopicDep, uow: UowDep) -> dict:
 
 
 add_kinds(CLIENT_RATE_KINDS)
+add_kinds((DURABLE_ACKS,))

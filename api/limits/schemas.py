@@ -89,6 +89,21 @@ class SubscribeRateDocument(Document):
     ratePeriodInSecond: int
 
 
+class DurableAcksDocument(Document):
+    """``durableAcks`` (a Sluice extension): replicas that must confirm a send, and how long
+    a send waits for them before it fails."""
+
+    replicas: int
+    timeoutMs: int
+
+
+class ResolvedDurableAcks(Document):
+    """Durable acknowledgements and the level they came from."""
+
+    value: DurableAcksDocument
+    source: str
+
+
 class ResolvedPublishRate(Document):
     """A publish rate and the level it came from."""
 
@@ -133,6 +148,7 @@ class FlowControls(Document):
     maxMessageSize: ResolvedInt
     publishRate: ResolvedPublishRate
     subscribeRate: ResolvedSubscribeRate
+    durableAcks: ResolvedDurableAcks
 
 
 class EffectiveFlowControls(Document):

@@ -9,10 +9,12 @@ force.  The scripts read the hash atomically with what they check:
   (``NotAllowed``), a new consumer against ``maxConsumersPerTopic`` and
   ``maxConsumersPerSubscription`` (``ConsumerBusy``);
 * ``producer.lua``: a new producer against ``maxProducersPerTopic`` (``ProducerBusy``); it
-  answers the ``maxMessageSize`` the client checks its sends against;
+  answers the ``maxMessageSize`` the client checks its sends against, and the durable
+  acknowledgements the producer waits for (``durableAckReplicas``, ``durableAckTimeoutMs``);
 * ``produce.lua``: each entry against ``maxMessageSize`` (``MessageTooBig``), and each call
   against the publish rate (``PublishRateLimited``: not written, try again after the wait it
-  names);
+  names), and each call that does not promise to wait for ``durableAckReplicas`` replicas
+  (``DurableAcks``: not written, the producer learns the policy and sends again);
 * ``subscribe.lua`` again: each subscribe request of a consumer name from a client host
   against the subscribe rate (``SubscribeRateLimited``, Pulsar's ``NotAllowed`` "Subscribe
   limited by subscribe rate limit per consumer.").
@@ -47,7 +49,14 @@ LIMIT_FIELDS = (
     "publishThrottlingRateInByte",
     "subscribeThrottlingRatePerConsumer",
     "subscribeRatePeriodPerConsumerInSecond",
+    # Durable acknowledgements (``sluice.durable``): replicas a send waits for (0 = none),
+    # and for how long.
+    "durableAckReplicas",
+    "durableAckTimeoutMs",
 )
+# Fields that mean nothing while another is 0 (a period without a rate, a timeout without
+# replicas): not compared with the defaults.
+_DEPENDENT = ("subscribeRatePeriodPerConsumerInSecond", "durableAckTimeoutMs")
 # What produce.lua and producer.lua assume while a partition has no limits written yet.
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
@@ -58,16 +67,19 @@ CONSUMER_BUSY = "ConsumerBusy"
 MESSAGE_TOO_BIG = "MessageTooBig"
 # Followed by the milliseconds to wait before trying again.
 PUBLISH_RATE_LIMITED = "PublishRateLimited"
+# Followed by the replicas and the timeout (ms) the partition's sends must wait for.
+DURABLE_ACKS_REQUIRED = "DurableAcks"
 SUBSCRIBE_RATE_LIMITED = "SubscribeRateLimited"
 
 
 def is_default(values: Mapping[str, int]) -> bool:
     """True when ``values`` are what the scripts assume without a limits hash: no limit, and
-    the default ``maxMessageSize`` (the subscribe period means nothing without a rate)."""
+    the default ``maxMessageSize`` (the subscribe period means nothing without a rate, the
+    durable-ack timeout nothing without replicas)."""
     return all(
         int(values[name]) == (DEFAULT_MAX_MESSAGE_SIZE if name == "maxMessageSize" else 0)
         for name in LIMIT_FIELDS
-        if name != "subscribeRatePeriodPerConsumerInSecond"
+        if name not in _DEPENDENT
     )
 
 

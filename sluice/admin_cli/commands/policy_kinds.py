@@ -12,7 +12,8 @@ Values: dispatch rates take ``-md``/``-bd``/``-dt`` (and ``-rp``); a count limit
 (default -1: no limit); ``set-subscribe-rate`` ``-sr/--subscribe-rate`` (default -1) and
 ``-st/--subscribe-rate-period`` (default 30 s).  ``set|get|remove-subscription-dispatch-rate
 TOPIC`` work on the default of all its subscriptions, or with ``-s SUB`` on one subscription
-(Pulsar's PIP-152 per-subscription rate).
+(Pulsar's PIP-152 per-subscription rate).  ``set-durable-acks`` (a Sluice extension)
+``-r/--replicas`` (default 1) and ``-t/--timeout-ms`` (default 1000).
 """
 
 from __future__ import annotations
@@ -125,6 +126,24 @@ subscribe_rate = flags(
     ),
 )
 
+# A Sluice extension (``set|get|remove-durable-acks``): sends wait for replicas.
+durable_acks = flags(
+    Flag(
+        "-r",
+        "--replicas",
+        "replicas",
+        1,
+        "replicas of the partition's Redis master that must confirm a send (default 1; 0: none)",
+    ),
+    Flag(
+        "-t",
+        "--timeout-ms",
+        "timeoutMs",
+        1000,
+        "ms a send waits for them before it fails (default 1000)",
+    ),
+)
+
 
 @dataclass(frozen=True)
 class CliKind:
@@ -161,6 +180,14 @@ KINDS = (
     ),
     CliKind(NAMESPACE, RATES, "publish-rate", "publishRate", publish_rate),
     CliKind(NAMESPACE, RATES, "subscribe-rate", "subscribeRate", subscribe_rate),
+    CliKind(
+        NAMESPACE,
+        RATES,
+        "durable-acks",
+        "durableAcks",
+        durable_acks,
+        what="the durable acknowledgements (replicas a send waits for)",
+    ),
     CliKind(
         TOPIC,
         DISPATCH,

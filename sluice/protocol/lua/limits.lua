@@ -1,11 +1,11 @@
--- limits: the owning worker writes a partition's resolved abuse limits and publish and subscribe
--- rates, which subscribe.lua, producer.lua and produce.lua read.
+-- limits: the owning worker writes a partition's resolved abuse limits, publish and subscribe
+-- rates and durable acknowledgements, which subscribe.lua, producer.lua and produce.lua read.
 -- KEYS[1] partition lease, KEYS[2] the partition's abuse limits hash
 -- ARGV[1] fencing token: the lease must hold it ("" = no ownership check), then field/value
 -- pairs (maxSubscriptionsPerTopic, maxProducersPerTopic, maxConsumersPerTopic,
 -- maxConsumersPerSubscription, maxMessageSize, publishThrottlingRateInMsg,
 -- publishThrottlingRateInByte, subscribeThrottlingRatePerConsumer,
--- subscribeRatePeriodPerConsumerInSecond)
+-- subscribeRatePeriodPerConsumerInSecond, durableAckReplicas, durableAckTimeoutMs)
 -- Replaces the hash; no pairs (the defaults: no limit, 5 MB messages) leave no hash.
 -- Returns 1, or the error "FENCED" (nothing written).
 if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then

@@ -8,14 +8,17 @@
 -- payload bytes written in it); it expires when the window ends
 -- ARGV[1] wake channel, ARGV[2] wake payload (sent when a subscription waits for data, or when the
 -- partition is dormant), ARGV[3] number of entries N, then per entry:
---   field count F (pairs), then F field/value pairs (field "d" = payload, "n" = messages)
+--   field count F (pairs), then F field/value pairs (field "d" = payload, "n" = messages),
+--   then (optional) the replicas the caller waits for once the call returns (WAIT)
 -- Returns the array of new entry ids.  Nothing is written when it returns an error:
 -- "MessageTooBig <reason>" when an entry's payload (a message, or a batch of them) is over the
 -- partition's maxMessageSize (5 MB until a worker wrote the limits), or the whole entry over it
 -- plus 10 KB (Pulsar's frame padding, room for keys and properties); or
 -- "TOO_MANY_REQUESTS <policy> <reason>" while the quota refuses producers; or
 -- "PublishRateLimited <wait ms> <reason>" when the call does not fit the publish rate's window:
--- the caller tries again after <wait ms>, when the window has ended.
+-- the caller tries again after <wait ms>, when the window has ended; or
+-- "DurableAcks <replicas> <timeout ms>" when the caller said it waits for fewer replicas than
+-- the partition's durableAckReplicas (limits hash): it waits for those and calls again.
 -- Publish rate: at most publishThrottlingRateInMsg messages (a batch entry counts its "n") and
 -- publishThrottlingRateInByte payload bytes per window of one second (limits hash; 0 or absent
 -- = no limit).  A window opens with the first call after the previous one ended, so by T
@@ -48,6 +51,14 @@ for i = 1, tonumber(ARGV[3]) do
       ' bytes exceeds maxMessageSize (' .. max_size .. ' bytes) plus 10240 bytes of metadata')
   end
   pos = pos + 1 + 2 * pairs_count
+end
+local promised = tonumber(ARGV[pos])
+if promised then
+  local d = redis.call('HMGET', limits, 'durableAckReplicas', 'durableAckTimeoutMs')
+  local required = tonumber(d[1]) or 0
+  if required > promised then
+    return redis.error_reply('DurableAcks ' .. required .. ' ' .. (tonumber(d[2]) or 1000))
+  end
 end
 if KEYS[4] then
   local quota = redis.call('GET', KEYS[4])

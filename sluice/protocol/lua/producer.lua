@@ -4,8 +4,9 @@
 -- ARGV[1] producer id, ARGV[2] expiry ms (a producer silent this long no longer counts),
 -- ARGV[3] partition (full name, for the error text)
 -- A producer not registered yet is refused when the partition already has maxProducersPerTopic
--- live producers (0 or absent = no limit).  Returns the partition's maxMessageSize in bytes
--- (5 MB, Pulsar's default, until a worker wrote the limits), or the error "ProducerBusy ...".
+-- live producers (0 or absent = no limit).  Returns {maxMessageSize in bytes (5 MB, Pulsar's
+-- default, until a worker wrote the limits), durableAckReplicas (0 = none), durableAckTimeoutMs},
+-- or the error "ProducerBusy ...".
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - tonumber(ARGV[2])))
@@ -16,4 +17,6 @@ if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   end
 end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
-return tonumber(redis.call('HGET', KEYS[2], 'maxMessageSize')) or 5242880
+local l = redis.call('HMGET', KEYS[2], 'maxMessageSize', 'durableAckReplicas',
+  'durableAckTimeoutMs')
+return {tonumber(l[1]) or 5242880, tonumber(l[2]) or 0, tonumber(l[3]) or 0}

@@ -1,0 +1,71 @@
+"""Durable acknowledgements: a namespace asks its producers to wait for replicas (a Sluice
+extension; Pulsar acknowledges once a quorum of bookies has an entry, Redis replicates
+asynchronously).
+
+Stored as the namespace's ``durableAcks`` policy, JSON::
+
+    {"replicas": 1, "timeoutMs": 1000}
+
+A send to a partition of the namespace is acknowledged only once ``replicas`` replicas of the
+partition's Redis master confirm the write (``WAIT``, or ``WAITAOF`` where the server has it);
+when they do not within ``timeoutMs`` the send fails (``Timeout``), it is never reported as
+stored.  ``replicas`` 0 asks for nothing: an acknowledgement means what it means without the
+policy (docs/faults.md, "What an acknowledgement promises").  A missing ``timeoutMs`` is 1000;
+types are strict and out-of-range values are 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
+
+from models.dispatch_rate import describe_validation_error
+from models.errors import InvalidInput
+from models.json_body import check_fields
+
+# The stored policy kind (the ``kind`` column of ``flow_policies``) and its path segment.
+DURABLE_ACKS = "durableAcks"
+REPLICAS = "replicas"
+TIMEOUT_MS = "timeoutMs"
+DEFAULT_TIMEOUT_MS = 1000
+MAX_REPLICAS = 100
+MAX_TIMEOUT_MS = 600_000
+
+
+class DurableAcks(BaseModel):
+    """How many replicas must confirm a send, and how long a send waits for them."""
+
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
+
+    replicas: int = Field(0, ge=0, le=MAX_REPLICAS, description="replicas that must confirm")
+    timeoutMs: int = Field(
+        DEFAULT_TIMEOUT_MS, ge=1, le=MAX_TIMEOUT_MS, description="ms a send waits for them"
+    )
+
+    @property
+    def enabled(self) -> bool:
+        """True when a send must wait for at least one replica."""
+        return self.replicas > 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored and answered JSON."""
+        return {REPLICAS: self.replicas, TIMEOUT_MS: self.timeoutMs}
+
+    @classmethod
+    def from_json(cls, body: object) -> DurableAcks:
+        """Parse a decoded JSON body; ``InvalidInput`` (400) with a readable reason."""
+        if not isinstance(body, dict):
+            raise InvalidInput("DurableAcks body must be a JSON object")
+        try:
+            check_fields(body, (REPLICAS, TIMEOUT_MS), "DurableAcks", require_one=True)
+        except PydanticCustomError as exc:
+            raise InvalidInput(f"Invalid request body: {exc.message()}") from None
+        try:
+            return cls.model_validate({k: v for k, v in body.items() if v is not None})
+        except ValidationError as exc:
+            raise InvalidInput(describe_validation_error(exc)) from None
+
+
+NO_DURABLE_ACKS = DurableAcks()  # the lowest level: acknowledged once the master has it
