@@ -134,6 +134,9 @@ SESSION_BASE = (
     "+script|exists",
     "+publish",
     "&" + keys.WAKE_CHANNEL,
+    # A producer under durableAcks waits for its writes' replicas (no key is touched).
+    # WAITAOF (Redis 7.2) is not named: a 7.0 server refuses a rule for a command it lacks.
+    "+wait",
 )
 META_READ = ("+hget", "+hmget", f"%R~{keys.TOPICS}", f"%R~{keys.CLIENT_CONFIG}")
 # A consumer that deletes its subscription leaves a mark for the workers (write only; the

@@ -42,6 +42,7 @@ def poll_until(ready: Callable[[], bool], timeout: float, every: float, failure:
             raise RuntimeError(failure)
         time.sleep(every)
 
+
 # A node unreachable this long is failed and its replica promoted (Redis's default is 15 s).
 NODE_TIMEOUT_MS = 2000
 

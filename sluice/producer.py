@@ -598,7 +598,7 @@ class Producer:
         args = [*args, durability.replicas]
         if not durability.replicas:
             return script(keys=script_keys, args=args)
-        return self._durable.call(script.sha, script_keys, args, durability)  # type: ignore[no-any-return]
+        return self._durable.call(script.sha, script_keys, args, durability)
 
 
 def _check_limits(attempts: int, pending: int, pending_across: int) -> None:
