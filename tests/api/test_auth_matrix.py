@@ -184,6 +184,7 @@ for _path in (
 QUOTA = {"limitSize": 1_000_000, "limitTime": -1, "policy": "producer_exception"}
 for _path, _read, _body in (
     (NS + "/backlogQuota", NS + "/backlogQuotaMap", QUOTA),
+    (NS + "/durableAcks", NS + "/durableAcks", {"replicas": 1, "timeoutMs": 500}),
     (TOPIC + "/backlogQuota", TOPIC + "/backlogQuotaMap", QUOTA),
     *(
         (NS + f"/{name}", NS + f"/{name}", 100)
