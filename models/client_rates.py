@@ -31,10 +31,7 @@ from pydantic_core import PydanticCustomError
 
 from models.dispatch_rate import describe_validation_error
 from models.errors import InvalidInput
-from models.json_body import check_fields
-
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
+from models.json_body import INT32_MAX, INT64_MAX, check_fields
 
 # Stored policy kinds (the ``kind`` column of ``flow_policies``), named as Pulsar's REST paths.
 PUBLISH_RATE = "publishRate"

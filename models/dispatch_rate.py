@@ -29,15 +29,13 @@ from pydantic import (
 )
 
 from models.errors import InvalidInput
-from models.json_body import check_fields
+from models.json_body import INT32_MAX, INT64_MAX, check_fields
 
 MSG = "dispatchThrottlingRateInMsg"
 BYTE = "dispatchThrottlingRateInByte"
 RELATIVE = "relativeToPublishRate"
 PERIOD = "ratePeriodInSecond"
 
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
 _DEFAULTS = {MSG: -1, BYTE: -1, RELATIVE: False, PERIOD: 1}
 FIELDS = (MSG, BYTE, RELATIVE, PERIOD)
 

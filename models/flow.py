@@ -23,10 +23,7 @@ from models import client_rates
 from models.dispatch_rate import describe_validation_error
 from models.durable_acks import DURABLE_ACKS, DurableAcks
 from models.errors import InvalidInput, PreconditionFailed
-from models.json_body import check_fields, shown
-
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
+from models.json_body import INT32_MAX, INT64_MAX, check_fields, shown
 
 # Stored policy kinds (the ``kind`` column of ``flow_policies``).
 MAX_UNACKED_PER_SUBSCRIPTION = "maxUnackedMessagesPerSubscription"

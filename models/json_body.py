@@ -17,6 +17,9 @@ from typing import Any
 from pydantic_core import PydanticCustomError
 
 SHOWN_NAME_LENGTH = 64  # a hostile name is quoted, not echoed whole
+# Pulsar reads a JSON number into a Java int or long: the largest value each holds.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
 def shown(name: object) -> str:
