@@ -497,6 +497,13 @@ def total(cores: dict[str, float], standalone: bool) -> float:
     return cores["tree"] if standalone else cores["sluice"] + cores["redis"]
 
 
+def per_master(values: list[float], least_total: float) -> str:
+    """A figure of each Redis master, and the largest one's share of their total (the total
+    taken as at least ``least_total``)."""
+    shares = max(values) / max(sum(values), least_total)
+    return " / ".join(f"{v:,.0f}" for v in values) + f" ({shares:.0%})"
+
+
 def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
     """One row per measure, one column per step, the target beside them."""
     base = steps[0]
@@ -643,20 +650,12 @@ def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
         row(
             "keys per Redis master (largest share of all)",
             "spread",
-            [
-                " / ".join(f"{k:,.0f}" for k in s.node_keys)
-                + f" ({max(s.node_keys) / max(sum(s.node_keys), 1):.0%})"
-                for s in steps
-            ],
+            [per_master(s.node_keys, 1) for s in steps],
         )
         row(
             "commands/s per Redis master (largest share of all)",
             "no hot node",
-            [
-                " / ".join(f"{c:,.0f}" for c in s.node_commands)
-                + f" ({max(s.node_commands) / max(sum(s.node_commands), 1e-9):.0%})"
-                for s in steps
-            ],
+            [per_master(s.node_commands, 1e-9) for s in steps],
         )
     p99 = [percentile(s.health, 0.99) for s in steps]
     row(
