@@ -16,7 +16,7 @@ refused with 400 (``DispatchRateBody``, ``models.json_body``) rather than stored
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -27,6 +27,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from models.errors import InvalidInput
 from models.json_body import INT32_MAX, INT64_MAX, check_fields
@@ -36,6 +37,7 @@ BYTE = "dispatchThrottlingRateInByte"
 RELATIVE = "relativeToPublishRate"
 PERIOD = "ratePeriodInSecond"
 
+Model = TypeVar("Model", bound=BaseModel)
 _DEFAULTS = {MSG: -1, BYTE: -1, RELATIVE: False, PERIOD: 1}
 FIELDS = (MSG, BYTE, RELATIVE, PERIOD)
 
@@ -112,3 +114,28 @@ def describe_validation_error(exc: ValidationError) -> str:
         message = error.get("msg", "invalid")
         parts.append(f"{where}: {message}" if where else message)
     return "Invalid request body: " + "; ".join(parts)
+
+
+def parse_body(
+    model: type[Model],
+    body: object,
+    what: str,
+    known: tuple[str, ...],
+    *,
+    drop_nulls: bool = False,
+) -> Model:
+    """A client's JSON body as ``model``: an object of ``known`` fields only, at least one set
+    (``models.json_body``); ``drop_nulls`` leaves a field sent as null to its default.
+    ``InvalidInput`` (400) with a readable reason."""
+    if not isinstance(body, dict):
+        raise InvalidInput(f"{what} body must be a JSON object")
+    try:
+        check_fields(body, known, what, require_one=True)
+    except PydanticCustomError as exc:
+        raise InvalidInput(f"Invalid request body: {exc.message()}") from None
+    if drop_nulls:
+        body = {k: v for k, v in body.items() if v is not None}
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise InvalidInput(describe_validation_error(exc)) from None
