@@ -25,12 +25,11 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
-    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
 from models.errors import InvalidInput
-from models.json_body import INT32_MAX, INT64_MAX, check_fields
+from models.json_body import INT32_MAX, INT64_MAX, KnownFieldsBody, check_fields
 
 MSG = "dispatchThrottlingRateInMsg"
 BYTE = "dispatchThrottlingRateInByte"
@@ -82,17 +81,13 @@ class DispatchRate(BaseModel):
             raise InvalidInput(describe_validation_error(exc)) from None
 
 
-class DispatchRateBody(DispatchRate):
+class DispatchRateBody(KnownFieldsBody, DispatchRate):
     """A ``DispatchRate`` as a client sends it: Pulsar's field names only (an unknown one is
     refused and named), and at least one of them set."""
 
     model_config = ConfigDict(title="DispatchRate", validate_by_name=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _pulsar_fields_only(cls, data: Any) -> Any:
-        check_fields(data, FIELDS, "DispatchRate", require_one=True)
-        return data
+    known_fields = FIELDS
+    body_name = "DispatchRate"
 
     def value(self) -> DispatchRate:
         """The plain value object (what is stored and compared)."""
