@@ -13,9 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from models.json_body import check_fields
-
-INT32_MAX = 2**31 - 1
+from models.json_body import INT32_MAX, check_fields
 
 
 class StrictBody(BaseModel):

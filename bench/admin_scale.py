@@ -90,12 +90,7 @@ async def _create(url: str, requests: list[tuple[bytes, bytes]], callers: int) -
                     line = raw.split(b"\r\n")[0].decode()
                     raise RuntimeError(f"HTTP {status}: {line}")
 
-    started = time.perf_counter()
-    await asyncio.gather(*(caller(c) for c in pool))
-    took = time.perf_counter() - started
-    for connection in pool:
-        connection.writer.close()
-    return took
+    return await httpload.run_on(pool, caller)
 
 
 def timed(http: httpx.Client, path: str, runs: int) -> list[float]:

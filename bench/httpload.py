@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from urllib.parse import urlsplit
 
 
@@ -102,6 +102,17 @@ async def _open_loop(url: str, raw: bytes, rate: float, seconds: float) -> list[
     return latencies
 
 
+async def run_on(pool: list[Connection], work: Callable[[Connection], Awaitable[None]]) -> float:
+    """``work`` on every connection of ``pool`` at once, then the connections closed: the
+    seconds the work took."""
+    started = time.perf_counter()
+    await asyncio.gather(*(work(c) for c in pool))
+    took = time.perf_counter() - started
+    for connection in pool:
+        connection.writer.close()
+    return took
+
+
 async def closed_loop(
     url: str, requests, workers: int, seconds: float
 ) -> tuple[list[float], float]:
@@ -120,9 +131,5 @@ async def closed_loop(
             if status >= 400:
                 raise RuntimeError(f"HTTP {status}")
 
-    started = time.perf_counter()
-    await asyncio.gather(*(loop(c) for c in pool))
-    elapsed = time.perf_counter() - started
-    for connection in pool:
-        connection.writer.close()
+    elapsed = await run_on(pool, loop)
     return latencies, len(latencies) / elapsed

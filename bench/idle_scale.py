@@ -497,6 +497,13 @@ def total(cores: dict[str, float], standalone: bool) -> float:
     return cores["tree"] if standalone else cores["sluice"] + cores["redis"]
 
 
+def per_master(values: list[float], least_total: float) -> str:
+    """A figure of each Redis master, and the largest one's share of their total (the total
+    taken as at least ``least_total``)."""
+    shares = max(values) / max(sum(values), least_total)
+    return " / ".join(f"{v:,.0f}" for v in values) + f" ({shares:.0%})"
+
+
 def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
     """One row per measure, one column per step, the target beside them."""
     base = steps[0]
@@ -525,6 +532,12 @@ def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
 
     def met(ok: bool) -> str:
         return "met" if ok else "NOT met"
+
+    def per_thousand_row(measure: str, cores: list[float | None]) -> None:
+        """Cores per 1,000 idle partitions, against the target at the largest step."""
+        last = cores[-1]
+        verdict = met(last is not None and last < PER_THOUSAND_TARGET)
+        row(measure, f"< {PER_THOUSAND_TARGET}", [show(v, 4) for v in cores], verdict)
 
     row(
         "topics of 100 partitions / connected consumers",
@@ -569,19 +582,9 @@ def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
     quiet = [total(s.quiet, standalone) for s in steps]
     row("Sluice + Redis CPU, core", "", [show(v) for v in quiet])
     thousands = [per_thousand(s, q) for s, q in zip(steps, quiet, strict=True)]
-    row(
-        "Sluice + Redis per 1,000 idle partitions, core",
-        f"< {PER_THOUSAND_TARGET}",
-        [show(v, 4) for v in thousands],
-        met(thousands[-1] is not None and thousands[-1] < PER_THOUSAND_TARGET),
-    )
+    per_thousand_row("Sluice + Redis per 1,000 idle partitions, core", thousands)
     over = [increment(s, q, quiet[0], 1000) for s, q in zip(steps, quiet, strict=True)]
-    row(
-        "  the same, increment over the 0 step, core",
-        f"< {PER_THOUSAND_TARGET}",
-        [show(v, 4) for v in over],
-        met(over[-1] is not None and over[-1] < PER_THOUSAND_TARGET),
-    )
+    per_thousand_row("  the same, increment over the 0 step, core", over)
     probed = [total(s.probed, standalone) for s in steps]
     row(
         f"Sluice + Redis CPU while probing health ({HEALTH_REQUESTS} requests), core",
@@ -589,12 +592,7 @@ def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
         [show(v) for v in probed],
     )
     probed_thousands = [per_thousand(s, p) for s, p in zip(steps, probed, strict=True)]
-    row(
-        "  the same per 1,000 idle partitions, core",
-        f"< {PER_THOUSAND_TARGET}",
-        [show(v, 4) for v in probed_thousands],
-        met(probed_thousands[-1] is not None and probed_thousands[-1] < PER_THOUSAND_TARGET),
-    )
+    per_thousand_row("  the same per 1,000 idle partitions, core", probed_thousands)
     who = "worker"
     row(f"{who} RSS, MiB", "", [f"{s.sluice_rss_kib / 1024:,.1f}" for s in steps])
     kib = [increment(s, s.sluice_rss_kib, base.sluice_rss_kib, 1) for s in steps]
@@ -643,20 +641,12 @@ def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
         row(
             "keys per Redis master (largest share of all)",
             "spread",
-            [
-                " / ".join(f"{k:,.0f}" for k in s.node_keys)
-                + f" ({max(s.node_keys) / max(sum(s.node_keys), 1):.0%})"
-                for s in steps
-            ],
+            [per_master(s.node_keys, 1) for s in steps],
         )
         row(
             "commands/s per Redis master (largest share of all)",
             "no hot node",
-            [
-                " / ".join(f"{c:,.0f}" for c in s.node_commands)
-                + f" ({max(s.node_commands) / max(sum(s.node_commands), 1e-9):.0%})"
-                for s in steps
-            ],
+            [per_master(s.node_commands, 1e-9) for s in steps],
         )
     p99 = [percentile(s.health, 0.99) for s in steps]
     row(

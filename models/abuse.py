@@ -17,9 +17,8 @@ is 400.
 from __future__ import annotations
 
 from models.errors import InvalidInput, PreconditionFailed
+from models.json_body import INT32_MAX
 from sluice.protocol.abuse import DEFAULT_MAX_MESSAGE_SIZE
-
-INT32_MAX = 2**31 - 1
 
 # Stored policy kinds (the ``kind`` column of ``flow_policies``), named as the broker settings.
 MAX_TOPICS_PER_NAMESPACE = "maxTopicsPerNamespace"

@@ -15,9 +15,8 @@ from typing import Any
 
 from models.abuse import DEFAULT_MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE_CEILING
 from models.errors import NotFound, PreconditionFailed
+from models.json_body import INT32_MAX, INT64_MAX
 
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
 # Partitions per partitioned topic: the default bound and the most any setting allows.  Every
 # partition costs a dispatch task in its owning worker and keys in Redis, so, unlike Pulsar's
 # 0 = unlimited, the bound is always finite.

@@ -23,18 +23,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
 )
-from pydantic_core import PydanticCustomError
 
-from models.dispatch_rate import describe_validation_error
-from models.errors import InvalidInput
-from models.json_body import check_fields
-
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
+from models.dispatch_rate import parse_body
+from models.json_body import INT32_MAX, INT64_MAX
 
 # Stored policy kinds (the ``kind`` column of ``flow_policies``), named as Pulsar's REST paths.
 PUBLISH_RATE = "publishRate"
@@ -54,20 +48,6 @@ BROKER_SUBSCRIBE_PERIOD = "subscribeRatePeriodPerConsumerInSecond"
 _CONFIG = ConfigDict(
     frozen=True, strict=True, extra="ignore", validate_by_name=True, validate_by_alias=True
 )
-
-
-def _parse(model: type[BaseModel], body: object, what: str, known: tuple[str, ...]) -> Any:
-    """A client's body: Pulsar's field names only, at least one set (``models.json_body``)."""
-    if not isinstance(body, dict):
-        raise InvalidInput(f"{what} body must be a JSON object")
-    try:
-        check_fields(body, known, what, require_one=True)
-    except PydanticCustomError as exc:
-        raise InvalidInput(f"Invalid request body: {exc.message()}") from None
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise InvalidInput(describe_validation_error(exc)) from None
 
 
 class PublishRateLimit(BaseModel):
@@ -95,7 +75,7 @@ class PublishRateLimit(BaseModel):
     @classmethod
     def from_json(cls, body: object) -> PublishRateLimit:
         """Parse a decoded JSON body; ``InvalidInput`` (400) with a readable reason."""
-        return _parse(cls, body, "PublishRate", (PUBLISH_MSG, PUBLISH_BYTE))  # type: ignore[no-any-return]
+        return parse_body(cls, body, "PublishRate", (PUBLISH_MSG, PUBLISH_BYTE))
 
 
 class SubscribeRateLimit(BaseModel):
@@ -128,7 +108,7 @@ class SubscribeRateLimit(BaseModel):
     @classmethod
     def from_json(cls, body: object) -> SubscribeRateLimit:
         """Parse a decoded JSON body; ``InvalidInput`` (400) with a readable reason."""
-        return _parse(cls, body, "SubscribeRate", (SUBSCRIBE_PER_CONSUMER, SUBSCRIBE_PERIOD))  # type: ignore[no-any-return]
+        return parse_body(cls, body, "SubscribeRate", (SUBSCRIBE_PER_CONSUMER, SUBSCRIBE_PERIOD))
 
 
 def value_from_json(kind: str, stored: Any) -> PublishRateLimit | SubscribeRateLimit:

@@ -16,7 +16,7 @@ refused with 400 (``DispatchRateBody``, ``models.json_body``) rather than stored
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -25,19 +25,18 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
-    model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from models.errors import InvalidInput
-from models.json_body import check_fields
+from models.json_body import INT32_MAX, INT64_MAX, KnownFieldsBody, check_fields
 
 MSG = "dispatchThrottlingRateInMsg"
 BYTE = "dispatchThrottlingRateInByte"
 RELATIVE = "relativeToPublishRate"
 PERIOD = "ratePeriodInSecond"
 
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
+Model = TypeVar("Model", bound=BaseModel)
 _DEFAULTS = {MSG: -1, BYTE: -1, RELATIVE: False, PERIOD: 1}
 FIELDS = (MSG, BYTE, RELATIVE, PERIOD)
 
@@ -82,17 +81,13 @@ class DispatchRate(BaseModel):
             raise InvalidInput(describe_validation_error(exc)) from None
 
 
-class DispatchRateBody(DispatchRate):
+class DispatchRateBody(KnownFieldsBody, DispatchRate):
     """A ``DispatchRate`` as a client sends it: Pulsar's field names only (an unknown one is
     refused and named), and at least one of them set."""
 
     model_config = ConfigDict(title="DispatchRate", validate_by_name=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _pulsar_fields_only(cls, data: Any) -> Any:
-        check_fields(data, FIELDS, "DispatchRate", require_one=True)
-        return data
+    known_fields = FIELDS
+    body_name = "DispatchRate"
 
     def value(self) -> DispatchRate:
         """The plain value object (what is stored and compared)."""
@@ -114,3 +109,28 @@ def describe_validation_error(exc: ValidationError) -> str:
         message = error.get("msg", "invalid")
         parts.append(f"{where}: {message}" if where else message)
     return "Invalid request body: " + "; ".join(parts)
+
+
+def parse_body(
+    model: type[Model],
+    body: object,
+    what: str,
+    known: tuple[str, ...],
+    *,
+    drop_nulls: bool = False,
+) -> Model:
+    """A client's JSON body as ``model``: an object of ``known`` fields only, at least one set
+    (``models.json_body``); ``drop_nulls`` leaves a field sent as null to its default.
+    ``InvalidInput`` (400) with a readable reason."""
+    if not isinstance(body, dict):
+        raise InvalidInput(f"{what} body must be a JSON object")
+    try:
+        check_fields(body, known, what, require_one=True)
+    except PydanticCustomError as exc:
+        raise InvalidInput(f"Invalid request body: {exc.message()}") from None
+    if drop_nulls:
+        body = {k: v for k, v in body.items() if v is not None}
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise InvalidInput(describe_validation_error(exc)) from None

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field
 
-from models.dispatch_rate import describe_validation_error
-from models.errors import InvalidInput
-from models.json_body import check_fields
+from models.dispatch_rate import parse_body
 
 # The stored policy kind (the ``kind`` column of ``flow_policies``) and its path segment.
 DURABLE_ACKS = "durableAcks"
@@ -56,16 +53,7 @@ class DurableAcks(BaseModel):
     @classmethod
     def from_json(cls, body: object) -> DurableAcks:
         """Parse a decoded JSON body; ``InvalidInput`` (400) with a readable reason."""
-        if not isinstance(body, dict):
-            raise InvalidInput("DurableAcks body must be a JSON object")
-        try:
-            check_fields(body, (REPLICAS, TIMEOUT_MS), "DurableAcks", require_one=True)
-        except PydanticCustomError as exc:
-            raise InvalidInput(f"Invalid request body: {exc.message()}") from None
-        try:
-            return cls.model_validate({k: v for k, v in body.items() if v is not None})
-        except ValidationError as exc:
-            raise InvalidInput(describe_validation_error(exc)) from None
+        return parse_body(cls, body, "DurableAcks", (REPLICAS, TIMEOUT_MS), drop_nulls=True)
 
 
 NO_DURABLE_ACKS = DurableAcks()  # the lowest level: acknowledged once the master has it

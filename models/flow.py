@@ -23,10 +23,7 @@ from models import client_rates
 from models.dispatch_rate import describe_validation_error
 from models.durable_acks import DURABLE_ACKS, DurableAcks
 from models.errors import InvalidInput, PreconditionFailed
-from models.json_body import check_fields, shown
-
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
+from models.json_body import INT32_MAX, INT64_MAX, KnownFieldsBody, shown
 
 # Stored policy kinds (the ``kind`` column of ``flow_policies``).
 MAX_UNACKED_PER_SUBSCRIPTION = "maxUnackedMessagesPerSubscription"
@@ -136,23 +133,19 @@ class BacklogQuota(BaseModel):
             raise InvalidInput(describe_validation_error(exc)) from None
 
 
-class BacklogQuotaBody(BacklogQuota):
+class BacklogQuotaBody(KnownFieldsBody, BacklogQuota):
     """A ``BacklogQuota`` as a client sends it: Pulsar's field names (and ``limitMessages``)
     only, an unknown one refused and named, and at least one of them set."""
 
     model_config = ConfigDict(title="BacklogQuota", validate_by_name=False)
+    known_fields = QUOTA_FIELDS
+    body_name = "BacklogQuota"
 
     # Read by ``BacklogQuota._legacy_limit`` (it never reaches this field); declared so that
     # the schema lists it.
     limit: int | None = Field(
         None, ge=-1, le=INT64_MAX, description="deprecated: bytes, when limitSize is missing"
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields_only(cls, data: Any) -> Any:
-        check_fields(data, QUOTA_FIELDS, "BacklogQuota", require_one=True)
-        return data
 
     def value(self) -> BacklogQuota:
         """The plain value object (what is stored and compared)."""

@@ -12,11 +12,15 @@ These checks run as pydantic ``before`` validators, so they see the object as se
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, ClassVar
 
+from pydantic import BaseModel, model_validator
 from pydantic_core import PydanticCustomError
 
 SHOWN_NAME_LENGTH = 64  # a hostile name is quoted, not echoed whole
+# Pulsar reads a JSON number into a Java int or long: the largest value each holds.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
 def shown(name: object) -> str:
@@ -57,3 +61,18 @@ def check_fields(
             "A {what} body must set at least one of {known} (to remove it, send DELETE)",
             {"what": what, "known": ", ".join(known)},
         )
+
+
+class KnownFieldsBody(BaseModel):
+    """A base of a policy body as a client sends it: ``check_fields`` before validation, with
+    the body's ``known_fields`` and at least one of them set.  Listed before the value type
+    it extends."""
+
+    known_fields: ClassVar[tuple[str, ...]]
+    body_name: ClassVar[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        check_fields(data, cls.known_fields, cls.body_name, require_one=True)
+        return data

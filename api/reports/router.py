@@ -20,9 +20,8 @@ from api.reports.schemas import (
 )
 from api.routing import SluiceRoute
 from api.unit_of_work import committed
-from models.dispatch_rate import INT64_MAX
 from models.errors import InvalidInput, Unavailable
-from models.json_body import shown
+from models.json_body import INT64_MAX, shown
 from models.reports import REPORT_JOBS as JOBS
 from sluice.protocol.names import TopicName, check_subscription
 

@@ -17,10 +17,22 @@ class RunRequest(StrictBody):
     lookbackSeconds: float | None = Field(None, gt=0, le=10 * 365 * 86400)
 
 
-class RateReportDocument(Document):
-    """Dispatch of one subscription in one window against the limits in force (every field:
-    docs/reports.md).  Limits are msg/s (``byte...``: bytes/s) over the time a limit was in
-    force, weighted by time; per partition as configured, per topic summed over partitions."""
+class _RowKey(Document):
+    """The run, window and subscription a report row describes: the last fields of every
+    report document.  A document names this base first and the base of its own fields second:
+    pydantic orders fields from the last base to the first, so these come after its own."""
+
+    runId: int
+    window: str
+    windowStart: str
+    tenant: str
+    namespace: str
+    topic: str
+    subscription: str
+
+
+class _RateFields(Document):
+    """The rate report's own fields."""
 
     intervals: int
     partitions: int | None
@@ -57,17 +69,10 @@ class RateReportDocument(Document):
     throttledTopicShare: float
     throttledSubscriptionShare: float
     throttledBy: str | None
-    runId: int
-    window: str
-    windowStart: str
-    tenant: str
-    namespace: str
-    topic: str
-    subscription: str
 
 
-class BacklogReportDocument(Document):
-    """Backlog of one subscription in one window, its growth and time to drain."""
+class _BacklogFields(Document):
+    """The backlog report's own fields."""
 
     intervals: int
     backlogMsgs: int
@@ -81,13 +86,16 @@ class BacklogReportDocument(Document):
     drainSeconds: float | None
     drainStatus: str
     growthRank: int
-    runId: int
-    window: str
-    windowStart: str
-    tenant: str
-    namespace: str
-    topic: str
-    subscription: str
+
+
+class RateReportDocument(_RowKey, _RateFields):
+    """Dispatch of one subscription in one window against the limits in force (every field:
+    docs/reports.md).  Limits are msg/s (``byte...``: bytes/s) over the time a limit was in
+    force, weighted by time; per partition as configured, per topic summed over partitions."""
+
+
+class BacklogReportDocument(_RowKey, _BacklogFields):
+    """Backlog of one subscription in one window, its growth and time to drain."""
 
 
 class RunDocument(Document):

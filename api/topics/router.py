@@ -11,7 +11,7 @@ from api.responses import JsonResponse, no_content
 from api.routing import SluiceRoute
 from api.topics import service
 from api.topics.schemas import Lookup, PartitionedMetadata, PartitionedTopicStats, TopicStats
-from models.dispatch_rate import INT32_MAX
+from models.json_body import INT32_MAX
 from sluice.protocol.names import TopicName
 
 router = APIRouter(prefix="/admin/v2/persistent", tags=["topics"], route_class=SluiceRoute)

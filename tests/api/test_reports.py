@@ -21,6 +21,21 @@ TOPIC = "persistent://acme/orders/created"
 NOW = datetime.now(UTC).replace(second=0, microsecond=0)
 
 
+def run_row(run_id: int, job: str, status: str, error: str, **values):
+    """The insert of report run ``run_id`` started at ``NOW``, attempted once; ``error`` is
+    its error if it failed."""
+    return insert(ReportRun).values(
+        id=run_id,
+        job=job,
+        status=status,
+        started_at=NOW,
+        attempt=1,
+        params={},
+        error=error if status == "failed" else None,
+        **values,
+    )
+
+
 def rate_row(run_id: int, minutes_ago: int, subscription: str = "sub", **values) -> dict:
     row = {
         "run_id": run_id,
@@ -105,18 +120,7 @@ def reports(http, db):
     assert http.put(f"{ADMIN}/namespaces/acme/orders").status_code == 204
     with db.begin() as connection:
         for run_id, status in ((1, "succeeded"), (2, "failed"), (3, "succeeded")):
-            connection.execute(
-                insert(ReportRun).values(
-                    id=run_id,
-                    job="rates",
-                    status=status,
-                    started_at=NOW,
-                    rows=0,
-                    attempt=1,
-                    params={},
-                    error="boom" if status == "failed" else None,
-                )
-            )
+            connection.execute(run_row(run_id, "rates", status, "boom", rows=0))
         connection.execute(
             insert(RateReportRow),
             [

@@ -26,9 +26,9 @@ from sqlalchemy import create_engine, insert
 
 import sluice
 from api.console.router import ASSETS, CONSOLE_PATHS, STATIC
-from models.reports import BacklogReportRow, RateReportRow, ReportRun
+from models.reports import BacklogReportRow, RateReportRow
 from models.tokens import create_token
-from tests.api.test_reports import NOW, backlog_row, rate_row
+from tests.api.test_reports import NOW, backlog_row, rate_row, run_row
 from tests.standalone_process import ROOT, Standalone
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -116,17 +116,7 @@ def write_reports(data_dir: Path) -> None:
             (3, "rates", "failed"),
         ):
             connection.execute(
-                insert(ReportRun).values(
-                    id=run_id,
-                    job=job,
-                    status=status,
-                    started_at=NOW,
-                    finished_at=NOW,
-                    rows=60,
-                    attempt=1,
-                    params={},
-                    error="executor lost" if status == "failed" else None,
-                )
+                run_row(run_id, job, status, "executor lost", finished_at=NOW, rows=60)
             )
         rows = []
         for minute in range(30, 0, -1):

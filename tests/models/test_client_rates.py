@@ -9,6 +9,9 @@ applies; the broker's value is used as it is (``publishRateInBroker``, ``subscri
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from models.broker_config import DYNAMIC_KEYS, BrokerConfig
@@ -29,6 +32,16 @@ BROKER_KEYS = {
     "subscribeThrottlingRatePerConsumer": 0,
     "subscribeRatePeriodPerConsumerInSecond": 30,
 }
+
+
+def levels(broker: dict, kind: str, make: Callable[..., Any], namespace, topic) -> FlowInputs:
+    """Inputs with the broker settings ``broker`` and, where given, a ``kind`` policy:
+    ``make(*namespace)`` on the namespace, ``make(*topic)`` on the topic."""
+    return FlowInputs(
+        broker=BrokerConfig.from_overrides(broker),
+        namespace={kind: make(*namespace)} if namespace else {},
+        topic={kind: make(*topic)} if topic else {},
+    )
 
 
 def publish(msg: int = -1, byte: int = -1) -> PublishRateLimit:
@@ -122,12 +135,7 @@ def test_defaults_limit_nothing_and_come_from_the_broker():
     ],
 )
 def test_publish_rate_precedence(broker, namespace, topic, expected, source):
-    inputs = FlowInputs(
-        broker=BrokerConfig.from_overrides(broker),
-        namespace={PUBLISH_RATE: publish(*namespace)} if namespace else {},
-        topic={PUBLISH_RATE: publish(*topic)} if topic else {},
-    )
-    rates = resolve_client_rates(inputs)
+    rates = resolve_client_rates(levels(broker, PUBLISH_RATE, publish, namespace, topic))
     assert (rates.publish_msg, rates.publish_byte) == expected
     assert rates.publish_rate.source is source
 
@@ -154,11 +162,6 @@ def test_publish_rate_precedence(broker, namespace, topic, expected, source):
     ],
 )
 def test_subscribe_rate_precedence(broker, namespace, topic, expected, source):
-    inputs = FlowInputs(
-        broker=BrokerConfig.from_overrides(broker),
-        namespace={SUBSCRIBE_RATE: subscribe(*namespace)} if namespace else {},
-        topic={SUBSCRIBE_RATE: subscribe(*topic)} if topic else {},
-    )
-    rates = resolve_client_rates(inputs)
+    rates = resolve_client_rates(levels(broker, SUBSCRIBE_RATE, subscribe, namespace, topic))
     assert rates.subscribes == expected
     assert rates.subscribe_rate.source is source

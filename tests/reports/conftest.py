@@ -15,6 +15,12 @@ from reports.lake import lake_filesystem, write_batch
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 T0_MS = int(T0.timestamp() * 1000)
 TOPIC = "persistent://acme/orders/created"
+# A snapshot's limit fields: 100 msg/s set on the namespace, applied by the topic limiter.
+LIMITED = {
+    "limit_msg_per_s": 100.0,
+    "limit_msg_limiter": "topic",
+    "limit_msg_source": "namespace",
+}
 
 
 def snap(seconds: float, subscription: str = "sub", **fields: Any) -> StatsSnapshot:

@@ -15,7 +15,7 @@ from models.settings import Settings
 from reports.jobs import TimeBudgetExceeded, run_job
 from reports.store import RunStore
 from tests.conftest import truncate
-from tests.reports.conftest import T0, snap, write_lake
+from tests.reports.conftest import LIMITED, T0, snap, write_lake
 
 JDBC_JAR = Settings().jdbc_jar
 
@@ -29,10 +29,8 @@ def lake(tmp_path) -> str:
             msg_in=1200,
             msg_out=1000,
             backlog_msgs=200 * (i + 1),
-            limit_msg_per_s=100.0,
-            limit_msg_limiter="topic",
-            limit_msg_source="namespace",
             throttled_topic=2,
+            **LIMITED,
         )
         for i in range(6)
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
@@ -10,6 +11,7 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+from models.stats import StatsSnapshot
 from reports.transforms import (
     BACKLOG,
     RATES,
@@ -19,13 +21,7 @@ from reports.transforms import (
     rate_report,
     subscription_intervals,
 )
-from tests.reports.conftest import T0, TOPIC, frame, snap
-
-LIMITED = {
-    "limit_msg_per_s": 100.0,
-    "limit_msg_limiter": "topic",
-    "limit_msg_source": "namespace",
-}
+from tests.reports.conftest import LIMITED, T0, TOPIC, frame, snap
 
 
 def _at(hour: int, minute: int) -> datetime:
@@ -128,6 +124,18 @@ def _limits(row: Row) -> dict:
     return {name: row[name] for name in LIMIT_FIELDS}
 
 
+def _raised_minute(extra: Callable[[int, int, int], dict]) -> list[StatsSnapshot]:
+    """The minute of docs/reports.md's example: four partitions at 50 msg/s each, raised to
+    100 msg/s at 10:00:45, 10 s intervals ending 10:00:10 ... 10:01:00, each partition
+    dispatching at its limit (500 messages per interval, 750 in the interval of the change,
+    1000 in the last).  ``extra(i, p, out)``: more fields of interval ``i`` of partition ``p``."""
+    return [
+        snap(10 * (i + 1), partition=p, msg_out=out, limit_msg_per_s=limit, **extra(i, p, out))
+        for i, (limit, out) in enumerate([(50.0, 500)] * 4 + [(100.0, 750), (100.0, 1000)])
+        for p in range(4)
+    ]
+
+
 def test_a_limit_raised_inside_the_minute_is_weighted_by_time(spark):
     # The example of docs/reports.md.  Four partitions at 50 msg/s each, raised to 100 msg/s
     # at 10:00:45; 10 s stats intervals ending 10:00:10 ... 10:01:00.  A snapshot carries the
@@ -135,21 +143,13 @@ def test_a_limit_raised_inside_the_minute_is_weighted_by_time(spark):
     # partition 50, 50, 50, 50, 100, 100 msg/s over six 10 s intervals.
     # Each partition dispatches at its limit: 500 messages per interval, 750 in the interval
     # of the change (5 s at 50 msg/s and 5 s at 100 msg/s), 1000 in the last one.
-    rows = [
-        snap(
-            10 * (i + 1),
-            partition=p,
-            msg_out=out,
-            limit_msg_per_s=limit,
-            limit_msg_limiter="topic",
-            limit_msg_source="namespace",
-            throttled_topic=1,
-        )
-        for i, (limit, out) in enumerate(
-            [(50.0, 500), (50.0, 500), (50.0, 500), (50.0, 500), (100.0, 750), (100.0, 1000)]
-        )
-        for p in range(4)
-    ]
+    rows = _raised_minute(
+        lambda i, p, out: {
+            "limit_msg_limiter": "topic",
+            "limit_msg_source": "namespace",
+            "throttled_topic": 1,
+        }
+    )
     row = rate_report(frame(spark, rows), "minute").collect()[0]
     assert (row.window_start, row.intervals, row.msg_out) == (_at(10, 0), 6, 15000)
     # 15,000 messages in 60 s; the busiest interval ran at 4 x 100 msg/s.
@@ -179,26 +179,9 @@ def test_a_limit_raised_inside_the_minute_counts_from_the_change(spark):
     # interval of the change allows 5 s x 50 + 5 s x 100 = 750 per partition, not 1,000.
     # A snapshot from a worker that did not measure it (partition 3's first interval here)
     # still counts limit x length.
-    rows = [
-        snap(
-            10 * (i + 1),
-            partition=p,
-            msg_out=out,
-            limit_msg_per_s=limit,
-            allowed_msgs=None if (i, p) == (0, 3) else allowed,
-        )
-        for i, (limit, out, allowed) in enumerate(
-            [
-                (50.0, 500, 500.0),
-                (50.0, 500, 500.0),
-                (50.0, 500, 500.0),
-                (50.0, 500, 500.0),
-                (100.0, 750, 750.0),
-                (100.0, 1000, 1000.0),
-            ]
-        )
-        for p in range(4)
-    ]
+    rows = _raised_minute(
+        lambda i, p, out: {"allowed_msgs": None if (i, p) == (0, 3) else float(out)}
+    )
     row = rate_report(frame(spark, rows), "minute").collect()[0]
     assert _limits(row) == pytest.approx(
         {

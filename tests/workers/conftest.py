@@ -150,16 +150,20 @@ def wait_until(predicate: Callable[[], object], timeout: float = 10.0, every: fl
         time.sleep(every)
 
 
-def drain(consumer: sluice.Consumer, expected: int, timeout: float) -> list[tuple[float, object]]:
-    """Receive and ack until ``expected`` messages arrived or ``timeout``; (time, message)."""
+def drain(
+    consumer: sluice.Consumer, expected: int, timeout: float, origin: float | None = None
+) -> list[tuple[float, object]]:
+    """Receive and ack until ``expected`` messages arrived or ``timeout``; (time, message),
+    the time in seconds since ``origin`` (a ``time.monotonic()``; by default, the start)."""
     start = time.monotonic()
+    since = start if origin is None else origin
     got = []
     while len(got) < expected and time.monotonic() - start < timeout:
         try:
             message = consumer.receive(timeout_millis=100)
         except sluice.Timeout:
             continue
-        got.append((time.monotonic() - start, message))
+        got.append((time.monotonic() - since, message))
         consumer.acknowledge(message)
     return got
 

@@ -134,13 +134,21 @@ def test_a_heartbeat_racing_a_close_does_not_register_the_producer_again(
 # --- subscriptions and consumers -------------------------------------------------------------
 
 
+def two_admitted(client, subscriptions, error: type[Exception], reason: str) -> list:
+    """Shared consumers on the first two of three ``subscriptions`` (a limit of 2 admits them);
+    one on the third is refused with ``error`` and ``reason``.  The two admitted consumers."""
+    *admitted, third = subscriptions
+    consumers = [client.subscribe(TOPIC, name, consumer_type=SHARED) for name in admitted]
+    with pytest.raises(error) as refused:
+        client.subscribe(TOPIC, third, consumer_type=SHARED)
+    assert str(refused.value) == reason
+    return consumers
+
+
 def test_max_subscriptions_refuses_a_new_subscription(topic, worker, client):
     assert topic.post(f"{PATH}/maxSubscriptionsPerTopic", json=2).status_code == 204
-    first = client.subscribe(TOPIC, "one", consumer_type=SHARED)
-    client.subscribe(TOPIC, "two", consumer_type=SHARED)
-    with pytest.raises(sluice.NotAllowedError) as refused:
-        client.subscribe(TOPIC, "three", consumer_type=SHARED)
-    assert str(refused.value) == f"Exceed the maximum number of subscriptions of the topic: {TOPIC}"
+    reason = f"Exceed the maximum number of subscriptions of the topic: {TOPIC}"
+    first, _ = two_admitted(client, ("one", "two", "three"), sluice.NotAllowedError, reason)
     # An existing subscription takes more consumers.
     again = client.subscribe(TOPIC, "one", consumer_type=SHARED)
     assert "three" not in topic.get(f"{PATH}/subscriptions").json()
@@ -155,11 +163,8 @@ def test_max_subscriptions_refuses_a_new_subscription(topic, worker, client):
 
 def test_max_consumers_per_topic_counts_every_subscription(topic, worker, client):
     assert topic.post(f"{PATH}/maxConsumers", json=2).status_code == 204
-    first = client.subscribe(TOPIC, "one", consumer_type=SHARED)
-    client.subscribe(TOPIC, "two", consumer_type=SHARED)
-    with pytest.raises(sluice.ConsumerBusy) as refused:
-        client.subscribe(TOPIC, "one", consumer_type=SHARED)
-    assert str(refused.value) == "Topic reached max consumers limit"
+    reason = "Topic reached max consumers limit"
+    first, _ = two_admitted(client, ("one", "two", "one"), sluice.ConsumerBusy, reason)
     first.close()
     client.subscribe(TOPIC, "one", consumer_type=SHARED)
     with pytest.raises(sluice.ConsumerBusy):
@@ -168,11 +173,8 @@ def test_max_consumers_per_topic_counts_every_subscription(topic, worker, client
 
 def test_max_consumers_per_subscription(topic, worker, client):
     assert topic.post(f"{NS}/maxConsumersPerSubscription", json=2).status_code == 204
-    client.subscribe(TOPIC, "sub", consumer_type=SHARED)
-    second = client.subscribe(TOPIC, "sub", consumer_type=SHARED)
-    with pytest.raises(sluice.ConsumerBusy) as refused:
-        client.subscribe(TOPIC, "sub", consumer_type=SHARED)
-    assert str(refused.value) == "Subscription reached max consumers limit"
+    reason = "Subscription reached max consumers limit"
+    _, second = two_admitted(client, ("sub", "sub", "sub"), sluice.ConsumerBusy, reason)
     other = client.subscribe(TOPIC, "other", consumer_type=SHARED)  # another subscription
     second.close()
     third = client.subscribe(TOPIC, "sub", consumer_type=SHARED)

@@ -63,11 +63,16 @@ def topic(msg: int = -1, byte: int = -1, period: int = 1, relative: bool = False
     return LimitArgs(msg, byte, period, relative)
 
 
+def backlog(part, entries: int, **produce) -> None:
+    """``entries`` entries on the partition and subscription ``s`` at the start of them."""
+    part.produce(entries, **produce)
+    part.subscribe("s")
+
+
 def first_quota_at_zero(part):
     """100 entries and subscription ``s``, its first quota of 10 a second dispatched at 0.0:
     what that dispatch did."""
-    part.produce(100)
-    part.subscribe("s")
+    backlog(part, 100)
     return part.dispatch("s", 0.0, topic=topic(10))
 
 
@@ -81,8 +86,7 @@ def test_a_period_hands_out_its_quota_and_says_how_long_until_the_next(part):
 
 
 def test_unused_quota_is_not_saved_up(part):
-    part.produce(100)
-    part.subscribe("s")
+    backlog(part, 100)
     assert part.dispatch("s", 0.0, topic=topic(10)).entries == 10
     assert part.dispatch("s", 5.5, topic=topic(10)).entries == 10
 
@@ -136,8 +140,7 @@ def test_steady_use_keeps_periods_back_to_back(part):
 
 
 def test_the_tightest_of_topic_subscription_and_broker_wins(part):
-    part.produce(100)
-    part.subscribe("s")
+    backlog(part, 100)
     result = part.dispatch("s", 0.0, topic=topic(10), sub=LimitArgs(4))
     assert result.entries == 4 and result.exhausted == 4
     assert part.dispatch("s", 1.0, topic=topic(10), broker_msg=3).entries == 3
@@ -156,8 +159,7 @@ def test_subscriptions_of_a_partition_share_its_topic_quota(part):
 
 
 def test_a_raised_limit_starts_a_new_period_less_what_was_used(part):
-    part.produce(500)
-    part.subscribe("s")
+    backlog(part, 500)
     assert part.dispatch("s", 0.0, topic=topic(10)).entries == 10
     raised = part.dispatch("s", 0.5, topic=topic(100))
     assert raised.entries == 90
@@ -165,8 +167,7 @@ def test_a_raised_limit_starts_a_new_period_less_what_was_used(part):
 
 
 def test_a_lowered_limit_stalls_dispatch_for_one_period_at_most(part):
-    part.produce(500)
-    part.subscribe("s")
+    backlog(part, 500)
     assert part.dispatch("s", 0.0, topic=topic(100)).entries == 100
     lowered = part.dispatch("s", 0.3, topic=topic(10))
     assert lowered.entries == 0 and lowered.wait_ms == 1000
@@ -174,24 +175,21 @@ def test_a_lowered_limit_stalls_dispatch_for_one_period_at_most(part):
 
 
 def test_a_relative_limit_keeps_its_periods_when_its_value_moves(part):
-    part.produce(500)
-    part.subscribe("s")
+    backlog(part, 500)
     assert part.dispatch("s", 0.0, topic=topic(50, relative=True)).entries == 50
     moved = part.dispatch("s", 0.5, topic=topic(60, relative=True))
     assert moved.entries == 10 and moved.wait_ms == 500
 
 
 def test_a_longer_period_is_one_quota_per_period(part):
-    part.produce(100)
-    part.subscribe("s")
+    backlog(part, 100)
     assert part.dispatch("s", 0.0, sub=LimitArgs(5, period=2)).entries == 5
     assert part.dispatch("s", 1.5, sub=LimitArgs(5, period=2)).entries == 0
     assert part.dispatch("s", 2.0, sub=LimitArgs(5, period=2)).entries == 5
 
 
 def test_a_byte_limit_overshoots_by_one_entry_at_most_and_pays_it_back(part):
-    part.produce(100, size=300)
-    part.subscribe("s")
+    backlog(part, 100, size=300)
     first = part.dispatch("s", 0.0, topic=topic(byte=1000))
     # 0, 300, 600 and 900 bytes were under the budget before each entry: 1,200 went out.
     assert (first.entries, first.bytes, first.reason) == (4, 1200, DispatchReason.BYTE_BUDGET)
@@ -200,8 +198,7 @@ def test_a_byte_limit_overshoots_by_one_entry_at_most_and_pays_it_back(part):
 
 
 def test_a_caught_up_subscription_is_not_charged_when_not_throttled(part):
-    part.produce(5)
-    part.subscribe("s")
+    backlog(part, 5)
     free = part.dispatch("s", 0.0, topic=topic(2), skip_when_caught_up=True)
     assert free.entries == 5 and free.unthrottled
     part.produce(50)
@@ -209,16 +206,14 @@ def test_a_caught_up_subscription_is_not_charged_when_not_throttled(part):
 
 
 def test_no_limit_touches_no_limiter_state(part):
-    part.produce(10)
-    part.subscribe("s")
+    backlog(part, 10)
     assert part.dispatch("s", 0.0).entries == 10
     assert not part.client.exists(keys.limiter(part.name))
     assert not part.client.exists(keys.sub_key(part.name, "s", "lim"))
 
 
 def test_several_reads_per_call_stay_within_every_limit(part):
-    part.produce(1000)
-    part.subscribe("s")
+    backlog(part, 1000)
     free = part.dispatch("s", 0.0, max_entries=100, reads=4)
     assert free.entries == 400 and free.reason == DispatchReason.MORE
     limited = part.dispatch("s", 0.0, max_entries=100, reads=4, topic=topic(250))

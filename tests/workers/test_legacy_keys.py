@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import redis
+from redis.asyncio import Redis
 
 from dataplane.legacy_keys import migrate_legacy_keys, migrate_partition_keys
 from sluice.protocol import keys
 from sluice.protocol.connection import connect_async
 from sluice.protocol.names import TopicName
+
+
+def run_twice(url: str, migration: Callable[[Redis], Awaitable[Any]]) -> tuple[Any, Any]:
+    """What ``migration`` answers run once, then again, on a client of ``url``."""
+
+    async def both():
+        client = connect_async(url)
+        try:
+            return await migration(client), await migration(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(both())
 
 
 def test_old_names_are_renamed_once_and_new_data_wins(redis_server):
@@ -21,14 +37,7 @@ def test_old_names_are_renamed_once_and_new_data_wins(redis_server):
     plain.hset("sl:meta:config", "maxTopicsPerNamespace", "7")
     plain.hset(keys.CLIENT_CONFIG, "maxTopicsPerNamespace", "9")  # already written anew
 
-    async def migrate():
-        client = connect_async(redis_server.url)
-        try:
-            return await migrate_legacy_keys(client), await migrate_legacy_keys(client)
-        finally:
-            await client.aclose()
-
-    first, second = asyncio.run(migrate())
+    first, second = run_twice(redis_server.url, migrate_legacy_keys)
     assert sorted(first) == ["sl:meta:namespaces", "sl:meta:topics", "sl:workers"]
     assert second == []
     assert plain.hget(keys.TOPICS, "persistent://a/b/t") == b'{"partitions": 3}'
@@ -49,14 +58,7 @@ def test_partition_keys_move_to_their_spread_tags_once(redis_server):
     plain.sadd(f"{old}:subs", "audit")
     plain.set("sl:{a/b/plain}:lease", "w1:1")  # a non-partitioned topic keeps its tag
 
-    async def migrate():
-        client = connect_async(redis_server.url)
-        try:
-            return await migrate_partition_keys(client), await migrate_partition_keys(client)
-        finally:
-            await client.aclose()
-
-    assert asyncio.run(migrate()) == (2, 0)
+    assert run_twice(redis_server.url, migrate_partition_keys) == (2, 0)
     assert keys.tag(partition) != "{a/b/t-partition-3}"
     assert plain.xlen(keys.log(partition)) == 1
     assert plain.smembers(keys.subs(partition)) == {b"audit"}

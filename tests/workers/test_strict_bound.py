@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import sluice
-from tests.workers.conftest import ADMIN, rate
+from tests.workers.conftest import ADMIN, drain, rate
 
 RUNS = 6
 BROKER = f"{ADMIN}/brokers/configuration"
@@ -37,16 +37,7 @@ def excess(times: list[float], limit: int, periods_extra: int = 1) -> int:
 
 def receive_all(consumer: sluice.Consumer, origin: float, expected: int, seconds: float):
     """Arrival times (seconds after ``origin``) until ``expected`` arrived or ``seconds``."""
-    times = []
-    deadline = time.monotonic() + seconds
-    while len(times) < expected and time.monotonic() < deadline:
-        try:
-            message = consumer.receive(timeout_millis=100)
-        except sluice.Timeout:
-            continue
-        times.append(time.monotonic() - origin)
-        consumer.acknowledge(message)
-    return times
+    return [at for at, _ in drain(consumer, expected, seconds, origin)]
 
 
 def one_run(http, client, set_limit, limit: int, count: int, partitions: int = 0):
