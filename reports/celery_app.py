@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from celery import Celery
 from celery.schedules import crontab
-from celery.signals import beat_init, worker_init
+from celery.signals import beat_init, worker_init, worker_shutting_down
 
 from models.settings import Settings
 from reports.celery_redis import celery_redis
@@ -73,6 +73,17 @@ def _data_dir(sender, **_kwargs) -> None:
     """Beat keeps its schedule state under the data folder: make sure it exists."""
     settings: Settings = sender.app.conf.sluice_settings
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+
+@worker_shutting_down.connect
+def _cold_shutdown_stops_spark(how: str = "", **_kwargs) -> None:
+    """A cold shutdown (SIGQUIT: how the standalone stops its scheduler) does not wait for
+    the running report, and exits without running ``atexit``: its Spark JVM, which would
+    outlive it, goes first.  A warm one lets the report finish, then ``atexit`` kills it."""
+    if how == "Cold":
+        from reports.session import kill_jvm
+
+        kill_jvm()
 
 
 @worker_init.connect

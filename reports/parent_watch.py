@@ -5,11 +5,14 @@ gone, however the standalone ended.
 The parent-death signal alone is not enough: it reaches only the Celery worker, whose warm
 shutdown waits for a running report, and neither its beat process nor the JVM hears of it.
 The standalone names itself in ``SLUICE_PARENT_PID`` and starts the scheduler in a session
-of its own; a thread of the worker watches for a new parent and then kills the group.
+of its own; a thread of the worker watches for a new parent and then kills the group, and
+when the worker exits (a stop that did not wait for a running report) it kills what is left
+of its group first.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import threading
@@ -25,12 +28,36 @@ def _kill_own_group() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def kill_rest_of_group() -> int:
+    """SIGKILL every other process of this process's group, when it leads one; how many.
+
+    Run at the scheduler's exit: a Spark JVM still starting when a report was cut short (its
+    Python side gone, so ``reports.session`` cannot reach it) would otherwise outlive it."""
+    group, me = os.getpgrp(), os.getpid()
+    if group != me:
+        return 0
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group:
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+        except (OSError, ValueError, IndexError):
+            continue
+    return killed
+
+
 def watch_parent(poll: float = POLL_SECONDS) -> threading.Thread | None:
     """Start the watch when ``SLUICE_PARENT_PID`` names this process's parent; None
     otherwise (a scheduler run by hand, or under another supervisor)."""
     expected = os.environ.get(PARENT_ENV, "")
     if not expected.isdigit() or int(expected) != os.getppid():
         return None
+    atexit.register(kill_rest_of_group)
     parent = int(expected)
 
     def watch() -> None:

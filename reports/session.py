@@ -62,7 +62,8 @@ def spark_session(settings: Settings, app_name: str = "sluice-reports") -> Spark
     return session
 
 
-def _kill_jvm() -> None:
+def kill_jvm() -> None:
+    """Kill this process's Spark JVM, if it runs (a report in progress fails with it)."""
     gateway = SparkContext._gateway
     process = getattr(gateway, "proc", None)
     if process is not None and process.poll() is None:
@@ -78,4 +79,4 @@ def _kill_jvm_at_exit() -> None:
     a scheduler stopped (or whose standalone was killed) would leave it running alone."""
     if not _registered:
         _registered.append(True)
-        atexit.register(_kill_jvm)
+        atexit.register(kill_jvm)
