@@ -67,6 +67,13 @@ class Node:
         return self.client
 
 
+START_ATTEMPTS = 3  # a node that exits at start (its port taken meanwhile) is tried again
+
+
+class NodeExited(RuntimeError):
+    """A node's redis-server exited while starting; the message ends with its log."""
+
+
 class EmbeddedCluster:
     """Start, inspect, fail over, reshard and stop a private Redis Cluster."""
 
@@ -89,11 +96,20 @@ class EmbeddedCluster:
         """Start the nodes, create the cluster, wait until it serves every slot."""
         self.directory.mkdir(parents=True, exist_ok=True)
         count = self.masters * (1 + self.replicas)
-        self.nodes = [Node(free_port(), free_port()) for _ in range(count)]
-        for node in self.nodes:
-            self._spawn(node)
-        for node in self.nodes:
-            self._wait_ping(node, timeout)
+        for attempt in range(START_ATTEMPTS):
+            self.nodes = [Node(free_port(), free_port()) for _ in range(count)]
+            for node in self.nodes:
+                self._spawn(node)
+            try:
+                for node in self.nodes:
+                    self._wait_ping(node, timeout)
+                break
+            except NodeExited:
+                # A port taken between choosing it and binding it (another process got it
+                # meanwhile): start again on other ports.
+                self.stop()
+                if attempt == START_ATTEMPTS - 1:
+                    raise
         self._cluster_command(
             "create",
             *(f"127.0.0.1:{n.port}" for n in self.nodes),
@@ -155,7 +171,9 @@ class EmbeddedCluster:
                 return
             except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
                 if node.process is not None and node.process.poll() is not None:
-                    raise RuntimeError(f"redis-server on port {node.port} exited") from None
+                    log = self.directory / str(node.port) / "redis.log"
+                    tail = log.read_text(errors="replace")[-500:] if log.exists() else ""
+                    raise NodeExited(f"redis-server on port {node.port} exited: {tail}") from None
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
