@@ -55,12 +55,13 @@ class Fleet:
         self.retired: list[subprocess.Popen] = []
         self.redis = connect(self.redis_url)
 
-    def start(self, worker_id: str) -> subprocess.Popen:
-        """Start a worker and wait until it has registered."""
+    def start(self, worker_id: str, *, redis_url: str | None = None) -> subprocess.Popen:
+        """Start a worker and wait until it has registered; ``redis_url`` is this worker's own
+        way to Redis (e.g. through a proxy), the fleet's by default."""
         env = {
             **os.environ,
             "DATABASE_URL": self.database_url,
-            "REDIS_URL": self.redis_url,
+            "REDIS_URL": redis_url or self.redis_url,
             "SLUICE_WORKER_ID": worker_id,
             "SLUICE_WORKER_HTTP_PORT": "0",
             "SLUICE_WORKER_LEASE_TTL_SECONDS": str(LEASE_TTL),

@@ -142,6 +142,9 @@ class LeaseOwnership:
         self._beat_lock = asyncio.Lock()  # one heartbeat at a time
         self._wake = asyncio.Event()  # a heartbeat changed something: reconcile now
         self._joined = False
+        # A lapse a beat reported whose handling failed (Redis answered the heartbeat's own
+        # connection but not this one, right after a cut healed): handled at the next beat.
+        self._lapse_unhandled = False
         self._fenced: str | None = None  # the change the admin service fenced this worker at
         self._stop_runners = False  # tokens were dropped: runners must stop before more
         self._generation = 0  # bumped whenever every token is dropped
@@ -309,6 +312,9 @@ class LeaseOwnership:
         task.add_done_callback(self._beats.discard)
 
     async def _take_beat_locked(self, beat: Beat) -> None:
+        if self._joined and beat.reply[1] == 1:
+            self._lapse_unhandled = True  # kept even if this take fails
+
         async def take() -> None:
             # As ``beat`` does: a replica promoted by a failover lacks the scripts that the
             # worker's cluster pipelines call (a no-op on a single server).
@@ -324,6 +330,8 @@ class LeaseOwnership:
         reconciliation, which this wakes)."""
         context = self._ctx
         redis, me = context.control, context.worker_id
+        if self._joined and beat.reply[1] == 1:
+            self._lapse_unhandled = True
         live = sorted(w.decode() if isinstance(w, bytes) else w for w in beat.reply[2:])
         if live != self.live:
             self.live = live
@@ -335,7 +343,7 @@ class LeaseOwnership:
             await redis.srem(keys.worker_unloaded(me), *unloaded)
         if beat.fenced is not None:
             self._fenced_at(beat.fenced.decode())
-        elif self._joined and beat.reply[1] == 1:
+        elif self._lapse_unhandled:
             held = bool(self.tokens or self._releasing)
             log.log(
                 logging.WARNING if held else logging.INFO,
@@ -344,6 +352,7 @@ class LeaseOwnership:
                 me,
             )
             await self._drop_taken()
+            self._lapse_unhandled = False
         elif unloaded:
             self._drop_unloaded(unloaded)
 

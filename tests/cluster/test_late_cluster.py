@@ -24,7 +24,7 @@ def test_a_cluster_reachable_only_later_gets_a_cluster_client(redis_cluster: Emb
     with pytest.raises(redis.ConnectionError):
         client.ping()
     assert not is_cluster(client)  # unknown yet: answers as a single server's client
-    proxy.open()
+    proxy.start()
     try:
         eventually(lambda: is_cluster(client))
         # Keys of every slot range work: the client follows the cluster's map.
@@ -34,7 +34,7 @@ def test_a_cluster_reachable_only_later_gets_a_cluster_client(redis_cluster: Emb
         script = client.register_script("return redis.call('GET', KEYS[1])")
         assert int(script(keys=["late:7"])) == 7
     finally:
-        proxy.close()
+        proxy.cut()
 
 
 def test_an_asyncio_client_decides_in_the_background(redis_cluster: EmbeddedCluster):
@@ -45,7 +45,7 @@ def test_an_asyncio_client_decides_in_the_background(redis_cluster: EmbeddedClus
         assert isinstance(client, Undecided)
         with pytest.raises(redis.ConnectionError):
             await client.ping()
-        proxy.open()
+        proxy.start()
         deadline = time.monotonic() + 10
         while not is_cluster(client):
             assert time.monotonic() < deadline, "the asyncio client never decided"
@@ -58,4 +58,4 @@ def test_an_asyncio_client_decides_in_the_background(redis_cluster: EmbeddedClus
     try:
         asyncio.run(scenario())
     finally:
-        proxy.close()
+        proxy.cut()

@@ -28,8 +28,9 @@ import sluice
 from api.app import create_app
 from sluice.protocol.names import TopicName
 from tests.conftest import ServerThread
-from tests.faults.proxy import TcpProxy, worker_through
+from tests.faults.proxy import worker_through
 from tests.fleet import Collector
+from tests.tcp_proxy import TcpProxy
 from tests.workers.conftest import ADMIN, WorkerThread, rate, wait_until
 
 pytestmark = pytest.mark.faults

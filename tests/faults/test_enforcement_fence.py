@@ -21,7 +21,8 @@ from api.app import create_app
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from tests.conftest import ServerThread
-from tests.faults.proxy import TcpProxy, worker_through
+from tests.faults.proxy import worker_through
+from tests.tcp_proxy import TcpProxy
 from tests.workers.conftest import ADMIN, rate, wait_until
 
 pytestmark = pytest.mark.faults

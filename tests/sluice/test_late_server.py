@@ -18,11 +18,11 @@ def test_a_single_server_reachable_only_later(redis_server):
     client = connect(f"redis://127.0.0.1:{proxy.port}/0", socket_connect_timeout=1)
     with pytest.raises(redis.ConnectionError):
         client.ping()
-    proxy.open()
+    proxy.start()
     try:
         eventually(lambda: client.ping())
         time.sleep(1.1)  # asked again: a single server, decided for good
         assert client.ping() and not is_cluster(client)
         assert client.decided() is client.decided()
     finally:
-        proxy.close()
+        proxy.cut()
