@@ -79,6 +79,13 @@ BENCHMARKS: tuple[tuple[str, str], ...] = (
         "admin health p99 < 10 ms",
     ),
     ("propagation", "REST change -> in force when the answer arrives; none lost"),
+    (
+        "soak_chaos",
+        "unplanned faults (worker SIGKILL and SIGSTOP, Redis Cluster master SIGKILL, "
+        "PostgreSQL immediate restart) under throttled traffic with durable acknowledgements "
+        "and hostile admin calls: 0 acknowledged sends lost, duplicates <= counted "
+        "redeliveries, nothing over the strict bound, no 5xx (full: 30 min; quick: 90 s)",
+    ),
     ("failover", "SIGKILL owner -> new owner dispatches: < lease TTL + 1 s (default < 5 s)"),
     (
         "lease_scale",
@@ -103,7 +110,10 @@ BENCHMARKS: tuple[tuple[str, str], ...] = (
     ),
 )
 # Benchmarks that are a variant of another module: name -> module and its arguments.
-VARIANTS: dict[str, list[str]] = {"idle_scale_standalone": ["idle_scale", "--standalone"]}
+VARIANTS: dict[str, list[str]] = {
+    "idle_scale_standalone": ["idle_scale", "--standalone"],
+    "soak_chaos": ["soak", "--chaos"],
+}
 TABLE_ROW = re.compile(r"^\|.*\d.*\|$", re.MULTILINE)
 
 

@@ -11,6 +11,10 @@ limit in force (the baseline is the limit itself), and memory: the admin service
 whole run, and the most any worker grew during its life.
 ``--quick`` runs one minute.  Not part of CI.
 
+``--chaos`` runs the chaos soak instead (``bench.chaos``: unplanned faults of workers, Redis
+Cluster masters and PostgreSQL under throttled, durable traffic); its ``--quick`` mode is part
+of ``make bench-smoke``.
+
 ``--hostile`` mixes hostile admin traffic into the run: about 20 requests/s drawn from
 ``HOSTILE`` (broken, huge, deeply nested or mistyped bodies, bad names, huge query strings,
 forbidden partition counts, unknown fields), aimed at a namespace whose dispatch rate must
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import threading
 import time
 from collections import Counter
@@ -83,9 +88,15 @@ HOSTILE: tuple[tuple[str, str, bytes | None, dict[str, str] | None], ...] = (
 class Hostile:
     """Sends ``HOSTILE`` requests at random and probes the admin service meanwhile."""
 
-    def __init__(self, admin_url: str, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        admin_url: str,
+        stop: threading.Event,
+        probe: str = "/admin/v2/persistent/bench/ns/soak/dispatchRate?applied=true",
+    ) -> None:
         self.admin_url = admin_url
         self.stop = stop
+        self.probe_path = probe
         self.answers: Counter[str] = Counter()
         self.probe_ms: list[float] = []
         self.threads = [
@@ -108,7 +119,8 @@ class Hostile:
                 method, path, body, headers = pick.choice(HOSTILE)
                 try:
                     status = http.request(method, path, content=body, headers=headers).status_code
-                    self.answers[f"{status // 100}xx"] += 1
+                    # 503 is the promised answer while a dependency is down; other 5xx are bugs.
+                    self.answers["503" if status == 503 else f"{status // 100}xx"] += 1
                 except httpx.TimeoutException:
                     self.answers["timeout"] += 1
                 except httpx.HTTPError:
@@ -116,12 +128,11 @@ class Hostile:
                 time.sleep(0.05)
 
     def _probe(self) -> None:
-        path = "/admin/v2/persistent/bench/ns/soak/dispatchRate?applied=true"
         with httpx.Client(base_url=self.admin_url, timeout=10) as http:
             while not self.stop.is_set():
                 started = time.perf_counter()
                 try:
-                    http.get(path)
+                    http.get(self.probe_path)
                     self.probe_ms.append((time.perf_counter() - started) * 1000)
                 except httpx.HTTPError:
                     self.probe_ms.append(10_000.0)
@@ -138,6 +149,11 @@ def rss_kib(pid: int) -> int:
 
 
 def main() -> None:
+    if "--chaos" in sys.argv[1:]:
+        from bench import chaos  # it uses this module's ``Hostile``
+
+        chaos.main(sys.argv[1:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--quick", action="store_true", help="one minute")

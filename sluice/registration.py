@@ -111,6 +111,8 @@ class ProducerRegistration:
         if any(isinstance(reply, NoScriptError) for reply in replies):
             self._client.reload_scripts()  # a failover's new master: the next heartbeat works
         for partition, reply in zip(self._partitions, replies, strict=True):
+            if isinstance(reply, NoScriptError):
+                continue  # loaded above: renewed at the next heartbeat, well within expiry
             if isinstance(reply, Exception):
                 # Silent for longer than the expiry and the place taken meanwhile: this
                 # producer does not count until a place is free again.
