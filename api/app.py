@@ -55,6 +55,7 @@ from api.tenants.router import router as tenants_router
 from api.topics.router import router as topics_router
 from api.websocket.router import close_websocket_client
 from api.websocket.router import router as websocket_router
+from dataplane import protocol
 from dataplane.legacy_keys import migrate_legacy_keys
 from dataplane.sessions import Sessions
 from models.db import make_async_engine, make_session_factory
@@ -199,9 +200,10 @@ async def _start(
         sessions, settings.cluster_name, f"http://localhost:{settings.http_port}"
     )
     try:
+        await protocol.announce(redis, "this admin service")  # ProtocolMismatch: no start
         await migrate_legacy_keys(redis)
     except RedisError as exc:  # Redis may come later; the workers migrate on their start
-        log.warning("legacy keys not migrated at start: %s", exc)
+        log.warning("protocol not announced, legacy keys not migrated at start: %s", exc)
     data_plane = DataPlane(redis, int(settings.consumer_timeout_seconds * 1000))
     cache = PolicyCache(sessions, redis, settings.events_stream)
     try:

@@ -38,6 +38,7 @@ from sluice.errors import (
     Timeout,
     TooManyRequests,
     TopicNotFound,
+    UnsupportedVersionError,
 )
 from sluice.keyshared import ConsumerKeySharedPolicy, KeySharedMode
 from sluice.message import Message, MessageId
@@ -83,4 +84,5 @@ __all__ = [
     "Timeout",
     "TooManyRequests",
     "TopicNotFound",
+    "UnsupportedVersionError",
 ]

@@ -40,6 +40,7 @@ from sluice.errors import (
     NotSupported,
     SluiceException,
     TopicNotFound,
+    UnsupportedVersionError,
 )
 from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.message import Message, MessageId
@@ -52,6 +53,7 @@ from sluice.protocol.errors import NotFound, PreconditionFailed
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import SCRIPTS, TOPIC_CREATE
 from sluice.protocol.urls import redact_url, with_credentials
+from sluice.protocol.version import NEWEST_FIELD, OLDEST_FIELD, ProtocolMismatch, check
 from sluice.reader import Reader, reader_consumer
 from sluice.refusals import refusal
 from sluice.routing import PartitionsRoutingMode
@@ -214,6 +216,7 @@ class Client:
         if renew_after:
             self.ticker.every(renew_after, self._renew_session)
         self._closed = False
+        self._protocol_checked = False
         self._lock = threading.Lock()
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
@@ -523,6 +526,8 @@ class Client:
     def lookup_partitions(self, topic: TopicName, action: str | None = None) -> int:
         """Partition count of ``topic`` (0 = non-partitioned), creating it when allowed;
         ``action`` (``produce``, ``consume``) is what a refusal of a session user names."""
+        if not self._protocol_checked:
+            self._check_protocol()
         base = topic.base
         raw = self.redis.hget(keys.TOPICS, base.full)
         if raw is not None:
@@ -535,6 +540,16 @@ class Client:
             # when the role may use it.
             return self._session.partitions(topic, action)
         return self._auto_create(base)
+
+    def _check_protocol(self) -> None:
+        """Refuse a deployment that requires a newer data-plane protocol than this client
+        speaks (``sluice.protocol.version``), once per client."""
+        fields = self.redis.hmget(keys.CLIENT_CONFIG, OLDEST_FIELD, NEWEST_FIELD)
+        try:
+            check("this client", *cast(list[bytes | None], fields))
+        except ProtocolMismatch as exc:
+            raise UnsupportedVersionError(exc.reason) from None
+        self._protocol_checked = True
 
     def _auto_create(self, topic: TopicName) -> int:
         namespaces = cast(set[bytes], self.redis.smembers(keys.NAMESPACES))

@@ -19,6 +19,8 @@
     │                           pulsar-client argument Sluice does not implement (named)
     ├── ProducerQueueIsFull     send_async found the pending queue full (block_if_queue_full off)
     ├── ConnectError            Redis (or the admin service) cannot be reached
+    ├── UnsupportedVersionError the deployment requires a newer data-plane protocol than
+    │                           this client speaks (sluice.protocol.version)
     ├── AuthenticationError     the token was refused (malformed, expired, wrong key)
     ├── AuthorizationError      the role may not produce to or consume from the topic (named)
     └── ProducerBlockedQuotaExceededException   the backlog quota refused the send
@@ -123,3 +125,9 @@ class ProducerBlockedQuotaExceededError(ProducerBlockedQuotaExceededException, T
 
 # RocketMQ's name for a refusal by throttling.
 TooManyRequests = ProducerBlockedQuotaExceededException
+
+
+class UnsupportedVersionError(SluiceException):
+    """The deployment requires a newer data-plane protocol than this client speaks: upgrade
+    the client (pulsar-client's name for a broker that does not support the client's
+    version)."""

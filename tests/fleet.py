@@ -55,9 +55,12 @@ class Fleet:
         self.retired: list[subprocess.Popen] = []
         self.redis = connect(self.redis_url)
 
-    def start(self, worker_id: str, *, redis_url: str | None = None) -> subprocess.Popen:
-        """Start a worker and wait until it has registered; ``redis_url`` is this worker's own
-        way to Redis (e.g. through a proxy), the fleet's by default."""
+    def start(
+        self, worker_id: str, *, redis_url: str | None = None, wait: bool = True
+    ) -> subprocess.Popen:
+        """Start a worker and (unless ``wait`` is false) wait until it has registered;
+        ``redis_url`` is this worker's own way to Redis (e.g. through a proxy), the fleet's by
+        default."""
         env = {
             **os.environ,
             "DATABASE_URL": self.database_url,
@@ -80,7 +83,8 @@ class Fleet:
         if previous is not None:
             self.retired.append(previous)  # killed by the test: reaped by stop_all
         self.processes[worker_id] = process
-        wait_until(lambda: worker_id in self.live(), timeout=30, every=0.1)
+        if wait:
+            wait_until(lambda: worker_id in self.live(), timeout=30, every=0.1)
         return process
 
     def log_path(self, worker_id: str) -> Path:

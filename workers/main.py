@@ -14,6 +14,7 @@ from redis.asyncio import Redis
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
 from sluice.protocol.connection import connect_async
+from sluice.protocol.version import ProtocolMismatch
 from workers.http import create_http_app
 from workers.worker import Worker
 
@@ -88,6 +89,8 @@ async def run_worker(
             try:
                 await worker.start()
                 break
+            except ProtocolMismatch:
+                raise  # an older release than the deployment's: trying again cannot help
             except Exception as exc:  # database or Redis not there yet
                 log.warning("worker start failed (%s); retrying in 2 s", exc)
                 await worker.stop()

@@ -22,6 +22,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from dataplane import protocol
 from dataplane.batches import in_batches
 from dataplane.events import ChangeEvent, latest_position
 from dataplane.legacy_keys import migrate_legacy_keys
@@ -140,6 +141,7 @@ class Worker:
     async def start(self) -> None:
         """Load, sync, catch up, take partitions, and start the background loops."""
         stream = self.settings.events_stream
+        await protocol.announce(self.control, "this worker")
         await migrate_legacy_keys(self.control)
         position = await latest_position(self.control, stream)
         await self.policy.reload()
@@ -172,6 +174,7 @@ class Worker:
                 listen_for_wakeups(self.redis, self.on_wake, self.wake_everything), name="wakeups"
             ),
             asyncio.create_task(every(1.0, self._tick), name="tick"),
+            asyncio.create_task(protocol.watch(self.control, "this worker"), name="protocol"),
             asyncio.create_task(
                 every(self.settings.worker_resync_seconds, self.resync), name="resync"
             ),

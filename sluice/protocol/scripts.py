@@ -235,6 +235,11 @@ def _worker_heartbeat(worker: str, ttl_ms: int) -> Call:
     return WORKER_HEARTBEAT.keys(), [worker, ttl_ms]
 
 
+def _protocol_announce(protocol: int, oldest_peer: int) -> Call:
+    """``protocol_announce.lua``: announce the protocol spoken and the oldest one accepted."""
+    return PROTOCOL_ANNOUNCE.keys(), [protocol, oldest_peer]
+
+
 def _fleet_read() -> Call:
     """``fleet_read.lua``: the live workers and the change-event position each confirmed."""
     return FLEET_READ.keys(), []
@@ -392,6 +397,7 @@ STATS_READ = _spec("stats_read", ("stats", "log"), _stats_read)
 INTERNAL_READ = _spec("internal_read", ("log", "lease"), _internal_read)
 LEASE_FENCE = _spec("lease_fence", ("lease",), _lease_fence)
 FLEET_READ = _spec("fleet_read", (keys.WORKERS, keys.APPLIED), _fleet_read)
+PROTOCOL_ANNOUNCE = _spec("protocol_announce", (keys.CLIENT_CONFIG,), _protocol_announce)
 
 
 def scripts_for(action: str) -> tuple[ScriptSpec, ...]:
