@@ -34,6 +34,7 @@ from sluice.durable import DEFAULT_TIMEOUT_MS as DEFAULT_DURABLE_ACK_TIMEOUT_MS
 from sluice.durable import Durability
 from sluice.errors import (
     AlreadyClosed,
+    AuthenticationError,
     ConnectError,
     InvalidConfiguration,
     NamespaceNotFound,
@@ -48,7 +49,7 @@ from sluice.options import refuse_non_defaults
 from sluice.producer import Producer
 from sluice.protocol import keys
 from sluice.protocol.abuse import auto_create_call
-from sluice.protocol.connection import connect, is_cluster, raw_client
+from sluice.protocol.connection import connect, is_cluster, raw_client, use_credentials
 from sluice.protocol.errors import NotFound, PreconditionFailed
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import SCRIPTS, TOPIC_CREATE
@@ -213,8 +214,12 @@ class Client:
         self.host = client_host(self.redis)
         self.heartbeat_interval = heartbeat_interval_seconds or self._default_heartbeat()
         self.ticker = Ticker()
+        self._session_lost = False  # renewal refused: a new session is asked for each second
+        self._renewal: int | None = None
+        self._renew_interval = renew_after
         if renew_after:
-            self.ticker.every(renew_after, self._renew_session)
+            self._renewal = self.ticker.every(renew_after, self._renew_session)
+            self.ticker.every(1.0, self._retry_lost_session)
         self._closed = False
         self._protocol_checked = False
         self._lock = threading.Lock()
@@ -270,7 +275,11 @@ class Client:
         """Every data-plane script by name.  A session user may call the scripts but not load
         them: the admin service does."""
         if self._session is not None:
-            renew = self._session.renew
+            session = self._session
+
+            def renew() -> None:
+                session.renew()
+
             return {
                 name: SessionScript(self.redis, spec.source, renew)
                 for name, spec in SCRIPTS.items()
@@ -513,9 +522,47 @@ class Client:
         if session is None:
             return
         try:
-            session.renew()
+            self._renew_every(session.renew())
+            self._session_lost = False
+        except AuthenticationError as exc:  # the token expired, or the session has ended
+            self._reopen_session(session, exc)
         except SluiceException as exc:
             log.warning("data-plane session not renewed: %s", exc)
+
+    def _reopen_session(self, session: Session, cause: SluiceException) -> None:
+        """Open a new session with the token the supplier gives now (a refreshed one, after
+        the old token expired and its session ended) and connect with its credentials; until
+        that works, try again every second."""
+        try:
+            credentials = session.open()
+        except SluiceException as exc:
+            if not self._session_lost:
+                log.warning(
+                    "data-plane session lost (%s); a new one is asked for every second with "
+                    "the token supplier's current token (%s)",
+                    cause,
+                    exc,
+                )
+            self._session_lost = True
+            return
+        if credentials.username and credentials.password:
+            use_credentials(self.redis, credentials.username, credentials.password)
+        self._renew_every(credentials.renew_after)
+        log.info("data-plane session opened again as %s", credentials.username)
+        self._session_lost = False
+
+    def _renew_every(self, seconds: float | None) -> None:
+        """Renew at the pace the admin service asks for (half the session's life left: a
+        session cut short by its token's expiry is renewed before it ends)."""
+        if not seconds or self._renewal is None or seconds == self._renew_interval:
+            return
+        self.ticker.cancel(self._renewal)
+        self._renewal = self.ticker.every(seconds, self._renew_session)
+        self._renew_interval = seconds
+
+    def _retry_lost_session(self) -> None:
+        if self._session_lost:
+            self._renew_session()
 
     def _close_session(self) -> None:
         if self._session is not None:

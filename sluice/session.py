@@ -118,15 +118,17 @@ class Session:
             body.get("renewAfterSeconds"),
         )
 
-    def renew(self) -> None:
-        """Extend the session (and have the admin service load the data-plane scripts)."""
+    def renew(self) -> float | None:
+        """Extend the session (and have the admin service load the data-plane scripts); when
+        to renew next, in seconds."""
         if self.user is None:
-            return
+            return None
         response = self._request("POST", f"/sessions/{self.user}")
         if response.status_code == 404:
             raise AuthenticationError(f"the data-plane session has ended: {_reason(response)}")
         if response.status_code != 200:
             raise SluiceException(f"session not renewed: {_reason(response)}")
+        return response.json().get("renewAfterSeconds")
 
     def partitions(self, topic: TopicName, action: str | None = None) -> int:
         """The partition count of ``topic`` (0: non-partitioned), created on first use;

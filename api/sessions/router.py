@@ -4,6 +4,7 @@ and which topics it may look up follow the role's grants."""
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -42,8 +43,15 @@ def _document(state: StateDep, issued: Issued | None, ttl: float) -> SessionDocu
         password=issued.password,
         role=issued.role,
         expiresAt=issued.expires_ms,
-        renewAfterSeconds=ttl / 2,
+        renewAfterSeconds=_renew_after(issued, ttl),
     )
+
+
+def _renew_after(issued: Issued, ttl: float) -> float:
+    """Half the session's life left: a session cut short by its token's expiry is renewed
+    (with the supplier's next token) before it ends, not half a full session later."""
+    left = issued.expires_ms / 1000 - time.time()
+    return round(max(min(left, ttl) / 2, 0.5), 3)
 
 
 @router.post("/sessions", response_model=SessionDocument, status_code=201)

@@ -23,7 +23,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import redis
 import redis.asyncio
@@ -261,6 +261,24 @@ def connect_async(
     if mode is None:
         return Undecided(url, make, timeout, aio=True)  # type: ignore[return-value]
     return make(mode)
+
+
+def use_credentials(client: redis.Redis, username: str, password: str) -> None:
+    """Connect as ``username`` from now on: every connection of ``client`` (each node's, on a
+    cluster) is closed and opened again with the new credentials when next used."""
+    pools = [client.connection_pool] if not is_cluster(client) else []
+    if is_cluster(client):
+        cluster = cast(Any, client)
+        cluster.nodes_manager.connection_kwargs.update(username=username, password=password)
+        pools = [
+            node.redis_connection.connection_pool
+            for node in cluster.get_nodes()
+            if node.redis_connection is not None
+        ]
+    for pool in pools:
+        pool.connection_kwargs.update(username=username, password=password)
+        pool.disconnect()
+        pool.reset()  # a connection keeps the credentials it was made with: make new ones
 
 
 def raw_client(client: redis.Redis) -> redis.Redis:

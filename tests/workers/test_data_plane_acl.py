@@ -410,6 +410,44 @@ def test_an_expired_token_ends_the_session(world: World) -> None:
         world.client("shortlived", seconds=-1)
 
 
+def test_a_token_supplier_with_a_new_token_reopens_an_ended_session(world: World) -> None:
+    """The token expires and its session with it (Redis user deleted); once the supplier hands
+    out a fresh token, the client opens a new session by itself and its producer and consumer
+    go on, as a new Redis user."""
+    world.call("POST", "/namespaces/acme/orders/permissions/refreshed", ["produce", "consume"])
+    current = {"token": world.token("refreshed", seconds=3)}
+    client = sluice.Client(
+        world.url, authentication=sluice.AuthenticationToken(lambda: current["token"])
+    )
+    try:
+        consumer = client.subscribe(GRANTED, "refreshed", consumer_type=sluice.ConsumerType.Shared)
+        producer = client.create_producer(GRANTED)
+        producer.send(b"first")
+        assert consumer.receive(10_000).data() == b"first"
+        first_user = client.redis.connection_pool.connection_kwargs["username"]
+        deadline = time.monotonic() + 15
+        while first_user in world.users() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert first_user not in world.users()  # ended with its token
+        with pytest.raises(sluice.AuthenticationError):
+            producer.send(b"while no token is valid")
+        current["token"] = world.token("refreshed", seconds=120)
+        sent_at = None
+        deadline = time.monotonic() + 10
+        while sent_at is None and time.monotonic() < deadline:
+            try:
+                producer.send(b"after the refresh")
+                sent_at = time.monotonic()
+            except sluice.AuthenticationError:
+                time.sleep(0.2)
+        assert sent_at is not None, "no new session within 10 s of the fresh token"
+        second_user = client.redis.connection_pool.connection_kwargs["username"]
+        assert second_user != first_user and second_user in world.users()
+        assert consumer.receive(10_000).data() == b"after the refresh"
+    finally:
+        client.close()
+
+
 def test_without_authentication_the_admin_url_gives_the_plain_redis_url(
     worker: WorkerThread, admin_server: ServerThread, namespace: str
 ) -> None:
