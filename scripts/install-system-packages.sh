@@ -73,6 +73,8 @@ elif [ "$(node_major)" -lt 18 ] 2>/dev/null; then
 fi
 command -v npm >/dev/null 2>&1 ||
     need npm "installs that test's ws package from tests/node/package-lock.json (npm ci)"
+command -v prometheus >/dev/null 2>&1 ||
+    need prometheus "the test that evaluates every query of the Grafana dashboards (no service)"
 
 if [ ${#packages[@]} -eq 0 ] && [ $postgres_missing = 0 ]; then
     exit 0

@@ -91,7 +91,7 @@ def test_without_root_and_sudo_it_says_what_to_install(folder: Path):
 
 
 def test_with_everything_there_it_prints_nothing():
-    tools = ("redis-server", "java", "curl", "jq", "chromium", "node", "npm")
+    tools = ("redis-server", "java", "curl", "jq", "chromium", "node", "npm", "prometheus")
     if not all(shutil.which(tool) for tool in tools):
         pytest.skip("this machine lacks some of the packages")
     done = subprocess.run(

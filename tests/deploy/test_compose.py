@@ -34,6 +34,7 @@ COMPOSE = ROOT / "docker-compose.yml"
 CLUSTER_ENV = ROOT / "redis-cluster.env"
 SECURED_ENV = ROOT / "secured.env"
 SECURED_SERVICES = ("secured-init",)
+OBSERVABILITY_SERVICES = ("prometheus", "grafana")
 # The Redis user each Sluice service connects as with the secured profile.
 REDIS_USERS = {
     "api": "sluice-api",
@@ -164,6 +165,7 @@ def test_is_valid_against_the_compose_specification():
         *SLUICE_SERVICES,
         *CLUSTER_SERVICES,
         *SECURED_SERVICES,
+        *OBSERVABILITY_SERVICES,
     }
     with_cluster = compose_spec.PyCompose.from_json(json.dumps(resolved(env_file(CLUSTER_ENV))))
     with_cluster.validate()
@@ -174,9 +176,12 @@ def test_is_valid_against_the_compose_specification():
 def test_the_default_services_are_those_without_a_profile():
     config = resolved()
     assert set(with_profile(config, set())) == {"postgres", "redis", *SLUICE_SERVICES}
-    assert set(with_profile(config, {"cluster", "secured"})) == set(config["services"])
+    everything = {"cluster", "secured", "observability"}
+    assert set(with_profile(config, everything)) == set(config["services"])
     for name in CLUSTER_SERVICES:
         assert config["services"][name]["profiles"] == ["cluster"], name
+    for name in OBSERVABILITY_SERVICES:
+        assert config["services"][name]["profiles"] == ["observability"], name
     for name in SECURED_SERVICES:
         assert config["services"][name]["profiles"] == ["secured"], name
 
@@ -246,7 +251,12 @@ def test_named_volumes_are_declared_and_used():
     config = resolved()
     declared = set(config["volumes"])
     nodes = {f"{node}-data" for node in CLUSTER_NODES}
-    assert declared == {"postgres-data", "redis-data", "lake", "redis-acl", "sluice-keys", *nodes}
+    observability = {"prometheus-data", "grafana-data"}
+    assert declared == {
+        *("postgres-data", "redis-data", "lake", "redis-acl", "sluice-keys"),
+        *nodes,
+        *observability,
+    }
     used = set()
     for service in config["services"].values():
         for volume in service.get("volumes", []):
@@ -660,3 +670,41 @@ def test_the_default_redis_command_runs_without_an_acl_file(tmp_path):
             assert client.acl_whoami() == "default"
         finally:
             client.close()
+
+
+def test_the_observability_profile_scrapes_sluice_and_loads_the_charts_dashboards():
+    """Prometheus scrapes the admin service and every worker replica (Docker DNS), Grafana
+    provisions it as its data source and loads the dashboards the Helm chart ships."""
+    services = resolved()["services"]
+    prometheus, grafana = services["prometheus"], services["grafana"]
+    config = yaml.safe_load((ROOT / "observability" / "prometheus.yml").read_text())
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert jobs["sluice-api"]["static_configs"][0]["targets"] == ["api:8080"]
+    assert jobs["sluice-worker"]["dns_sd_configs"][0]["names"] == ["worker"]
+    assert jobs["sluice-worker"]["dns_sd_configs"][0]["port"] == 8081
+    configs = resolved()["configs"]
+
+    def files(service: dict) -> dict[str, str]:
+        return {
+            c["target"]: str((ROOT / configs[c["source"]]["file"]).resolve())
+            for c in service["configs"]
+        }
+
+    assert files(prometheus) == {
+        "/etc/prometheus/prometheus.yml": str(ROOT / "observability" / "prometheus.yml")
+    }
+    provisioning = ROOT / "observability" / "grafana" / "provisioning"
+    dashboard = ROOT / "helm" / "sluice" / "dashboards" / "sluice-overview.json"
+    assert files(grafana) == {
+        "/etc/grafana/provisioning/datasources/prometheus.yml": str(
+            provisioning / "datasources" / "prometheus.yml"
+        ),
+        "/etc/grafana/provisioning/dashboards/sluice.yml": str(
+            provisioning / "dashboards" / "sluice.yml"
+        ),
+        "/var/lib/grafana/dashboards/sluice/sluice-overview.json": str(dashboard),
+    }
+    provider = yaml.safe_load((provisioning / "dashboards" / "sluice.yml").read_text())
+    assert provider["providers"][0]["options"]["path"] == "/var/lib/grafana/dashboards/sluice"
+    source = yaml.safe_load((provisioning / "datasources" / "prometheus.yml").read_text())
+    assert source["datasources"][0]["url"] == "http://prometheus:9090"
