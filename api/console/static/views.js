@@ -439,10 +439,10 @@ async function viewRuns(ctx) {
   const refresh = async () => {
     const runs = await Api.get(ADMIN + "/reports/runs");
     list.replaceChildren(table("Report runs, newest first", ["Run", "Job", "Status", "Queued",
-      "Started", "Finished", "Rows", "Attempt", "Error"], runs.map((r) => [{ th: String(r.id) },
-      r.job, h("span.status-" + r.status, null, r.status), Fmt.time(r.queuedAt),
-      Fmt.time(r.startedAt), Fmt.time(r.finishedAt), Fmt.int(r.rows), String(r.attempt),
-      r.error || "—"])));
+      "Started", "Finished", "Data until", "Rows", "Attempt", "Error"], runs.map((r) => [
+      { th: String(r.id) }, r.job, h("span.status-" + r.status, null, r.status),
+      Fmt.time(r.queuedAt), Fmt.time(r.startedAt), Fmt.time(r.finishedAt),
+      Fmt.time(r.dataUntil), Fmt.int(r.rows), String(r.attempt), r.error || "—"])));
   };
   await refresh();
   ctx.every(5000, refresh);
