@@ -8,19 +8,19 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
-import redis
 
 from models.stats import SNAPSHOT_REQUEST, SNAPSHOT_TAKEN
 from reports.freshness import request_snapshots
 from sluice.protocol import keys
+from sluice.protocol.connection import connect
 
 
 @pytest.fixture
 def client(redis_server):
-    c = redis.Redis.from_url(redis_server.url)
-    c.flushdb()
+    c = connect(redis_server.url)  # a Redis Cluster client on a cluster
+    c.flushall()
     yield c
-    c.flushdb()
+    c.flushall()
     c.close()
 
 
