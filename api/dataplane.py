@@ -89,11 +89,13 @@ class DataPlane(CatalogProjection):
             )
             for p, found in zip(partitions, members, strict=True)
         }
-        script = self.scripts[STATS_LIVE.name]
+        # A plain EVALSHA: a script object would have the pipeline check first that Redis
+        # holds the script, a round trip more (``in_batches`` loads it on NOSCRIPT instead).
+        sha = STATS_LIVE.sha
 
         def reading(pipe: Pipeline, partition: TopicName) -> Any:
             script_keys, args = STATS_LIVE.call(partition, names[partition.full])
-            return script(keys=script_keys, args=args, client=pipe)
+            return pipe.evalsha(sha, len(script_keys), *script_keys, *args)
 
         readings = await in_batches(self.redis, partitions, reading, raise_on_error=False)
         readings = [r if isinstance(r, list) else [[], []] for r in readings]
