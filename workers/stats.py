@@ -136,12 +136,16 @@ class StatsPublisher:
         snapshot_due = interval_ms >= context.settings.stats_interval_seconds * 1000
         # A report run that asked for the interval so far gets it at this tick.
         request = await context.redis.get(SNAPSHOT_REQUEST)
-        if request is not None and request != self._request_served:
-            snapshot_due = True
+        requested = request is not None and request != self._request_served
+        snapshot_due = snapshot_due or requested
         snapshots: list[StatsSnapshot] = []
 
         runners = list(runners)
         due = self._due(runners, now)
+        if requested:  # the run's data must reach now on every partition: read them all
+            due = runners
+            for runner in runners:
+                runner.stats_read_at = now
 
         async def one(runner: PartitionRunner) -> None:
             samples = await self._read(runner)
