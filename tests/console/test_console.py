@@ -130,9 +130,11 @@ def write_reports(data_dir: Path) -> None:
                     avg_rate=rate,
                     p95_rate=min(rate * 1.2, limit),
                     # A subscription limit on each of 2 partitions: the topic's is their sum.
-                    partitions=2,
+                    # In the last 3 minutes one partition sleeps (it reports nothing): the
+                    # sum of those that reported halves, the limit in force does not.
+                    partitions=2 if minute > 3 else 1,
                     limit_per_partition_avg=limit / 2,
-                    limit_topic_avg=limit,
+                    limit_topic_avg=limit if minute > 3 else limit / 2,
                     limit_limiter="subscription",
                     limit_source="subscription",
                 )
@@ -368,6 +370,9 @@ def test_story_4_report_charts_and_runs(standalone: Standalone, page):
         "the subscription limiter, set on the subscription, 40 msg/s per partition"
         " \u00d7 2 partitions = 80 msg/s for the topic"
     )
+    figures = audit.locator("details").first.locator("tbody tr")
+    last = figures.last.locator("td").all_text_contents()
+    assert last[-1] == "80", last  # the latest window's limit: 2 x 40 though 1 reported
     # Half an hour of minutes: a few distinct HH:MM ticks.
     ticks = audit.locator(".chart-svg").first.locator(".x-tick").all_text_contents()
     assert 3 <= len(ticks) <= 6 and len(set(ticks)) == len(ticks), ticks

@@ -399,14 +399,17 @@ async function viewReports(ctx, tenant, ns) {
     const at = (x) => new Date(x.windowStart);
     const section = h("section.report", null, h("h2", null, key));
     // Rates are the topic's, its partitions summed: so is the limit drawn against them, the
-    // effective one (the limiter that bound, topic or subscription or broker).
-    const limited = [...r].reverse().find((x) => x.limitTopicAvg !== null);
+    // effective one (the limiter that bound, topic or subscription or broker) of one
+    // partition times the topic's partitions, asleep ones included (a sleeping partition
+    // reports nothing, yet may dispatch as much).
+    const limited = [...r].reverse().find((x) => x.limitPerPartitionAvg !== null);
     const parts = Math.max(1, ...r.map((x) => x.partitions || 1));
     const limitName = "limit in force" + (parts > 1 ? ", " + parts + " partitions summed" : "");
+    const summed = (x) => x.limitPerPartitionAvg === null ? null : x.limitPerPartitionAvg * parts;
     section.append(lineChart("Dispatch rate vs limit, " + key, [
       { name: "average rate", points: r.map((x) => [at(x), x.avgRate]) },
       { name: "p95 rate", points: r.map((x) => [at(x), x.p95Rate]) },
-      { name: limitName, dashed: true, points: r.map((x) => [at(x), x.limitTopicAvg]) },
+      { name: limitName, dashed: true, points: r.map((x) => [at(x), summed(x)]) },
     ], { unit: "msg/s" }));
     if (limited) section.append(h("p.limit-note", null, limitNote(limited, parts)));
     section.append(lineChart("Backlog, " + key, [
@@ -427,8 +430,8 @@ function limitNote(row, parts) {
   const limiter = row.limitLimiter ? row.limitLimiter + " limiter" : "limit";
   const source = row.limitSource ? ", set on the " + row.limitSource : "";
   const perPartition = Fmt.rate(row.limitPerPartitionAvg) + " msg/s per partition";
-  const total = parts > 1 ? " × " + parts + " partitions = " + Fmt.rate(row.limitTopicAvg) +
-    " msg/s for the topic" : "";
+  const total = parts > 1 ? " × " + parts + " partitions = " +
+    Fmt.rate(row.limitPerPartitionAvg * parts) + " msg/s for the topic" : "";
   return "Limit in force (window " + Fmt.time(row.windowStart) + "): the " + limiter + source +
     ", " + perPartition + total + ".";
 }
