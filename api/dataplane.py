@@ -4,7 +4,8 @@ After a commit, and before it answers, the admin service writes namespaces, topi
 and consumer groups, so a client that connects right after the admin call sees them (workers
 reconcile the same state from the database, so a failure here only delays it).  Stats come
 from the documents the owning workers publish every second; for a partition no worker has
-published yet, a document is assembled from the raw counters.
+published yet, a document is assembled from the raw counters; counters and backlogs are read
+live from Redis at the request in either case.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from models.errors import PreconditionFailed
 from sluice.protocol import keys
 from sluice.protocol.frames import lease_holder, partitions_of
 from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import STATS_LIVE
 from sluice.protocol.text import as_text
 
 
@@ -62,15 +64,52 @@ class DataPlane(CatalogProjection):
     async def partitions_stats(self, partitions: list[TopicName]) -> dict[str, dict[str, Any]]:
         """``partition_stats`` of many partitions, read in bounded batches.
 
-        Counters and rates come from the owning worker's document (at most a second old);
-        backlog and unacknowledged entries are read from Redis now, so they reflect every
-        produce and acknowledgement that completed before the request."""
-        raws = await get_many(self.redis, [keys.doc(p) for p in partitions])
-        read = list(zip(partitions, raws, strict=True))
-        docs = {p.full: _load_document(raw) for p, raw in read if raw is not None}
-        docs.update(await self._assemble([p for p, raw in read if raw is None]))
-        backlogs = await read_backlogs(self.redis, self.scripts, partitions)
-        return {p.full: _with_backlog(docs[p.full], backlogs.get(p.full, {})) for p in partitions}
+        Every counter and the backlog are read from Redis now, in one atomic reading per
+        partition (``stats_live.lua``: the partition's counters, its consumer groups and its
+        subscriptions' counters), so they reflect every produce, dispatch and
+        acknowledgement that completed before the request and agree with each other; rates,
+        consumers, throttling events and the backlog quota state come from the owning
+        worker's document (at most a second old).  Two pipelined round trips per batch of
+        partitions (their documents and subscription sets, then the readings)."""
+
+        def documents(pipe: Pipeline, partition: TopicName) -> None:
+            pipe.get(keys.doc(partition))
+            pipe.smembers(keys.subs(partition))
+
+        first = await in_batches(self.redis, partitions, documents, raise_on_error=False)
+        raws, members = first[0::2], first[1::2]
+        docs = {p.full: _load_document(raw) for p, raw in zip(partitions, raws, strict=True) if raw}
+        docs.update(
+            await self._assemble([p for p, raw in zip(partitions, raws, strict=True) if not raw])
+        )
+        names = {
+            p.full: sorted(
+                {as_text(m) for m in (found if isinstance(found, set) else ())}
+                | set(docs[p.full].get("subscriptions", {}))
+            )
+            for p, found in zip(partitions, members, strict=True)
+        }
+        # A plain EVALSHA: a script object would have the pipeline check first that Redis
+        # holds the script, a round trip more (``in_batches`` loads it on NOSCRIPT instead).
+        sha = STATS_LIVE.sha
+
+        def reading(pipe: Pipeline, partition: TopicName) -> Any:
+            script_keys, args = STATS_LIVE.call(partition, names[partition.full])
+            return pipe.evalsha(sha, len(script_keys), *script_keys, *args)
+
+        readings = await in_batches(self.redis, partitions, reading, raise_on_error=False)
+        readings = [r if isinstance(r, list) else [[], []] for r in readings]
+        groups = [[_fields(g) for g in reading[1]] for reading in readings]
+        backlogs = await read_backlogs(self.redis, self.scripts, partitions, groups_replies=groups)
+        return {
+            p.full: _live(
+                docs[p.full],
+                reading[0],
+                dict(zip(names[p.full], reading[2:], strict=False)),
+                backlogs.get(p.full, {}),
+            )
+            for p, reading in zip(partitions, readings, strict=True)
+        }
 
     async def _assemble(self, partitions: list[TopicName]) -> dict[str, dict[str, Any]]:
         """Stats documents built from raw counters, for partitions no worker published."""
@@ -120,19 +159,65 @@ def _document(counters: Any, subs: list[str], replies: Any) -> dict[str, Any]:
     )
 
 
-def _with_backlog(doc: dict[str, Any], backlogs: dict[str, Backlog]) -> dict[str, Any]:
-    """``doc`` with every subscription's backlog as Redis holds it now (a subscription the
-    document does not know yet is added)."""
+def _pairs(flat: Any) -> dict[bytes, Any]:
+    """A flat ``HGETALL`` reply (as a script returns it) as a dict."""
+    items = iter(flat if isinstance(flat, list) else ())
+    return dict(zip(items, items, strict=True))
+
+
+def _fields(group: Any) -> dict[str, Any]:
+    """One ``XINFO GROUPS`` entry of a script's reply as ``read_backlogs`` takes it."""
+    return {as_text(k): v for k, v in _pairs(group).items()}
+
+
+# Subscription counters of a document read live, with the stats hash field each comes from.
+_LIVE_SUBSCRIPTION = (
+    ("msgOutCounter", b"msg_out"),
+    ("bytesOutCounter", b"bytes_out"),
+    ("msgAckCounter", b"acked"),
+    ("totalMsgExpired", b"expired"),
+    ("msgEvictedCounter", b"evicted"),
+)
+
+
+def _live(
+    doc: dict[str, Any],
+    partition_counters: Any,
+    subscription_counters: dict[str, Any],
+    backlogs: dict[str, Backlog],
+) -> dict[str, Any]:
+    """``doc`` with every counter and backlog as one reading of Redis found them now: the
+    partition's counters (``partition_counters``, a flat ``HGETALL``), each subscription's
+    (``subscription_counters``: name -> flat ``HGETALL``) and backlog (a subscription the
+    document does not know yet is added); rates and the rest stay the document's."""
+    counters = _pairs(partition_counters)
+    msg_in, bytes_in = counter(counters, b"msg_in"), counter(counters, b"bytes_in")
+    average = bytes_in / msg_in if msg_in else 0.0
+    doc["msgInCounter"], doc["bytesInCounter"] = msg_in, bytes_in
+    doc["averageMsgSize"] = average
+    doc["totalPublishRateLimitedCounter"] = counter(counters, b"publish_throttled")
+    if "publishRejectedByBacklogQuota" in doc:
+        doc["publishRejectedByBacklogQuota"] = counter(counters, b"quota_rejected")
     subscriptions = doc.setdefault("subscriptions", {})
-    average = float(doc.get("averageMsgSize") or 0.0)
-    for name, backlog in backlogs.items():
-        sub = subscriptions.get(name)
-        if sub is None:
-            sub = subscriptions[name] = _subscription_document()
-        sub["msgBacklog"] = sub["msgBacklogNoDelayed"] = backlog.entries
-        sub["unackedMessages"] = backlog.pending
-        sub["backlogSize"] = int(backlog.entries * average)
-    doc["backlogSize"] = sum(s.get("backlogSize", 0) for s in subscriptions.values())
+    for name in backlogs.keys() - subscriptions.keys():
+        subscriptions[name] = _subscription_document()
+    for name, sub in subscriptions.items():
+        stats = _pairs(subscription_counters.get(name))
+        # (A subscription with neither counters nor a group is being deleted: as it was.)
+        if stats or name in backlogs:
+            for field, raw in _LIVE_SUBSCRIPTION:
+                if field in sub or field == "totalMsgExpired":
+                    sub[field] = counter(stats, raw)
+        backlog = backlogs.get(name)
+        if backlog is not None:
+            sub["msgBacklog"] = sub["msgBacklogNoDelayed"] = backlog.entries
+            sub["unackedMessages"] = backlog.pending
+            sub["backlogSize"] = int(backlog.entries * average)
+    subs = subscriptions.values()
+    doc["msgOutCounter"] = sum(s.get("msgOutCounter", 0) for s in subs)
+    doc["bytesOutCounter"] = sum(s.get("bytesOutCounter", 0) for s in subs)
+    doc["msgExpiredCounter"] = sum(s.get("totalMsgExpired", 0) for s in subs)
+    doc["backlogSize"] = sum(s.get("backlogSize", 0) for s in subs)
     return doc
 
 

@@ -108,6 +108,11 @@ BENCHMARKS: tuple[tuple[str, str], ...] = (
         "a stats read over a 1 M-entry backlog whose lag Redis cannot tell: no Redis call "
         "over a few ms of work; the next read O(1)",
     ),
+    (
+        "stats_live_read",
+        "a stats read with every counter read live: two pipelined round trips per batch of "
+        "partitions, as the document-only read; its latency as a ratio to that read's",
+    ),
 )
 # Benchmarks that are a variant of another module: name -> module and its arguments.
 VARIANTS: dict[str, list[str]] = {

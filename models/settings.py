@@ -129,6 +129,8 @@ class Settings(BaseSettings):
     report_windows: str = "minute,hour,day"
     # A report run that takes longer than this is cancelled and recorded as failed, seconds.
     report_time_budget_seconds: float = 900.0
+    # How long a report run waits for the workers' snapshots of the interval so far, seconds.
+    report_snapshot_wait_seconds: float = 5.0
     # Retries of a failed report run (backoff doubles from 30 s).
     report_retries: int = 3
     # Extra Spark settings as a JSON object, e.g. {"spark.hadoop.fs.s3a.endpoint": "..."}.

@@ -8,6 +8,10 @@ those in force at ``ts`` with the limiter that binds and the level its value cam
 what they allowed over the interval, exact to the moment a limit changed.
 
 Workers append snapshots to the Redis stream ``SNAPSHOT_STREAM`` as one JSON field ``json``.
+A report run asks for the interval so far by setting ``SNAPSHOT_REQUEST`` (the request time,
+ms since the epoch); each worker snapshots at its next tick after a request newer than its
+last snapshot, and notes the time of every snapshot it appends in ``SNAPSHOT_TAKEN`` (hash:
+worker id -> ms), so a run knows up to when every worker's data reaches.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import orjson
 
 SNAPSHOT_STREAM = "sluice:stats"
 SNAPSHOT_FIELD = "json"
+SNAPSHOT_REQUEST = "sluice:stats:request"
+SNAPSHOT_TAKEN = "sluice:stats:taken"
+SNAPSHOT_REQUEST_TTL_SECONDS = 60
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """Charts of report results: dispatch rate against the limit, and backlog, over time.
 
-Rates are the topic's (its partitions summed), so they are drawn against the topic's limit:
-its time-weighted average per window as a step line, and the band between its minimum and
-maximum in the window when the limit changed.
+Rates are the topic's (its partitions summed), so they are drawn against the limit in force
+(whichever limiter bound: broker, topic or subscription) of one partition times the topic's
+partitions: its time-weighted average per window as a step line, and the band between its
+minimum and maximum in the window when the limit changed.
 
 Pure rendering: rows in (as served by ``/admin/v2/reports``), PNG bytes or a self-contained
 HTML page out.  matplotlib draws without a display (the Agg backend).
@@ -19,6 +20,7 @@ from datetime import datetime
 import matplotlib
 
 matplotlib.use("Agg")
+from matplotlib import dates as mdates
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
@@ -63,10 +65,15 @@ def _figure(title: str, rates: list[dict], backlog: list[dict]) -> Figure:
             color="tab:cyan",
             linestyle=":",
         )
-        limits = _series(rates, "limitTopicAvg")
+        # One partition's limit times the topic's partitions, asleep ones included (they
+        # report nothing but may dispatch as much): what the summed rates may reach.
+        parts = max((r.get("partitions") or 1 for r in rates), default=1)
+        limits = [v * parts for v in _series(rates, "limitPerPartitionAvg")]
         if any(not math.isnan(v) for v in limits):
-            top.step(times, limits, where="post", label="limit (time-weighted)", color="tab:red")
-            low, high = _series(rates, "limitTopicMin"), _series(rates, "limitTopicMax")
+            label = "limit in force" + (f", {parts} partitions summed" if parts > 1 else "")
+            top.step(times, limits, where="post", label=label, color="tab:red")
+            low = [v * parts for v in _series(rates, "limitPerPartitionMin")]
+            high = [v * parts for v in _series(rates, "limitPerPartitionMax")]
             if any(a != b for a, b in zip(low, high, strict=True) if not math.isnan(a)):
                 top.fill_between(
                     times,
@@ -85,12 +92,15 @@ def _figure(title: str, rates: list[dict], backlog: list[dict]) -> Figure:
             _times(backlog),
             [r["backlogMsgs"] for r in backlog],
             color="tab:orange",
-            label="backlog",
+            label="backlog at window end",
         )
     bottom.set_ylabel("messages")
     _legend_or_empty(bottom, bool(backlog), "no backlog report rows in this range")
     bottom.grid(alpha=0.3)
-    figure.autofmt_xdate()
+    # A few ticks, each as precise as the span needs (seconds, minutes, dates), in UTC.
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=6, tz="UTC")
+    bottom.xaxis.set_major_locator(locator)
+    bottom.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz="UTC"))
     return figure
 
 

@@ -123,12 +123,14 @@ def run_job(
     attempt: int = 1,
     run_id: int | None = None,
     max_attempts: int = 1,
+    data_until: datetime | None = None,
 ) -> RunResult:
     """Run one job over ``[since, until)``; record it; return what it wrote.
 
     With ``run_id`` this is the next attempt of that queued run; a failed attempt queues the
     run again while it has had fewer than ``max_attempts``.  Without, a new run is recorded
-    (as attempt ``attempt``).
+    (as attempt ``attempt``).  ``data_until`` is the time up to which the landed snapshots
+    hold every live worker's data (``reports.freshness``), recorded as ``dataUntil``.
     """
     if job not in REPORTS:
         raise ValueError(f"unknown report job '{job}': use one of {', '.join(JOBS)}")
@@ -144,7 +146,12 @@ def run_job(
         until,
         attempt=attempt,
         run_id=run_id,
-        params={"windows": list(windows), "since": since.isoformat(), "until": until.isoformat()},
+        params={
+            "windows": list(windows),
+            "since": since.isoformat(),
+            "until": until.isoformat(),
+            "dataUntil": min(data_until, until).isoformat() if data_until else None,
+        },
     )
     try:
         with time_budget(spark, budget_seconds, f"sluice-run-{run_id}"):

@@ -1,7 +1,9 @@
 """Celery tasks: land stats, and run the report jobs with a time budget, retries and history.
 
-``sluice.land_stats`` moves snapshots from Redis into the lake.  ``sluice.run_reports`` lands
-first, then runs each job over the last ``SLUICE_REPORT_LOOKBACK_SECONDS``.  Every run is a
+``sluice.land_stats`` moves snapshots from Redis into the lake.  ``sluice.run_reports`` first
+asks the workers for the stats interval so far (``reports.freshness``), lands, then runs each
+job over the last ``SLUICE_REPORT_LOOKBACK_SECONDS``; each run records up to when its data
+reaches (``dataUntil`` in its params).  Every run is a
 row of ``report_runs``, one per job, that goes ``queued`` -> ``running`` -> ``succeeded`` or
 ``failed``: a run requested over REST is recorded as queued before the task is sent, and the
 task gets the rows' ids (``run_ids``); a scheduled run records its rows when it starts.
@@ -28,6 +30,7 @@ from celery import shared_task
 from models.db import make_sync_engine
 from models.reports import RUN_QUEUED
 from models.settings import Settings
+from reports.freshness import request_snapshots
 from reports.jobs import JOBS, run_job
 from reports.lake import land
 from reports.store import RunStore
@@ -108,6 +111,8 @@ def run_reports_once(
         log.info("report run skipped: another run is in progress")
         return []
     try:
+        # What the workers measured until now, not only until their last stats interval.
+        data_until = request_snapshots(client, settings.report_snapshot_wait_seconds)
         try:
             land_once(settings)
         except RuntimeError as exc:  # a landing in progress: report on what is landed
@@ -133,6 +138,7 @@ def run_reports_once(
                     budget_seconds=budget,
                     run_id=run_id,
                     max_attempts=settings.report_retries + 1,
+                    data_until=data_until,
                 )
             except Exception as exc:
                 errors[job] = str(exc) or type(exc).__name__
@@ -144,6 +150,7 @@ def run_reports_once(
                     "rows": result.rows,
                     "seconds": round(result.seconds, 3),
                     "attempt": result.attempt,
+                    "dataUntil": data_until.isoformat(),
                 }
             )
         if errors:

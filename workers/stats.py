@@ -6,7 +6,8 @@ over a few seconds, and stores a ``TopicStats``-shaped JSON document at ``sl:{P}
 admin service serves at ``.../stats`` (beyond ``READS_PER_SECOND`` subscriptions, each
 partition less often; a dormant partition keeps its last document, ``workers.dormancy``).
 Every ``stats_interval_seconds`` it appends one ``StatsSnapshot`` per partition and
-subscription to the reporting stream; that is also the
+subscription to the reporting stream (and at once when a report run asks for the interval so
+far, ``models.stats.SNAPSHOT_REQUEST``); that is also the
 stats interval over which ``publishRateLimitedTimes`` counts, as Pulsar's does over its
 ``statsUpdateFrequencyInSecs`` (``totalPublishRateLimitedCounter`` only grows).
 """
@@ -26,7 +27,13 @@ from redis.exceptions import RedisError
 from dataplane.backlog import read_backlogs
 from dataplane.stats_document import counter, subscription_document, topic_document
 from models.flow import QuotaType
-from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM, StatsSnapshot
+from models.stats import (
+    SNAPSHOT_FIELD,
+    SNAPSHOT_REQUEST,
+    SNAPSHOT_STREAM,
+    SNAPSHOT_TAKEN,
+    StatsSnapshot,
+)
 from sluice.protocol import keys
 from workers.context import WorkerContext
 from workers.dispatcher import Dispatcher
@@ -82,6 +89,7 @@ class StatsPublisher:
         # interval began (``publishRateLimitedTimes`` counts from there, as in Pulsar).
         self.publish_limited_base: dict[str, int] = {}
         self._last_snapshot = time.monotonic()
+        self._request_served: bytes | None = None  # the last report run's request snapshotted
         self.read_every = 1.0  # seconds between two reads of one running partition
 
     async def adopt(self, runner: PartitionRunner) -> None:
@@ -126,10 +134,18 @@ class StatsPublisher:
         now = time.monotonic()
         interval_ms = int((now - self._last_snapshot) * 1000)
         snapshot_due = interval_ms >= context.settings.stats_interval_seconds * 1000
+        # A report run that asked for the interval so far gets it at this tick.
+        request = await context.redis.get(SNAPSHOT_REQUEST)
+        requested = request is not None and request != self._request_served
+        snapshot_due = snapshot_due or requested
         snapshots: list[StatsSnapshot] = []
 
         runners = list(runners)
         due = self._due(runners, now)
+        if requested:  # the run's data must reach now on every partition: read them all
+            due = runners
+            for runner in runners:
+                runner.stats_read_at = now
 
         async def one(runner: PartitionRunner) -> None:
             samples = await self._read(runner)
@@ -160,12 +176,23 @@ class StatsPublisher:
                     self.publish_limited_base[runner.partition.full] = runner.publish_throttled
             snapshots.extend(dormant_rows(interval_ms))
             self._last_snapshot = now
-            await self.append(snapshots)
+            taken = orjson.dumps(
+                {"ts": int(time.time() * 1000), "request": (request or b"").decode()}
+            )
+            await self.append(snapshots, taken=taken)
+            self._request_served = request
 
-    async def append(self, snapshots: list[StatsSnapshot], doc: tuple[str, bytes] | None = None):
+    async def append(
+        self,
+        snapshots: list[StatsSnapshot],
+        doc: tuple[str, bytes] | None = None,
+        taken: bytes | None = None,
+    ):
         """Append snapshot rows to the reporting stream (and, with ``doc``, store a final
-        document without expiry: key, JSON), in one round trip."""
-        if not snapshots and doc is None:
+        document without expiry: key, JSON; with ``taken``, note this worker's snapshot in
+        ``SNAPSHOT_TAKEN``: its time and the report run's request it answers), in one round
+        trip."""
+        if not snapshots and doc is None and taken is None:
             return
         pipe = self.context.redis.pipeline(transaction=False)
         if doc is not None:
@@ -177,6 +204,8 @@ class StatsPublisher:
                 maxlen=self.context.settings.stats_stream_maxlen,
                 approximate=True,
             )
+        if taken is not None:  # last: whoever reads it finds the rows in the stream
+            pipe.hset(SNAPSHOT_TAKEN, self.context.worker_id, taken)
         await pipe.execute()
 
     def _due(self, runners: list[PartitionRunner], now: float) -> list[PartitionRunner]:

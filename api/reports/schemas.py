@@ -101,7 +101,9 @@ class BacklogReportDocument(_RowKey, _BacklogFields):
 class RunDocument(Document):
     """One report run: ``queued`` until a worker takes it, ``running``, then ``succeeded`` or
     ``failed``.  ``attempt`` counts the attempts that started; an attempt that failed with
-    retries left puts the run back to ``queued`` with its ``error``."""
+    retries left puts the run back to ``queued`` with its ``error``.  ``dataUntil`` is the
+    time up to which its latest attempt's data reaches (every live worker's stats until then
+    were landed before it read them); null until an attempt starts."""
 
     id: int
     job: str
@@ -112,6 +114,7 @@ class RunDocument(Document):
     finishedAt: str | None
     windowFrom: str | None
     windowTo: str | None
+    dataUntil: str | None
     rows: int
     attempt: int
     error: str | None

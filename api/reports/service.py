@@ -56,6 +56,7 @@ def run_json(run: ReportRun) -> dict:
         "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
         "windowFrom": run.window_from.isoformat() if run.window_from else None,
         "windowTo": run.window_to.isoformat() if run.window_to else None,
+        "dataUntil": (run.params or {}).get("dataUntil"),
         "rows": run.rows,
         "attempt": run.attempt,
         "error": run.error,

@@ -186,6 +186,7 @@ RUN_COLUMNS = [
     "queuedAt",
     "startedAt",
     "finishedAt",
+    "dataUntil",
     "rows",
     "error",
 ]

@@ -312,6 +312,13 @@ def _stats_read(partition: TopicName, subscriptions: list[str]) -> Call:
     return script_keys, list(subscriptions)
 
 
+def _stats_live(partition: TopicName, subscriptions: list[str]) -> Call:
+    """``stats_live.lua``: a partition's counters, groups and these subscriptions' counters."""
+    script_keys = STATS_LIVE.keys(partition)
+    script_keys += [_key("s:stats", partition, name, "") for name in subscriptions]
+    return script_keys, list(subscriptions)
+
+
 def _limits(partition: TopicName, fencing_token: str, pairs: list[Any]) -> Call:
     """``limits.lua``: replace the partition's abuse limits (field/value ``pairs``; none =
     delete the hash), refused unless its lease holds ``fencing_token``."""
@@ -394,6 +401,7 @@ COUNT_ENTRIES = _spec("count_entries", ("log",), _count_entries)
 PEEK = _spec("peek", ("log", "subs", "s:cursor"), _peek)
 TRIM = _spec("trim", ("log", "lease"), _trim)
 STATS_READ = _spec("stats_read", ("stats", "log"), _stats_read)
+STATS_LIVE = _spec("stats_live", ("stats", "log"), _stats_live)
 INTERNAL_READ = _spec("internal_read", ("log", "lease"), _internal_read)
 LEASE_FENCE = _spec("lease_fence", ("lease",), _lease_fence)
 FLEET_READ = _spec("fleet_read", (keys.WORKERS, keys.APPLIED), _fleet_read)

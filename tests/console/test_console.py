@@ -129,7 +129,14 @@ def write_reports(data_dir: Path) -> None:
                     subscription="audit",
                     avg_rate=rate,
                     p95_rate=min(rate * 1.2, limit),
-                    limit_topic_avg=limit,
+                    # A subscription limit on each of 2 partitions: the topic's is their sum.
+                    # In the last 3 minutes one partition sleeps (it reports nothing): the
+                    # sum of those that reported halves, the limit in force does not.
+                    partitions=2 if minute > 3 else 1,
+                    limit_per_partition_avg=limit / 2,
+                    limit_topic_avg=limit if minute > 3 else limit / 2,
+                    limit_limiter="subscription",
+                    limit_source="subscription",
                 )
             )
         connection.execute(insert(RateReportRow), rows)
@@ -143,6 +150,18 @@ def write_reports(data_dir: Path) -> None:
                 drain_rate=12.5,
                 drain_seconds=(100 + 20 * minute) / 12.5,
                 drain_status="draining",
+            )
+            backlog.append(row)
+            # billing's backlog drained in the latest window: 1,000 at most, none at its end.
+            empty = minute == 1
+            row = backlog_row(2, "billing", growth=-10.0 if empty else 0.0, rank=2)
+            row.update(
+                window_start=NOW - timedelta(minutes=minute),
+                backlog_msgs=0 if empty else 1000,
+                max_backlog_msgs=1000,
+                drain_rate=20.0,
+                drain_seconds=0.0 if empty else 50.0,
+                drain_status="empty" if empty else "draining",
             )
             backlog.append(row)
         connection.execute(insert(BacklogReportRow), backlog)
@@ -339,8 +358,31 @@ def test_story_4_report_charts_and_runs(standalone: Standalone, page):
     expect(page.get_by_role("heading", name="Reports of acme/orders")).to_be_visible()
     rate_chart = page.get_by_role("img", name=re.compile("Dispatch rate vs limit"))
     expect(rate_chart).to_be_visible()
-    expect(page.get_by_role("img", name=re.compile("Backlog"))).to_be_visible()
-    expect(page.locator(".drain")).to_contain_text("Drain estimate: drains in about")
+    expect(page.get_by_role("img", name=re.compile("Backlog.*audit"))).to_be_visible()
+    audit = page.locator(
+        "section.report", has=page.get_by_role("heading", name=re.compile("audit"))
+    )
+    expect(audit.locator(".drain")).to_contain_text("Drain estimate: drains in about")
+    expect(audit.locator(".drain")).to_contain_text("backlog 120 msgs")
+    # The limit drawn is the one in force, summed over the partitions as the legend says.
+    expect(audit.locator(".legend").first).to_contain_text("limit in force, 2 partitions summed")
+    expect(audit.locator(".limit-note")).to_contain_text(
+        "the subscription limiter, set on the subscription, 40 msg/s per partition"
+        " \u00d7 2 partitions = 80 msg/s for the topic"
+    )
+    figures = audit.locator("details").first.locator("tbody tr")
+    last = figures.last.locator("td").all_text_contents()
+    assert last[-1] == "80", last  # the latest window's limit: 2 x 40 though 1 reported
+    # Half an hour of minutes: a few distinct HH:MM ticks.
+    ticks = audit.locator(".chart-svg").first.locator(".x-tick").all_text_contents()
+    assert 3 <= len(ticks) <= 6 and len(set(ticks)) == len(ticks), ticks
+    assert all(re.fullmatch(r"\d\d:\d\d", t) for t in ticks), ticks
+    # billing's backlog is empty at the end of the latest window, as its chart's last point.
+    billing = page.locator(
+        "section.report", has=page.get_by_role("heading", name=re.compile("billing"))
+    )
+    expect(billing.locator(".drain")).to_contain_text("Drain estimate: no backlog (backlog 0 msgs")
+    expect(billing.locator(".legend").last).to_contain_text("backlog at window end")
     # Interactive: keyboard focus reads the latest window out.
     rate_chart.focus()
     rate_chart.press("ArrowLeft")
@@ -357,6 +399,33 @@ def test_story_4_report_charts_and_runs(standalone: Standalone, page):
     expect(runs.get_by_text("executor lost")).to_be_visible()
     expect(runs.get_by_text("succeeded").first).to_be_visible()
     shot(page, "4-runs")
+
+
+def test_time_ticks_are_distinct_and_as_precise_as_the_span_needs(standalone: Standalone, page):
+    page.goto(standalone.url + "/console#/reports/acme/orders")
+    expect(page.get_by_role("heading", name="Reports of acme/orders")).to_be_visible()
+
+    def labels(start: str, end: str) -> list[str]:
+        script = "([a, b]) => timeTicks(Date.parse(a), Date.parse(b)).map((t) => t[1])"
+        return page.evaluate(script, [start, end])
+
+    # A minute: seconds (not five times 22:06).
+    short = labels("2026-11-26T22:06:05Z", "2026-11-26T22:07:00Z")
+    assert short == ["22:06:15", "22:06:30", "22:06:45", "22:07:00"]
+    # An hour: minutes; a night across midnight: the date too; a month: dates.
+    assert labels("2026-11-26T22:00:00Z", "2026-11-26T23:00:00Z") == [
+        "22:00",
+        "22:15",
+        "22:30",
+        "22:45",
+        "23:00",
+    ]
+    night = labels("2026-11-26T20:00:00Z", "2026-11-27T04:00:00Z")
+    assert night[0] == "11-26 20:00" and night[-1] == "11-27 04:00", night
+    month = labels("2026-11-01T00:00:00Z", "2026-11-30T00:00:00Z")
+    assert month == ["2026-11-05", "2026-11-12", "2026-11-19", "2026-11-26"]  # weekly
+    for got in (short, night, month):
+        assert 2 <= len(got) <= 6 and len(set(got)) == len(got), got
 
 
 def test_story_5_audit_log_and_fleet(standalone: Standalone, page):
@@ -425,7 +494,7 @@ def test_phone_sized_viewport(standalone: Standalone, browser):
     page.set_default_timeout(WAIT_MS)
     for name, fragment, last in (
         ("topic", "#/topic/acme/orders/created", "form.rate-form >> nth=-1"),
-        ("reports", "#/reports/acme/orders", ".drain"),
+        ("reports", "#/reports/acme/orders", ".drain >> nth=-1"),
         ("audit", "#/audit", "table.audit"),
     ):
         page.goto(standalone.url + "/console" + fragment)

@@ -35,6 +35,7 @@ def test_html_shows_the_average_and_the_range_when_the_limit_changed():
 
 
 def test_png_with_a_limit_band_and_without_limits():
-    unlimited = [{**row, "limitTopicAvg": None, "limitTopicMin": None} for row in ROWS]
+    none = dict.fromkeys(("limitTopicAvg", "limitTopicMin", "limitPerPartitionAvg"))
+    unlimited = [{**row, **none} for row in ROWS]
     for rows in (ROWS, unlimited):
         assert render_png("chart", rows, []).startswith(b"\x89PNG")

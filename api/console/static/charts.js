@@ -25,9 +25,31 @@ function niceTicks(max, count) {
   return ticks;
 }
 
-function shortTime(d, spanMs) {
-  const iso = d.toISOString();
-  return spanMs > 2 * 86400e3 ? iso.slice(5, 10) : iso.slice(11, 16);
+/* Round steps for time ticks, in ms: seconds, minutes, hours, days. */
+const TIME_STEPS = [
+  ...[1, 2, 5, 10, 15, 30].map((n) => n * 1e3),
+  ...[1, 2, 5, 10, 15, 30].map((n) => n * 60e3),
+  ...[1, 2, 3, 6, 12].map((n) => n * 3600e3),
+  ...[1, 2, 7, 14, 30, 90, 365].map((n) => n * 86400e3),
+];
+
+/* The x-axis ticks of [t0, t1] (ms since the epoch), as [ms, label]: at most `max`, at a
+ * round step (UTC), each label distinct and as precise as the step needs: seconds when the
+ * step is under a minute, the date when it is a day or more or the ticks span two days. */
+function timeTicks(t0, t1, max = 6) {
+  const span = Math.max(t1 - t0, 1);
+  const step = TIME_STEPS.find((s) => span / s <= max - 1) ||
+    TIME_STEPS[TIME_STEPS.length - 1] * Math.ceil(span / ((max - 1) * 365 * 86400e3));
+  const ticks = [];
+  for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) ticks.push(t);
+  const day = (t) => new Date(t).toISOString().slice(0, 10);
+  const dated = step < 86400e3 && new Set(ticks.map(day)).size > 1;
+  return ticks.map((t) => {
+    const iso = new Date(t).toISOString();
+    if (step >= 86400e3) return [t, iso.slice(0, 10)];
+    const clock = step < 60e3 ? iso.slice(11, 19) : iso.slice(11, 16);
+    return [t, dated ? iso.slice(5, 10) + " " + clock : clock];
+  });
 }
 
 /* lineChart("Rate vs limit", [{name, cls, points: [[Date, number|null], ...]}], {unit}) */
@@ -55,12 +77,13 @@ function lineChart(title, series, opts = {}) {
     root.append(svg("text", { x: L - 6, y: y(v) + 4, class: "tick", "text-anchor": "end" },
       Fmt.rate(v)));
   }
-  for (let i = 0; i <= 4; i += 1) {
-    const t = t0 + (t1 - t0) * i / 4;
-    root.append(svg("text", { x: x(t), y: H - 10, class: "tick",
-      "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" },
-      shortTime(new Date(t), t1 - t0)));
+  for (const [t, label] of timeTicks(t0, t1)) {
+    const at = x(t);
+    root.append(svg("line", { x1: at, x2: at, y1: H - B, y2: H - B + 4, class: "axis" }));
+    root.append(svg("text", { x: at, y: H - 10, class: "tick x-tick",
+      "text-anchor": at < L + 40 ? "start" : at > W - R - 40 ? "end" : "middle" }, label));
   }
+  root.append(svg("text", { x: L - 6, y: H - 10, class: "tick", "text-anchor": "end" }, "UTC"));
   root.append(svg("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }));
   root.append(svg("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" }));
   series.forEach((s, i) => {

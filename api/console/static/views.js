@@ -398,27 +398,57 @@ async function viewReports(ctx, tenant, ns) {
       .sort((a, c) => a.windowStart.localeCompare(c.windowStart));
     const at = (x) => new Date(x.windowStart);
     const section = h("section.report", null, h("h2", null, key));
+    // Rates are the topic's, its partitions summed: so is the limit drawn against them, the
+    // effective one (the limiter that bound, topic or subscription or broker) of one
+    // partition times the topic's partitions, asleep ones included (a sleeping partition
+    // reports nothing, yet may dispatch as much).
+    const limited = [...r].reverse().find((x) => x.limitPerPartitionAvg !== null);
+    const parts = Math.max(1, ...r.map((x) => x.partitions || 1));
+    const limitName = "limit in force" + (parts > 1 ? ", " + parts + " partitions summed" : "");
+    const summed = (x) => x.limitPerPartitionAvg === null ? null : x.limitPerPartitionAvg * parts;
     section.append(lineChart("Dispatch rate vs limit, " + key, [
       { name: "average rate", points: r.map((x) => [at(x), x.avgRate]) },
       { name: "p95 rate", points: r.map((x) => [at(x), x.p95Rate]) },
-      { name: "topic limit", dashed: true, points: r.map((x) => [at(x), x.limitTopicAvg]) },
+      { name: limitName, dashed: true, points: r.map((x) => [at(x), summed(x)]) },
     ], { unit: "msg/s" }));
+    if (limited) section.append(h("p.limit-note", null, limitNote(limited, parts)));
     section.append(lineChart("Backlog, " + key, [
-      { name: "backlog", points: b.map((x) => [at(x), x.backlogMsgs]) },
-      { name: "largest backlog", points: b.map((x) => [at(x), x.maxBacklogMsgs]) },
+      { name: "backlog at window end", points: b.map((x) => [at(x), x.backlogMsgs]) },
+      { name: "largest backlog in window", points: b.map((x) => [at(x), x.maxBacklogMsgs]) },
     ], { unit: "msgs" }));
-    const last = b[b.length - 1];
-    if (last) {
-      const drain = last.drainStatus === "never" ? "never drains at the current rates"
-        : last.drainSeconds !== null ? "drains in about " + Fmt.duration(last.drainSeconds)
-          : last.drainStatus;
-      section.append(h("p.drain", null, h("strong", null, "Drain estimate: "), drain +
-        " (backlog " + Fmt.int(last.backlogMsgs) + " msgs, growing " + Fmt.rate(last.growthPerS) +
-        " msg/s, drain rate " + Fmt.rate(last.drainRate) + " msg/s, window " +
-        Fmt.time(last.windowStart) + ")."));
-    }
+    // The latest backlog: the last point of the chart above, and what the estimate is of.
+    const last = [...b].reverse().find((x) => x.backlogMsgs !== null && x.backlogMsgs !== undefined);
+    if (last) section.append(h("p.drain", null, h("strong", null, "Drain estimate: "),
+      drainText(last)));
     ctx.main.append(section);
   }
+}
+
+/* What limited a subscription's dispatch in its latest limited window, per partition and for
+   the topic (the figure the chart draws). */
+function limitNote(row, parts) {
+  const limiter = row.limitLimiter ? row.limitLimiter + " limiter" : "limit";
+  const source = row.limitSource ? ", set on the " + row.limitSource : "";
+  const perPartition = Fmt.rate(row.limitPerPartitionAvg) + " msg/s per partition";
+  const total = parts > 1 ? " × " + parts + " partitions = " +
+    Fmt.rate(row.limitPerPartitionAvg * parts) + " msg/s for the topic" : "";
+  return "Limit in force (window " + Fmt.time(row.windowStart) + "): the " + limiter + source +
+    ", " + perPartition + total + ".";
+}
+
+/* The drain estimate of a backlog report row, with the backlog it is about. */
+function drainText(row) {
+  const waiting = row.backlogMsgs;
+  let estimate;
+  if (!(waiting > 0)) estimate = "no backlog";
+  else if (row.drainStatus === "never") estimate = "never drains at the current rates";
+  else if (row.drainSeconds >= 1) estimate = "drains in about " + Fmt.duration(row.drainSeconds);
+  else if (row.drainSeconds !== null && row.drainSeconds !== undefined) {
+    estimate = "drains in under a second";
+  } else estimate = "no estimate";
+  return estimate + " (backlog " + Fmt.int(waiting) + " msgs at the end of the window from " +
+    Fmt.time(row.windowStart) + ", growing " + Fmt.rate(row.growthPerS) + " msg/s, drain rate " +
+    Fmt.rate(row.drainRate) + " msg/s).";
 }
 
 async function viewRuns(ctx) {
@@ -439,10 +469,10 @@ async function viewRuns(ctx) {
   const refresh = async () => {
     const runs = await Api.get(ADMIN + "/reports/runs");
     list.replaceChildren(table("Report runs, newest first", ["Run", "Job", "Status", "Queued",
-      "Started", "Finished", "Rows", "Attempt", "Error"], runs.map((r) => [{ th: String(r.id) },
-      r.job, h("span.status-" + r.status, null, r.status), Fmt.time(r.queuedAt),
-      Fmt.time(r.startedAt), Fmt.time(r.finishedAt), Fmt.int(r.rows), String(r.attempt),
-      r.error || "—"])));
+      "Started", "Finished", "Data until", "Rows", "Attempt", "Error"], runs.map((r) => [
+      { th: String(r.id) }, r.job, h("span.status-" + r.status, null, r.status),
+      Fmt.time(r.queuedAt), Fmt.time(r.startedAt), Fmt.time(r.finishedAt),
+      Fmt.time(r.dataUntil), Fmt.int(r.rows), String(r.attempt), r.error || "—"])));
   };
   await refresh();
   ctx.every(5000, refresh);

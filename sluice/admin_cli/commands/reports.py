@@ -54,6 +54,8 @@ def _progress(run: dict) -> str:
     line = f"run {run['id']} ({run['job']}): {run['status']}, attempt {run['attempt']}"
     if run["status"] == "succeeded":
         line += f", {run['rows']} rows"
+        if run.get("dataUntil"):
+            line += f", data until {run['dataUntil']}"
     if run.get("error"):
         line += f": {run['error']}"
     return line
