@@ -60,6 +60,7 @@ from sluice.refusals import refusal
 from sluice.routing import PartitionsRoutingMode
 from sluice.session import AuthenticationToken, Session, SessionScript
 from sluice.ticker import Ticker
+from sluice.tracing import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +187,7 @@ class Client:
         tls_certificate_file_path: str | None = None,
         *,
         heartbeat_interval_seconds: float | None = None,
+        tracer_provider: object = None,
     ) -> None:
         """Connect to the data plane.  ``service_url`` is the admin service's URL
         (``http://sluice-api:8080``: it tells the client where Redis is and, with
@@ -213,6 +215,8 @@ class Client:
         self.scripts: dict[str, Script] = self._register_scripts()
         self.host = client_host(self.redis)
         self.heartbeat_interval = heartbeat_interval_seconds or self._default_heartbeat()
+        # OpenTelemetry spans of sends and receives (sluice.tracing); None: off, no cost.
+        self.tracing = Tracing(tracer_provider) if tracer_provider else None
         self.ticker = Ticker()
         self._session_lost = False  # renewal refused: a new session is asked for each second
         self._renewal: int | None = None

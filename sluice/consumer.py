@@ -452,6 +452,8 @@ class Consumer:
 
     def _hand_out(self, message: Message) -> Message:
         part = self._by_topic[message.topic_name()]
+        if self._client.tracing is not None:
+            self._client.tracing.received(part.name.base.full, self._subscription, message)
         if self._acks.tracking:
             self._acks.track(part, message)
         part.received += 1

@@ -357,6 +357,8 @@ class Producer:
         if sequence_id is not None and (not isinstance(sequence_id, int) or sequence_id < 0):
             raise InvalidConfiguration("sequence_id must be an integer >= 0")
         merged = {**self._properties, **(properties or {})}
+        tracing = self._client.tracing
+        span = tracing.send(self._topic.full, merged, len(content)) if tracing else None
         pending = _Pending(
             bytes(content),
             key,
@@ -365,6 +367,8 @@ class Producer:
             deliver_at=deliver_at,
             ordering_key=ordering_key,
         )
+        if tracing and span is not None:
+            tracing.sent(span, pending.future)
         target = self._targets[max(self._router.choose(key, content), 0)]
         max_size = self._registration.max_message_size(target.name)
         if len(pending.payload) > max_size:
