@@ -49,7 +49,7 @@ from server.embedded_redis import free_port
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from tests.cluster.processes import sluice as spawn
-from tests.cluster.traffic import Receiver, busiest_window
+from tests.cluster.traffic import Receiver, SyncSenders, busiest_window
 from tests.faults.postgres import RestartablePostgres
 
 TOPIC = "persistent://bench/ns/chaos"
@@ -59,47 +59,13 @@ LEASE_TTL = 1.5
 FAULTS = ("kill-worker", "pause-worker", "kill-master", "restart-postgres")
 
 
-class Senders:
+class Senders(SyncSenders):
     """Producer threads sending synchronously at a rate that alternates every 10 s."""
-
-    def __init__(self, client: sluice.Client, threads: int = 4) -> None:
-        self.producers = [
-            client.create_producer(TOPIC, send_timeout_millis=5000) for _ in range(threads)
-        ]
-        self.acked: list[bytes] = []
-        self.failed = 0
-        self.started = time.monotonic()
-        self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._run, args=(i, p), daemon=True)
-            for i, p in enumerate(self.producers)
-        ]
-        for thread in self._threads:
-            thread.start()
 
     def per_thread_rate(self) -> float:
         high = int((time.monotonic() - self.started) / 10) % 2 == 0
         total = PARTITIONS * LIMIT * (1.5 if high else 0.5)
         return total / len(self.producers)
-
-    def _run(self, index: int, producer: sluice.Producer) -> None:
-        number, due = 0, time.monotonic()
-        while not self._stop.is_set():
-            payload = f"t{index}-m{number}".encode()
-            number += 1
-            try:
-                producer.send(payload)
-                self.acked.append(payload)
-            except Exception:  # not acknowledged: not expected anywhere
-                self.failed += 1
-            due += 1.0 / self.per_thread_rate()
-            time.sleep(max(due - time.monotonic(), 0))
-            due = max(due, time.monotonic() - 1)  # after a stall, do not burst to catch up
-
-    def stop(self) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(30)
 
 
 class Deployment:
@@ -261,7 +227,7 @@ def run(minutes: float, quick: bool, every: float | None, seed: int) -> dict:
             probe="/admin/v2/persistent/bench/ns/chaos/dispatchRate?applied=true",
         )
         hostile.start()
-        senders = Senders(client)
+        senders = Senders(client, TOPIC).start()
         chaos = Chaos(deployment, seed)
         started = time.monotonic()
         next_fault = started + every / 2

@@ -15,6 +15,7 @@ from api.reports.queue import ReportQueue
 from models.reports import BacklogReportRow, RateReportRow, ReportRun
 from reports.celery_app import QUEUE
 from server.embedded_redis import free_port
+from tests.reports.task_settings import task_settings_for
 
 ADMIN = "/admin/v2"
 TOPIC = "persistent://acme/orders/created"
@@ -281,20 +282,7 @@ def test_a_requested_run_is_recorded_queued_at_once(http, redis_server):
 @pytest.fixture
 def task_settings(settings, tmp_path):
     """The report task's settings: an empty lake, minute windows; the Celery app uses them."""
-    from reports.celery_app import app
-
-    ours = settings.model_copy(
-        update={"lake_path": str(tmp_path / "lake"), "report_windows": "minute"}
-    )
-    from reports.tasks import _store
-
-    kept = app.conf.sluice_settings
-    app.conf.sluice_settings = ours
-    yield ours
-    app.conf.sluice_settings = kept
-    # The task keeps one store (and its engine) per database: let go of this one.
-    _store(ours.effective_database_url, ours.jdbc_jar).engine.dispose()
-    _store.cache_clear()
+    yield from task_settings_for(settings, tmp_path)
 
 
 def test_a_requested_run_is_followed_until_it_succeeds(http, redis_server, spark, task_settings):

@@ -16,17 +16,16 @@ not there is lost.
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 
-import sluice
 from server.embedded_cluster import EmbeddedCluster
 from sluice.protocol import keys
 from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
 from tests.cluster.test_cluster_faults import Stack
+from tests.cluster.traffic import SyncSenders
 from tests.workers.conftest import ADMIN
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
@@ -34,48 +33,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 TOPIC = "persistent://acme/orders/durable"
 PARTITIONS = 3
 POLICY = f"{ADMIN}/namespaces/acme/orders/durableAcks"
-
-
-class Senders:
-    """``threads`` producer threads sending ``per_second`` messages each, synchronously."""
-
-    def __init__(self, client: sluice.Client, threads: int = 4, per_second: int = 100) -> None:
-        self.producers = [
-            client.create_producer(TOPIC, send_timeout_millis=5000) for _ in range(threads)
-        ]
-        self.interval = 1.0 / per_second
-        self.acked: list[bytes] = []
-        self.acked_at: list[tuple[float, int]] = []  # (monotonic time, partition)
-        self.failed = 0
-        self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._run, args=(i, p), daemon=True)
-            for i, p in enumerate(self.producers)
-        ]
-
-    def start(self) -> Senders:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def _run(self, index: int, producer: sluice.Producer) -> None:
-        number, due = 0, time.monotonic()
-        while not self._stop.is_set():
-            payload = f"t{index}-m{number}".encode()
-            number += 1
-            try:
-                message_id = producer.send(payload)
-                self.acked.append(payload)
-                self.acked_at.append((time.monotonic(), message_id.partition()))
-            except Exception:  # not acknowledged: not expected anywhere
-                self.failed += 1
-            due += self.interval
-            time.sleep(max(due - time.monotonic(), 0))
-
-    def stop(self) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(30)
 
 
 def stored(cluster: EmbeddedCluster) -> set[bytes]:
@@ -102,7 +59,7 @@ def kill_a_master_under_produce(tmp_path, durable: bool) -> tuple[int, int, int]
             policy = {"replicas": 1, "timeoutMs": 1000}
             assert stack.http.post(POLICY, json=policy).status_code == 204
         client.subscribe(TOPIC, "audit").close()  # a subscription: nothing is trimmed
-        senders = Senders(client).start()
+        senders = SyncSenders(client, TOPIC).start()
         time.sleep(3)
         log_key = keys.log(TopicName.from_full(TOPIC).partition(0))
         master = cluster.node_of_key(log_key)

@@ -51,6 +51,58 @@ class Sender:
         self._thread.join(30)
 
 
+class SyncSenders:
+    """``threads`` producer threads each sending synchronously at ``per_thread_rate()``
+    messages a second, keeping every send that returned (``acked``, ``acked_at``)."""
+
+    def __init__(
+        self, client: sluice.Client, topic: str, threads: int = 4, per_second: float = 100
+    ) -> None:
+        self.producers = [
+            client.create_producer(topic, send_timeout_millis=5000) for _ in range(threads)
+        ]
+        self.per_second = per_second
+        self.acked: list[bytes] = []
+        self.acked_at: list[tuple[float, int]] = []  # (monotonic time, partition)
+        self.failed = 0
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._run, args=(i, p), daemon=True)
+            for i, p in enumerate(self.producers)
+        ]
+
+    def per_thread_rate(self) -> float:
+        """Messages a second each thread sends now."""
+        return self.per_second
+
+    def start(self) -> SyncSenders:
+        self.started = time.monotonic()
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def _run(self, index: int, producer: sluice.Producer) -> None:
+        number, due = 0, time.monotonic()
+        while not self._stop.is_set():
+            payload = f"t{index}-m{number}".encode()
+            number += 1
+            try:
+                message_id = producer.send(payload)
+                self.acked.append(payload)
+                self.acked_at.append((time.monotonic(), message_id.partition()))
+            except Exception:  # not acknowledged: not expected anywhere
+                self.failed += 1
+            due += 1.0 / self.per_thread_rate()
+            time.sleep(max(due - time.monotonic(), 0))
+            due = max(due, time.monotonic() - 1)  # after a stall, do not burst to catch up
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(30)
+
+
 class Receiver(Collector):
     """A Shared consumer that receives and acks on a thread, noting every delivery's arrival
     (seconds since it subscribed) per partition."""

@@ -14,6 +14,7 @@ import redis
 
 import sluice
 from sluice.admin_cli import main as sluice_admin
+from tests.reports.task_settings import task_settings_for
 from tests.workers.conftest import ADMIN, drain
 
 TOPIC = "persistent://acme/orders/created"
@@ -28,18 +29,7 @@ def worker_settings(worker_settings):
 @pytest.fixture
 def task_settings(worker_settings, tmp_path):
     """The report task's settings (an empty lake, minute windows), as the Celery app's."""
-    from reports.celery_app import app
-    from reports.tasks import _store
-
-    ours = worker_settings.model_copy(
-        update={"lake_path": str(tmp_path / "lake"), "report_windows": "minute"}
-    )
-    kept = app.conf.sluice_settings
-    app.conf.sluice_settings = ours
-    yield ours
-    app.conf.sluice_settings = kept
-    _store(ours.effective_database_url, ours.jdbc_jar).engine.dispose()
-    _store.cache_clear()
+    yield from task_settings_for(worker_settings, tmp_path)
 
 
 def _queued_task(redis_url: str) -> dict:
