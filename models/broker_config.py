@@ -153,6 +153,25 @@ _KEYS: tuple[ConfigKey, ...] = (
         maximum=INT32_MAX,
     ),
     ConfigKey(
+        "durableAckReplicas",
+        int,
+        0,
+        True,
+        "replicas of a partition's Redis master that must confirm a send before it is "
+        "acknowledged, for topics whose topic and namespace set no durableAcks (Sluice; 0: none)",
+        minimum=0,
+        maximum=100,
+    ),
+    ConfigKey(
+        "durableAckTimeoutMs",
+        int,
+        1000,
+        True,
+        "how long such a send waits for the replicas before it fails (Sluice)",
+        minimum=1,
+        maximum=600_000,
+    ),
+    ConfigKey(
         "delayedDeliveryEnabled",
         bool,
         True,

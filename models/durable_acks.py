@@ -1,8 +1,9 @@
-"""Durable acknowledgements: a namespace asks its producers to wait for replicas (a Sluice
-extension; Pulsar acknowledges once a quorum of bookies has an entry, Redis replicates
+"""Durable acknowledgements: a topic or namespace asks its producers to wait for replicas (a
+Sluice extension; Pulsar acknowledges once a quorum of bookies has an entry, Redis replicates
 asynchronously).
 
-Stored as the namespace's ``durableAcks`` policy, JSON::
+Stored as the topic's or namespace's ``durableAcks`` policy (the topic's wins; with neither,
+the broker settings ``durableAckReplicas`` and ``durableAckTimeoutMs`` apply), JSON::
 
     {"replicas": 1, "timeoutMs": 1000}
 
@@ -27,6 +28,9 @@ DURABLE_ACKS = "durableAcks"
 REPLICAS = "replicas"
 TIMEOUT_MS = "timeoutMs"
 DEFAULT_TIMEOUT_MS = 1000
+# The broker settings that give a topic without the policy its default (models.broker_config).
+BROKER_DURABLE_REPLICAS = "durableAckReplicas"
+BROKER_DURABLE_TIMEOUT = "durableAckTimeoutMs"
 MAX_REPLICAS = 100
 MAX_TIMEOUT_MS = 600_000
 

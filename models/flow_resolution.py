@@ -13,7 +13,8 @@ quota is reached; limits are inclusive (a backlog *at* the limit is over quota).
 ``resolve_abuse`` resolves the abuse limits (``models.abuse``) the same way; they travel with
 the flow limits (``FlowLimits.abuse``) to the API's provenance and to the workers.
 
-``durable_acks`` (``models.durable_acks``) is the namespace's value, else none asked for.
+``durable_acks`` (``models.durable_acks``) is the topic's value, else the namespace's, else
+the broker's ``durableAckReplicas`` (0: none asked for).
 
 ``resolve_client_rates`` resolves the publish and subscribe rates (``models.client_rates``):
 topic > namespace > broker, where, as in Pulsar, a stored rate that limits nothing is unset and
@@ -46,7 +47,13 @@ from models.client_rates import (
     PublishRateLimit,
     SubscribeRateLimit,
 )
-from models.durable_acks import DURABLE_ACKS, NO_DURABLE_ACKS
+from models.durable_acks import (
+    BROKER_DURABLE_REPLICAS,
+    BROKER_DURABLE_TIMEOUT,
+    DURABLE_ACKS,
+    NO_DURABLE_ACKS,
+    DurableAcks,
+)
 from models.flow import (
     MAX_UNACKED_PER_CONSUMER,
     MAX_UNACKED_PER_SUBSCRIPTION,
@@ -126,7 +133,7 @@ class FlowLimits:
     quotas: Mapping[QuotaType, Resolved]  # BacklogQuota per type
     abuse: AbuseLimits
     rates: ClientRates
-    # DurableAcks: how many replicas a send waits for (namespace > none)
+    # DurableAcks: how many replicas a send waits for (topic > namespace > broker)
     durable_acks: Resolved = Resolved(NO_DURABLE_ACKS, Level.BROKER)
 
     @property
@@ -170,6 +177,14 @@ def _first(inputs: FlowInputs, kind: str, broker_default: Any) -> Resolved:
         if kind in values:
             return Resolved(values[kind], level)
     return Resolved(broker_default, Level.BROKER)
+
+
+def broker_durable_acks(broker: BrokerConfig) -> DurableAcks:
+    """What a topic whose namespace and topic set no ``durableAcks`` gets from the broker."""
+    replicas = broker.get(BROKER_DURABLE_REPLICAS)
+    if replicas <= 0:
+        return NO_DURABLE_ACKS
+    return DurableAcks(replicas=replicas, timeoutMs=broker.get(BROKER_DURABLE_TIMEOUT))
 
 
 def broker_quota(broker: BrokerConfig, quota_type: QuotaType) -> BacklogQuota:
@@ -268,7 +283,7 @@ def resolve_flow(inputs: FlowInputs) -> FlowLimits:
         quotas=MappingProxyType({t: resolve_quota(inputs, t) for t in QuotaType}),
         abuse=resolve_abuse(inputs),
         rates=resolve_client_rates(inputs),
-        durable_acks=_first(inputs, DURABLE_ACKS, NO_DURABLE_ACKS),
+        durable_acks=_first(inputs, DURABLE_ACKS, broker_durable_acks(inputs.broker)),
     )
 
 

@@ -296,16 +296,17 @@ CLIENT_RATE_KINDS = (
         attrgetter("rates.subscribe_rate"),
     ),
 )
-# A Sluice extension: sends wait for replicas (``models.durable_acks``), namespace level only.
+# A Sluice extension: sends wait for replicas (``models.durable_acks``); topic > namespace >
+# the broker's durableAckReplicas.
 DURABLE_ACKS = PolicyKind(
     name=durable_acks.DURABLE_ACKS,
-    segments={NAMESPACE: durable_acks.DURABLE_ACKS},
+    segments=_ns_topic(durable_acks.DURABLE_ACKS, durable_acks.DURABLE_ACKS),
     family=FLOW,
     tag=FLOW_TAG,
     response_model=DurableAcksDocument | None,
     body=values.raw_body,
     parse=values.parsed_by(durable_acks.DurableAcks.from_json),
-    applied_levels=frozenset({NAMESPACE}),
+    applied_levels=frozenset({NAMESPACE, TOPIC}),
     request_body=values.object_body(DurableAcksDocument),
     resolved=attrgetter("durable_acks"),
     naming=by_segment,

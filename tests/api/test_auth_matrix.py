@@ -185,6 +185,7 @@ QUOTA = {"limitSize": 1_000_000, "limitTime": -1, "policy": "producer_exception"
 for _path, _read, _body in (
     (NS + "/backlogQuota", NS + "/backlogQuotaMap", QUOTA),
     (NS + "/durableAcks", NS + "/durableAcks", {"replicas": 1, "timeoutMs": 500}),
+    (TOPIC + "/durableAcks", TOPIC + "/durableAcks", {"replicas": 1, "timeoutMs": 500}),
     (TOPIC + "/backlogQuota", TOPIC + "/backlogQuotaMap", QUOTA),
     *(
         (NS + f"/{name}", NS + f"/{name}", 100)

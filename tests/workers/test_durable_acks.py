@@ -116,3 +116,39 @@ def test_a_raw_call_promising_fewer_replicas_is_refused(topic, worker, client, r
     script(keys=PRODUCE_SCRIPT.keys(NAME), args=[*base, 2])  # promising enough
     script(keys=PRODUCE_SCRIPT.keys(NAME), args=base)  # saying nothing (an older client)
     assert entries(redis_server) == 2
+
+
+def test_topic_over_namespace_over_the_broker_default(topic, worker, client):
+    """The broker's durableAckReplicas applies to topics that set nothing; a namespace's policy
+    wins over it and a topic's over both (0 replicas: acknowledged once the master has it)."""
+    broker = f"{ADMIN}/brokers/configuration"
+    topic_policy = f"{PATH}/durableAcks"
+    controls = f"{PATH}/effectiveFlowControls"
+    producer = client.create_producer(TOPIC)
+    try:
+        assert topic.post(f"{broker}/durableAckTimeoutMs/200").status_code == 204
+        assert topic.post(f"{broker}/durableAckReplicas/1").status_code == 204
+        assert topic.get(controls).json()["flowControl"]["durableAcks"] == {
+            "value": {"replicas": 1, "timeoutMs": 200},
+            "source": "broker",
+        }
+        with pytest.raises(sluice.Timeout, match=r"not confirmed by 1 replica\(s\) within 200 ms"):
+            producer.send(b"the broker default asks for a replica this server lacks")
+        assert topic.post(POLICY, json={"replicas": 0}).status_code == 204
+        time.sleep(client.heartbeat_interval + 0.5)  # a lowered ask reaches it at a heartbeat
+        producer.send(b"the namespace asks for none")
+        assert topic.post(topic_policy, json={"replicas": 1, "timeoutMs": 300}).status_code == 204
+        assert topic.get(topic_policy).json() == {"replicas": 1, "timeoutMs": 300}
+        assert topic.get(f"{topic_policy}?applied=true").json() == {
+            "replicas": 1,
+            "timeoutMs": 300,
+        }
+        with pytest.raises(sluice.Timeout, match=r"within 300 ms"):
+            producer.send(b"the topic asks for one again")
+        assert topic.delete(topic_policy).status_code == 204
+        assert topic.get(controls).json()["flowControl"]["durableAcks"]["source"] == "namespace"
+        time.sleep(client.heartbeat_interval + 0.5)  # the producer learns it at a heartbeat
+        producer.send(b"the namespace's none again")
+    finally:
+        topic.delete(f"{broker}/durableAckReplicas")
+        topic.delete(f"{broker}/durableAckTimeoutMs")

@@ -216,6 +216,15 @@ KINDS = (
     CliKind(TOPIC, LIMITS, "max-message-size", "maxMessageSize", count("-m")),
     CliKind(TOPIC, RATES, "publish-rate", "publishRate", publish_rate, applied=True),
     CliKind(TOPIC, RATES, "subscribe-rate", "subscribeRate", subscribe_rate, applied=True),
+    CliKind(
+        TOPIC,
+        RATES,
+        "durable-acks",
+        "durableAcks",
+        durable_acks,
+        applied=True,
+        what="the durable acknowledgements (replicas a send waits for)",
+    ),
 )
 
 
