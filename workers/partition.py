@@ -210,7 +210,9 @@ class PartitionRunner:
         )
         effective = self.limits.resolve(subscription, self.publish.rate())
         assert effective.subscription is not None
-        dispatcher.apply(effective.subscription, self.topic_args, self.limits.flow)
+        dispatcher.apply(
+            effective.subscription, self.topic_args, self.limits.flow, self.limits.group
+        )
         self.limit_clock.mark(
             time.monotonic(),
             {subscription: (effective.msg_per_second, effective.byte_per_second)},
@@ -263,7 +265,7 @@ class PartitionRunner:
         for name, dispatcher in self.dispatchers.items():
             effective = limits.resolve(name, rate)
             assert effective.subscription is not None
-            dispatcher.apply(effective.subscription, self.topic_args, limits.flow)
+            dispatcher.apply(effective.subscription, self.topic_args, limits.flow, limits.group)
             marks[name] = (effective.msg_per_second, effective.byte_per_second)
         self.limit_clock.mark(time.monotonic(), marks)
 

@@ -53,9 +53,21 @@ _PARTITION_KEYS: dict[str, Callable[[TopicName], str]] = {
 }
 
 
-def _key(role: str, partition: TopicName | None, subscription: str, consumer: str) -> str:
+# A resource group's KEYS role -> its key (in the group's own slot).
+_GROUP_KEYS: dict[str, Callable[[str], str]] = {
+    "rg:budget": keys.group_budget,
+    "rg:members": keys.group_members,
+}
+
+
+def _key(
+    role: str, partition: TopicName | None, subscription: str, consumer: str, group: str = ""
+) -> str:
     if role.startswith(keys.META):
         return role  # a cluster-wide key
+    if role in _GROUP_KEYS:
+        assert group, f"KEYS role {role} needs a resource group"
+        return _GROUP_KEYS[role](group)
     assert partition is not None, f"KEYS role {role} needs a partition"
     if role.startswith("s:"):
         return keys.sub_key(partition, subscription, role[2:])
@@ -74,10 +86,15 @@ class ScriptSpec:
     action: str | None = None  # the ACL action whose session users may call it
 
     def keys(
-        self, partition: TopicName | None = None, subscription: str = "", consumer: str = ""
+        self,
+        partition: TopicName | None = None,
+        subscription: str = "",
+        consumer: str = "",
+        group: str = "",
     ) -> list[str]:
-        """The script's KEYS for one partition (and subscription, consumer)."""
-        return [_key(role, partition, subscription, consumer) for role in self.layout]
+        """The script's KEYS for one partition (and subscription, consumer), or for one
+        resource ``group``."""
+        return [_key(role, partition, subscription, consumer, group) for role in self.layout]
 
     def keys_of(self, partitions: Iterable[TopicName]) -> list[str]:
         """KEYS of a call naming several partitions (the layout repeated per partition)."""
@@ -233,6 +250,12 @@ def _lease_fence(partition: TopicName, worker: str) -> Call:
 def _worker_heartbeat(worker: str, ttl_ms: int) -> Call:
     """``worker_heartbeat.lua``: renew ``worker`` in the fleet registry, read the live ones."""
     return WORKER_HEARTBEAT.keys(), [worker, ttl_ms]
+
+
+def _group_budget(group: str, argv: list[Any]) -> Call:
+    """``group_budget.lua``: reserve (and settle) on a resource group's dispatch limiter;
+    ``argv`` as its header lists (``workers.group_budget`` builds it)."""
+    return GROUP_BUDGET.keys(group=group), argv
 
 
 def _fleet_read() -> Call:
@@ -392,6 +415,7 @@ STATS_READ = _spec("stats_read", ("stats", "log"), _stats_read)
 INTERNAL_READ = _spec("internal_read", ("log", "lease"), _internal_read)
 LEASE_FENCE = _spec("lease_fence", ("lease",), _lease_fence)
 FLEET_READ = _spec("fleet_read", (keys.WORKERS, keys.APPLIED), _fleet_read)
+GROUP_BUDGET = _spec("group_budget", ("rg:budget", "rg:members"), _group_budget)
 
 
 def scripts_for(action: str) -> tuple[ScriptSpec, ...]:

@@ -55,6 +55,12 @@ def test_each_layout_names_the_keys_its_header_lists() -> None:
             assert len(spec.layout) + 1 == expected
         else:
             assert len(spec.layout) == expected, name
+        if spec.layout and spec.layout[0].startswith("rg:"):  # a resource group's slot
+            built = spec.keys(group="rg1")
+            assert {keys.slot_of(key.split("{")[1].split("}")[0]) for key in built} == {
+                keys.slot_of("rg:rg1")
+            }, name
+            continue
         built = spec.keys(PARTITION, "sub", "c1")
         assert len(built) == len(spec.layout)
         for key in built:
