@@ -263,7 +263,7 @@ class Dispatcher:
 
     async def _settle_group(self, group: GroupBudget, grant: Grant, result: DispatchResult) -> None:
         """Give the group back what the call did not use: with the next reservation when the
-        next step follows at once, else now (saying whether the member still has more)."""
+        next step follows at once (the member wants more), else now."""
         used_msgs = 0 if result.unthrottled else result.units
         used_bytes = 0 if result.unthrottled else result.bytes
         broker = self.shared.broker_limiter
@@ -275,8 +275,9 @@ class Dispatcher:
         if at_once:
             group.pending = Settlement(grant, used_msgs, used_bytes)
             return
-        hungry = result.reason is DispatchReason.MORE or result.reason in BUDGET_REASONS
-        await group.settle(grant, used_msgs, used_bytes, hungry)
+        # Not hungry for the group: out of data, permits or room, or held back by one of
+        # its own limiters; what it leaves this period goes to the group's other members.
+        await group.settle(grant, used_msgs, used_bytes, False)
 
     def _reserve_broker(self, now: float) -> tuple[int | None, int | None]:
         """Reserve on the BROKER limiter what one call may hand out (messages, bytes; None
