@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.base import Base, BigId, Timestamp, utcnow
-from models.errors import PreconditionFailed
+from models.errors import InvalidInput, PreconditionFailed
 from models.tenancy import Namespace, Tenant, Topic
 from sluice.protocol.names import TopicName
 
@@ -62,7 +62,7 @@ class ResourceGroup(Base):
     def rates(self) -> GroupRates:
         """The enforced rates as a value object."""
         return GroupRates(
-            self.publish_msgs, self.publish_bytes, self.dispatch_msgs, self.dispatch_bytes
+            self.publish_msgs, self.publish_bytes, self.dispatch_msgs, self.dispatch_bytes, self.id
         )
 
 
@@ -107,6 +107,7 @@ class GroupRates:
     publish_bytes: int = UNLIMITED
     dispatch_msgs: int = UNLIMITED
     dispatch_bytes: int = UNLIMITED
+    id: int = 0  # the group's row id (names its publish window in Redis)
 
     @property
     def dispatch_limited(self) -> bool:
@@ -121,19 +122,19 @@ class GroupRates:
 
 def parse_group_body(body: Any) -> dict[str, int]:
     """The fields a ``PUT`` body sets (only those sent; null = not sent), checked: an object
-    of integers.  412 otherwise, naming the field."""
+    of integers.  400 otherwise, naming the field (a body that does not decode)."""
     if not isinstance(body, dict):
-        raise PreconditionFailed("ResourceGroup body must be a JSON object")
+        raise InvalidInput("ResourceGroup body must be a JSON object")
     values: dict[str, int] = {}
     for name, value in body.items():
         if name not in FIELDS:
-            raise PreconditionFailed(f"Unknown ResourceGroup field {name}")
+            raise InvalidInput(f"Unknown ResourceGroup field {name}")
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
-            raise PreconditionFailed(f"{name} must be an integer")
+            raise InvalidInput(f"{name} must be an integer")
         if not -(2**63) <= value < 2**63:
-            raise PreconditionFailed(f"{name} is out of range")
+            raise InvalidInput(f"{name} is out of range")
         values[name] = value
     return values
 

@@ -73,6 +73,7 @@ from sluice.errors import (
     ProducerQueueIsFull,
     Timeout,
 )
+from sluice.group_publish import GroupPublishGate
 from sluice.message import MessageId
 from sluice.protocol.abuse import DURABLE_ACKS_REQUIRED, PUBLISH_RATE_LIMITED
 from sluice.protocol.frames import pack_batch
@@ -167,6 +168,7 @@ class Producer:
             max_send_attempts, max_pending_messages, max_pending_messages_across_partitions
         )
         self._durable = DurableWriter(client, durability)
+        self._group_publish = GroupPublishGate(client.redis, client.scripts)
         self._client, self._topic = client, topic
         self._name = producer_name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._send_timeout = send_timeout_ms / 1000 if send_timeout_ms > 0 else float("inf")
@@ -593,6 +595,7 @@ class Producer:
         """One ``produce.lua`` call, followed by ``WAIT`` on its connection when the partition
         or the producer asks for replicas (``produce.lua`` refuses a call that promises fewer
         than the partition's policy)."""
+        self._group_publish.take(partition, args)  # the resource group's publish rate, if any
         durability = self._durable.asked.stricter(self._registration.durability(partition))
         script = self._client.scripts[PRODUCE_SCRIPT.name]
         args = [*args, durability.replicas]

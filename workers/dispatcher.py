@@ -44,7 +44,7 @@ from sluice.protocol.frames import (
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import DISPATCH
 from workers.context import DispatchSettings, SharedDispatch, WorkerContext
-from workers.group_budget import WHY_GROUP, Grant, GroupBudget, Settlement
+from workers.group_budget import Grant, GroupBudget, Settlement
 
 log = logging.getLogger(__name__)
 
@@ -252,8 +252,7 @@ class Dispatcher:
         grant = await group.reserve(want_msgs, max(config.read_cap * reads, 1))
         if grant.granted:
             return grant
-        if grant.why == WHY_GROUP:
-            self._count("msg" if grant.messages == 0 else "byte", GROUP)
+        self._count("msg" if grant.messages == 0 else "byte", GROUP)
         self.waiting_for_quota = True
         try:
             await self._sleep(max(grant.wait_ms, 1) / 1000)

@@ -79,6 +79,10 @@ class PolicyView(Protocol):
         """``maxTopicsPerNamespace`` of each namespace that sets its own (``tenant/ns``)."""
         ...
 
+    def group(self, partition: TopicName) -> GroupBinding | None:
+        """The resource group that applies to a topic or partition."""
+        ...
+
 
 class PolicyState:
     """The current policy snapshot; ``version`` grows on every reload."""
@@ -168,3 +172,7 @@ class PolicyState:
     def setting(self, name: str) -> Any:
         """A typed broker setting."""
         return self.snapshot.broker.get(name)
+
+    def group(self, partition: TopicName) -> GroupBinding | None:
+        """The resource group that applies to a topic or partition."""
+        return self.groups.binding_for(partition)

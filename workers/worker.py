@@ -251,6 +251,7 @@ class Worker:
         if groups and not (namespaces or broker):
             await self.policy.reload_groups()
             self.apply_limits()
+            await self.write_limits()
         if namespaces or broker:
             if groups:
                 await self.policy.reload_groups()
@@ -653,7 +654,7 @@ class Worker:
             topic = TopicName.from_full(name)
             if namespaces is not None and f"{topic.tenant}/{topic.namespace}" not in namespaces:
                 continue
-            values = limit_values(self.policy.flow(topic))
+            values = limit_values(self.policy.flow(topic), self.policy.group(topic))
             if self._topic_limits.get(name) is values:
                 continue
             for partition in partitions_of(topic, count):

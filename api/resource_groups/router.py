@@ -21,7 +21,7 @@ from api.resource_groups.service import Member
 from api.responses import JsonResponse, no_content
 from api.routing import SluiceRoute
 from api.unit_of_work import UnitOfWork
-from models.errors import NotFound
+from models.errors import InvalidInput, NotFound
 from sluice.protocol.names import TopicName
 
 router = APIRouter(tags=["resource groups"], route_class=SluiceRoute)
@@ -232,7 +232,7 @@ async def set_topic_resource_group(
     if body is None or body == "":
         await service.detach(uow, member)
     elif not isinstance(body, str):
-        raise NotFound(service.MISSING)
+        raise InvalidInput("The body must be the resource group's name as a JSON string")
     else:
         await service.attach(uow, member, body, weight, NotFound)
     return await _answer(uow, member)

@@ -127,6 +127,11 @@ def group_members(group: str) -> str:
     return f"sl:{{rg:{group}}}:members"
 
 
+def group_publish(group_id: str) -> str:
+    """A resource group's publish window (``group_publish.lua``), by the group's id."""
+    return f"sl:{{rg:{group_id}}}:publish"
+
+
 SLOTS = 16384
 SPREAD_STRIDE = 10127  # SLOTS / golden ratio: consecutive partitions land far apart
 SPREAD_WINDOW = 256  # a partition's slot is within half of this of its target

@@ -57,6 +57,7 @@ _PARTITION_KEYS: dict[str, Callable[[TopicName], str]] = {
 _GROUP_KEYS: dict[str, Callable[[str], str]] = {
     "rg:budget": keys.group_budget,
     "rg:members": keys.group_members,
+    "rg:publish": keys.group_publish,
 }
 
 
@@ -258,6 +259,12 @@ def _group_budget(group: str, argv: list[Any]) -> Call:
     return GROUP_BUDGET.keys(group=group), argv
 
 
+def _group_publish(group_id: int, messages: int, size: int, rate_msg: int, rate_byte: int) -> Call:
+    """``group_publish.lua``: take a send's messages and bytes from its resource group's
+    publish window (the group by id, the rates as the partition's limits hash holds them)."""
+    return GROUP_PUBLISH.keys(group=str(group_id)), [messages, size, rate_msg, rate_byte]
+
+
 def _fleet_read() -> Call:
     """``fleet_read.lua``: the live workers and the change-event position each confirmed."""
     return FLEET_READ.keys(), []
@@ -416,6 +423,7 @@ INTERNAL_READ = _spec("internal_read", ("log", "lease"), _internal_read)
 LEASE_FENCE = _spec("lease_fence", ("lease",), _lease_fence)
 FLEET_READ = _spec("fleet_read", (keys.WORKERS, keys.APPLIED), _fleet_read)
 GROUP_BUDGET = _spec("group_budget", ("rg:budget", "rg:members"), _group_budget)
+GROUP_PUBLISH = _spec("group_publish", ("rg:publish",), _group_publish, PRODUCE)
 
 
 def scripts_for(action: str) -> tuple[ScriptSpec, ...]:

@@ -91,7 +91,7 @@ def test_the_builders_fill_the_variable_parts() -> None:
 
 
 def test_session_users_call_only_the_clients_scripts() -> None:
-    assert [s.name for s in scripts_for("produce")] == ["produce", "producer"]
+    assert [s.name for s in scripts_for("produce")] == ["produce", "producer", "group_publish"]
     assert [s.name for s in scripts_for("consume")] == [
         "subscribe",
         "flow",

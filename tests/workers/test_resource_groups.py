@@ -229,3 +229,43 @@ def test_tenant_and_topic_attachments_limit_too(http, namespace, worker, redis_s
     assert len(times) >= 0.9 * 50 * 4
     if level == "tenant":
         assert http.delete(f"{ADMIN}/tenants/acme/resourcegroup").status_code == 204
+
+
+def test_the_group_publish_limit_slows_every_producer_of_the_group(
+    http, namespace, worker, redis_server
+):
+    limit = 50
+    answer = http.put(f"{GROUPS}/pub", json={"publishRateInMsgs": limit})
+    assert answer.status_code == 204
+    topics = [member_namespace(http, "pub"), member_namespace(http, "pub", partitions=2)]
+    origin = time.monotonic()
+    seconds = 4.0
+
+    def produce(topic: str) -> list[float]:
+        done = []
+        with sluice.Client(redis_server.url) as client:
+            producer = client.create_producer(topic)
+            while time.monotonic() - origin < seconds:
+                producer.send(b"p" * 16)
+                done.append(time.monotonic() - origin)
+            producer.close()
+        return done
+
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(produce, topics))
+    everything = [t for times in runs for t in times]
+    # Sends complete after they were written: the bound holds on completion times too.
+    assert excess(everything, limit) <= 0, sorted(everything)[: limit + 5]
+    assert len(everything) >= 0.9 * limit * 3, len(everything)
+    assert all(len(times) >= limit for times in runs), [len(t) for t in runs]
+    # Detached, the producers are free again.
+    for topic in topics:
+        ns = topic.removeprefix("persistent://").rsplit("/", 1)[0]
+        assert http.delete(f"{ADMIN}/namespaces/{ns}/resourcegroup").status_code == 204
+    with sluice.Client(redis_server.url) as client:
+        producer = client.create_producer(topics[0])
+        started = time.monotonic()
+        for _ in range(limit * 3):
+            producer.send(b"p")
+        assert time.monotonic() - started < 2.0
+        producer.close()
