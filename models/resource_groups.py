@@ -248,3 +248,17 @@ async def load_group_snapshot(session: AsyncSession) -> GroupSnapshot:
         else:
             tenants[tenant] = attachment
     return GroupSnapshot(groups, tenants, namespaces, topics)
+
+
+GROUP_LIMITER = "resourceGroup"
+
+
+def with_group(
+    rate: float | None, limiter: str | None, group_rate: int
+) -> tuple[float | None, str | None]:
+    """One dimension's binding rate and limiter once the group's rate joins them: the lowest
+    wins (a group rate <= 0 does not limit).  The group's rate is for the whole group, so it
+    binds a partition whenever it is below what the partition's own limiters allow."""
+    if group_rate <= 0 or (rate is not None and rate <= group_rate):
+        return rate, limiter
+    return float(group_rate), GROUP_LIMITER

@@ -22,7 +22,7 @@ from api.responses import JsonResponse, no_content
 from api.routing import SluiceRoute
 from api.unit_of_work import UnitOfWork
 from models.errors import InvalidInput, NotFound
-from sluice.protocol.names import TopicName
+from sluice.protocol.names import TopicName, is_valid_name
 
 router = APIRouter(tags=["resource groups"], route_class=SluiceRoute)
 
@@ -231,8 +231,8 @@ async def set_topic_resource_group(
     member = await service.topic_member(uow, TopicName.parse(tenant, namespace, topic))
     if body is None or body == "":
         await service.detach(uow, member)
-    elif not isinstance(body, str):
-        raise InvalidInput("The body must be the resource group's name as a JSON string")
+    elif not isinstance(body, str) or not is_valid_name(body):
+        raise InvalidInput("The body must be a resource group's name as a JSON string")
     else:
         await service.attach(uow, member, body, weight, NotFound)
     return await _answer(uow, member)

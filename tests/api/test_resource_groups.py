@@ -184,3 +184,28 @@ def test_dry_run_and_audit(world) -> None:
     kinds = [(e["entityType"], e["entity"], e["action"]) for e in entries]
     assert ("resourcegroup", "rg1", "create") in kinds
     assert ("namespace.resourcegroup", "acme/orders", "create") in kinds
+
+
+def test_provenance_names_the_group_when_it_binds(world) -> None:
+    http = world
+    assert http.put(f"{GROUPS}/rg1", json={"dispatchRateInMsgs": 10}).status_code == 204
+    assert http.post(f"{NS}/resourcegroup/rg1", params={"weight": 2}).status_code == 204
+    document = http.get(f"{TOPIC}/effectiveDispatchRates").json()
+    assert document["resourceGroup"] == {
+        "name": "rg1",
+        "level": "namespace",
+        "member": "acme/orders",
+        "weight": 2,
+        "dispatchRateInMsgs": 10,
+        "dispatchRateInBytes": -1,
+        "appliesPer": "group",
+    }
+    assert document["effective"]["msgLimiter"] == "resourceGroup"
+    assert document["effective"]["msgPerSecond"] == 10
+    rate = {"dispatchThrottlingRateInMsg": 5, "dispatchThrottlingRateInByte": -1}
+    assert http.post(f"{NS}/dispatchRate", json=rate).status_code == 204
+    document = http.get(f"{TOPIC}/effectiveDispatchRates").json()
+    assert document["effective"]["msgLimiter"] == "topic"  # the lowest wins
+    assert document["effective"]["msgPerSecond"] == 5
+    assert http.delete(f"{NS}/resourcegroup").status_code == 204
+    assert http.get(f"{TOPIC}/effectiveDispatchRates").json()["resourceGroup"] is None
