@@ -41,6 +41,7 @@ returns only once that many replicas of the partition's Redis master confirmed i
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import threading
@@ -168,7 +169,6 @@ class Producer:
             max_send_attempts, max_pending_messages, max_pending_messages_across_partitions
         )
         self._durable = DurableWriter(client, durability)
-        self._group_publish = GroupPublishGate(client.redis, client.scripts)
         self._client, self._topic = client, topic
         self._name = producer_name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._send_timeout = send_timeout_ms / 1000 if send_timeout_ms > 0 else float("inf")
@@ -590,6 +590,11 @@ class Producer:
                         f"{QUOTA_REFUSED}: {reason} (gave up after {attempts} attempts)"
                     ) from None
                 clock.sleep(wait)
+
+    @functools.cached_property
+    def _group_publish(self) -> GroupPublishGate:
+        """The resource-group publish limits of this producer's partitions."""
+        return GroupPublishGate(self._client.redis, self._client.scripts)
 
     def _store(self, script_keys: list[str], args: list, partition: TopicName) -> list:
         """One ``produce.lua`` call, followed by ``WAIT`` on its connection when the partition
