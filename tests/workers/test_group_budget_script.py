@@ -1,0 +1,100 @@
+"""``group_budget.lua`` against a real Redis, on a given clock: the group's periods, the
+settlements, a changed limit, and the weighted, work-conserving split between members."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+
+from sluice.protocol.scripts import GROUP_BUDGET
+from workers.group_budget import WHY_GRANTED, WHY_GROUP, WHY_SHARE, Grant
+
+PERIOD = 1000
+
+
+class Group:
+    """One group's limiter, called as a dispatcher would, at chosen times (ms)."""
+
+    def __init__(self, client: redis.Redis, limit: int = 100) -> None:
+        self.name = f"g{uuid.uuid4().hex[:8]}"
+        self.script = client.register_script(GROUP_BUDGET.source)
+        self.limit = limit
+
+    def call(self, member: str, at: int, want: int = 1000, weight: int = 1, settle=(), hungry=True):
+        keys, argv = GROUP_BUDGET.call(
+            self.name,
+            [member, weight, self.limit, -1, PERIOD, want, 0, 1 if hungry else 0, at],
+        )
+        return Grant.from_reply(self.script(keys=keys, args=[*argv, *settle]))
+
+    def settle(self, member: str, grant: Grant, used: int, at: int, hungry: bool = False):
+        return self.call(
+            member,
+            at,
+            want=0,
+            hungry=hungry,
+            settle=(grant.msg_period, grant.messages, used, 0, 0, 0),
+        )
+
+
+@pytest.fixture
+def client(redis_server) -> redis.Redis:
+    connection = redis.Redis.from_url(redis_server.url)
+    yield connection
+    connection.close()
+
+
+def test_one_member_gets_the_whole_group_then_waits_for_the_next_period(client) -> None:
+    group = Group(client)
+    first = group.call("a", 10_000)
+    assert (first.messages, first.why) == (100, WHY_GRANTED)
+    empty = group.call("a", 10_400)
+    assert empty.why == WHY_GROUP and empty.messages == 0
+    assert empty.wait_ms == 600  # until the period that started at 10 000 ends
+    assert group.call("a", 11_000).messages == 100
+
+
+def test_what_a_call_did_not_use_goes_back_to_its_period_only(client) -> None:
+    group = Group(client)
+    grant = group.call("a", 10_000)
+    group.settle("a", grant, 30, 10_100, hungry=True)
+    assert group.call("a", 10_200).messages == 70
+    late = group.call("a", 12_000)
+    assert group.call("a", 13_100).messages == 100  # the next period, used up
+    group.settle("a", late, 0, 13_200)  # the 12 000 period is over: nothing goes back
+    assert group.call("a", 13_300).messages == 0
+
+
+def test_two_hungry_members_split_by_weight(client) -> None:
+    group = Group(client)
+    assert group.call("a", 10_000, weight=3).messages == 100  # alone: the whole group
+    # From the next period on, both are active and hungry.
+    assert group.call("b", 10_500, weight=1).why == WHY_GROUP
+    assert group.call("a", 11_000, weight=3).messages == 75
+    refused = group.call("a", 11_010, weight=3)
+    assert refused.why == WHY_SHARE and 0 < refused.wait_ms <= 50
+    assert group.call("b", 11_020, weight=1).messages == 25
+
+
+def test_a_satisfied_member_leaves_its_share(client) -> None:
+    group = Group(client)
+    group.call("a", 10_000, want=1)
+    group.call("b", 10_001, want=1)
+    a = group.call("a", 11_000)
+    assert a.messages == 50
+    b = group.call("b", 11_001)
+    assert b.messages == 50
+    group.settle("b", b, 10, 11_002)  # b had only 10 to send
+    assert group.call("a", 11_003).messages == 40  # what b left goes to a
+
+
+def test_a_lowered_limit_never_oversells(client) -> None:
+    group = Group(client, 100)
+    assert group.call("a", 10_000).messages == 100
+    group.limit = 50
+    # A new period at once, less what the interrupted one used (all of it): nothing more.
+    lowered = group.call("a", 10_300)
+    assert lowered.messages == 0 and lowered.why == WHY_GROUP
+    assert group.call("a", 11_300).messages == 50
