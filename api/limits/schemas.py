@@ -49,7 +49,7 @@ class SubscriptionProvenance(Document):
     effective: EffectiveDocument
 
 
-class ResourceGroupDocument(Document):
+class AppliedResourceGroup(Document):
     """The resource group that applies to a topic: one budget for the whole group."""
 
     name: str
@@ -70,7 +70,7 @@ class TopicProvenance(Document):
     limiters: Limiters
     effective: EffectiveDocument
     subscriptions: dict[str, SubscriptionProvenance]
-    resourceGroup: ResourceGroupDocument | None = None
+    resourceGroup: AppliedResourceGroup | None = None
 
 
 class RateDryRun(Document):

@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from api.deps import UowDep
 from api.resource_groups import service
+from api.resource_groups.schemas import MemberDocument, ResourceGroupDocument
 from api.resource_groups.service import Member
 from api.responses import JsonResponse, no_content
 from api.routing import SluiceRoute
@@ -82,7 +83,11 @@ async def get_resource_groups(uow: UowDep) -> list[str]:
     return await service.list_groups(uow.session)
 
 
-@router.get(GROUPS + "/{resourcegroup}", summary="Get a resource group")
+@router.get(
+    GROUPS + "/{resourcegroup}",
+    summary="Get a resource group",
+    response_model=ResourceGroupDocument,
+)
 async def get_resource_group(resourcegroup: str, uow: UowDep) -> dict:
     """The group's rates (-1 = unlimited); 404 "ResourceGroup does not exist"."""
     return await service.read_group(uow.session, resourcegroup)
@@ -121,7 +126,11 @@ async def delete_resource_group(
     return no_content()
 
 
-@router.get(GROUPS + "/{resourcegroup}/attachments", summary="List a group's members")
+@router.get(
+    GROUPS + "/{resourcegroup}/attachments",
+    summary="List a group's members",
+    response_model=list[MemberDocument],
+)
 async def get_resource_group_attachments(resourcegroup: str, uow: UowDep) -> list[dict]:
     """The tenants, namespaces and topics attached, with their weights (Sluice)."""
     return await service.attachments(uow.session, resourcegroup)

@@ -269,3 +269,29 @@ def test_the_group_publish_limit_slows_every_producer_of_the_group(
             producer.send(b"p")
         assert time.monotonic() - started < 2.0
         producer.close()
+
+
+def test_measured_from_the_start_the_split_is_even_too(http, namespace, worker, redis_server):
+    """As a user checks it: two deep backlogs made before anyone consumes, then a consumer on
+    each (one a moment after the other), the split counted over the whole run (the pacing of
+    the shares keeps the first consumer from taking the first period alone)."""
+    group = make_group(http)
+    topics = [member_namespace(http, group), member_namespace(http, group)]
+    with sluice.Client(redis_server.url) as client:
+        for topic in topics:
+            path = f"{ADMIN}/persistent/{topic.removeprefix('persistent://')}"
+            assert http.put(f"{path}/subscription/s").status_code == 204
+            producer = client.create_producer(topic, block_if_queue_full=True)
+            for _ in range(2000):
+                producer.send_async(b"m" * 16, None)
+            producer.flush()
+            producer.close()
+    origin = time.monotonic()
+    members = [Backlogged(redis_server.url, topic, 0, origin) for topic in topics]
+    time.sleep(10.0 - (time.monotonic() - origin))
+    runs = [m.close() for m in members]
+    everything = [t for times in runs for t in times]
+    assert excess(everything, LIMIT) <= 0
+    assert len(everything) >= 0.95 * LIMIT * 10
+    share = len(runs[0]) / len(everything)
+    assert abs(share - 0.5) <= 0.03, [len(times) for times in runs]

@@ -27,7 +27,8 @@
 -- Fair split: a member is active when it asked within 1.5 periods, hungry while it has more
 -- to send.  The active members that are not hungry keep what they used this period; the
 -- rest of the period's permits is shared among the hungry ones in proportion to their
--- weights, and a member gets at most its share less what it used this period (rounded up).
+-- weights, and a member gets at most its share less what it used this period (rounded up),
+-- paced: a tenth of its share at the period's start, growing to all of it halfway through.
 -- What an idle or satisfied member leaves is so shared among the others (work-conserving).
 -- Members hash fields, per member M: "w|M" weight, "t|M" last ask (ms), "h|M" hungry (1/0),
 -- "um|M" / "ub|M" messages / bytes used in the period "wm|M" / "wb|M" started.
@@ -119,7 +120,23 @@ else
   me.h = ARGV[8] == '1' and '1' or '0'
 end
 
--- What this member may take now in one dimension: amount, why, wait.
+-- A period's first use starts it (dispatch.lua's rule): on its grid when about as late as the
+-- previous period's first use, else now.  Applied before the shares are computed, so the
+-- pacing below counts from the period's real start.
+local function open(b)
+  if not b or b.av < b.pm then return end
+  local late, tolerance = now - b.ws, math.min(50, b.pp / 20)
+  if b.lu < b.ws - b.pp then
+    b.ws, b.fl = now, 0
+  else
+    if late > math.max(tolerance, math.min(b.fl + tolerance, b.pp / 2)) then b.ws = now end
+    b.fl = late
+  end
+end
+
+-- What this member may take now in one dimension: amount, why, wait.  Shares are paced over
+-- the first half of the period (a tenth at once, all of it halfway), so a member that starts
+-- a moment after another still gets its share of that period.
 local horizon = period * 1.5
 local function grant(b)
   if not b then return -1, 0, 0 end
@@ -134,7 +151,8 @@ local function grant(b)
       end
     end
   end
-  local left = math.ceil(pool * weight / total - used_of(me, b))
+  local paced = math.min(1, 0.1 + 2 * math.max(now - b.ws, 0) / b.pp)
+  local left = math.ceil(pool * weight / total * paced - used_of(me, b) - 1e-9)
   if left <= 0 then
     return 0, 2, math.min(b.ws + b.pp - now, math.max(20, b.pp / 20))
   end
@@ -143,15 +161,6 @@ end
 
 local function take(b, amount)
   if not b or amount <= 0 then return end
-  if b.av >= b.pm then
-    local late, tolerance = now - b.ws, math.min(50, b.pp / 20)
-    if b.lu < b.ws - b.pp then
-      b.ws, b.fl = now, 0
-    else
-      if late > math.max(tolerance, math.min(b.fl + tolerance, b.pp / 2)) then b.ws = now end
-      b.fl = late
-    end
-  end
   b.av = b.av - amount
   b.lu = now
   add_use(b, amount)
@@ -160,6 +169,8 @@ end
 local gm, gb, why, wait = -1, -1, 0, 0
 if asking then
   local wm, wb, ym, yb
+  open(bm)
+  open(bb)
   gm, ym, wm = grant(bm)
   gb, yb, wb = grant(bb)
   if gm == 0 or gb == 0 then
