@@ -99,9 +99,3 @@ class GroupBudget:
         """Settle a reservation now (``hungry``: the member still has more to send)."""
         argv = self._head(0, 0, hungry) + self._settle_args(Settlement(grant, messages, size))
         await self.script.call(self._keys, argv)
-
-    async def flush(self) -> None:
-        """Settle what is pending (the dispatcher parks or stops)."""
-        pending, self.pending = self.pending, None
-        if pending is not None:
-            await self.settle(pending.grant, pending.messages, pending.bytes, False)
