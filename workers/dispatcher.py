@@ -157,7 +157,10 @@ class Dispatcher:
         if group is None or not group.rates.dispatch_limited or script is None:
             self.group = None
         elif self.group is None or self.group.binding != group:
-            self.group = GroupBudget(script, group)
+            previous, self.group = self.group, GroupBudget(script, group)
+            kept = previous.binding if previous is not None else None
+            if kept is not None and (kept.group, kept.member_id) == (group.group, group.member_id):
+                self.group.pending = previous.pending  # settled with the next reservation
 
     async def _run(self) -> None:
         backoff = 0.05
