@@ -52,38 +52,38 @@ def test_one_member_gets_the_whole_group_then_waits_for_the_next_period(client) 
     assert (first.messages, first.why) == (10, WHY_GRANTED)
     paced = group.call("a", 10_000)
     assert paced.why == WHY_SHARE and paced.messages == 0 and paced.wait_ms == 50
-    assert group.call("a", 10_200).messages == 40  # 0.1 + 2 x 0.2 of the share by now
-    assert group.call("a", 10_500).messages == 50  # all of it halfway through
-    empty = group.call("a", 10_600)
+    assert group.call("a", 10_250).messages == 30  # 0.1 + 1.2 x 0.25 of the share by now
+    assert group.call("a", 10_750).messages == 60  # all of it three quarters through
+    empty = group.call("a", 10_800)
     assert empty.why == WHY_GROUP and empty.messages == 0
-    assert empty.wait_ms == 400  # until the period that started at 10 000 ends
+    assert empty.wait_ms == 200  # until the period that started at 10 000 ends
     assert group.call("a", 11_000).messages == 10
-    assert group.call("a", 11_500).messages == 90
+    assert group.call("a", 11_750).messages == 90
 
 
 def test_what_a_call_did_not_use_goes_back_to_its_period_only(client) -> None:
     group = Group(client)
     grant = group.call("a", 10_000)
-    assert group.call("a", 10_500).messages == 90
-    group.settle("a", grant, 3, 10_600, hungry=True)  # 7 of the first 10 come back
-    assert group.call("a", 10_700).messages == 7
+    assert group.call("a", 10_750).messages == 90
+    group.settle("a", grant, 3, 10_800, hungry=True)  # 7 of the first 10 come back
+    assert group.call("a", 10_900).messages == 7
     late = group.call("a", 12_000)
     assert late.messages == 10
     assert group.call("a", 13_100).messages == 10  # the next period, started at 13 100
-    assert group.call("a", 13_600).messages == 90  # used up
-    group.settle("a", late, 0, 13_200)  # the 12 000 period is over: nothing goes back
-    assert group.call("a", 13_700).messages == 0
+    assert group.call("a", 13_850).messages == 90  # used up
+    group.settle("a", late, 0, 13_900)  # the 12 000 period is over: nothing goes back
+    assert group.call("a", 13_950).messages == 0
 
 
 def test_two_hungry_members_split_by_weight(client) -> None:
     group = Group(client)
     assert group.call("a", 10_000, weight=3).messages == 10  # alone
     # b starts a moment later: still its share of this period, paced like a's.
-    assert group.call("b", 10_010, weight=1).messages == 3  # ceil(25 x 0.12)
-    assert group.call("a", 10_500, weight=3).messages == 65
-    refused = group.call("a", 10_510, weight=3)
+    assert group.call("b", 10_025, weight=1).messages == 4  # 25 x 0.13, rounded up
+    assert group.call("a", 10_750, weight=3).messages == 65
+    refused = group.call("a", 10_760, weight=3)
     assert refused.why == WHY_SHARE and 0 < refused.wait_ms <= 50
-    assert group.call("b", 10_520, weight=1).messages == 22
+    assert group.call("b", 10_770, weight=1).messages == 21
 
 
 def test_a_satisfied_member_leaves_its_share(client) -> None:
@@ -92,20 +92,20 @@ def test_a_satisfied_member_leaves_its_share(client) -> None:
     group.call("b", 10_001, want=1)
     assert group.call("a", 11_000).messages == 5
     assert group.call("b", 11_000).messages == 5
-    assert group.call("a", 11_500).messages == 45
-    b = group.call("b", 11_501)
+    assert group.call("a", 11_750).messages == 45
+    b = group.call("b", 11_751)
     assert b.messages == 45
-    group.settle("b", b, 5, 11_502)  # b had only 10 to send in all
-    assert group.call("a", 11_503).messages == 40  # what b left goes to a
+    group.settle("b", b, 5, 11_752)  # b had only 10 to send in all
+    assert group.call("a", 11_753).messages == 40  # what b left goes to a
 
 
 def test_a_lowered_limit_never_oversells(client) -> None:
     group = Group(client, 100)
     group.call("a", 10_000)
-    assert group.call("a", 10_500).messages == 90
+    assert group.call("a", 10_750).messages == 90
     group.limit = 50
     # A new period at once, less what the interrupted one used (all of it): nothing more.
-    lowered = group.call("a", 10_300)
+    lowered = group.call("a", 10_800)
     assert lowered.messages == 0 and lowered.why == WHY_GROUP
-    assert group.call("a", 11_300).messages == 5
-    assert group.call("a", 11_800).messages == 45
+    assert group.call("a", 11_800).messages == 5
+    assert group.call("a", 12_550).messages == 45

@@ -28,7 +28,8 @@
 -- to send.  The active members that are not hungry keep what they used this period; the
 -- rest of the period's permits is shared among the hungry ones in proportion to their
 -- weights, and a member gets at most its share less what it used this period (rounded up),
--- paced: a tenth of its share at the period's start, growing to all of it halfway through.
+-- paced: a tenth of its share at the period's start, growing to all of it three quarters of
+-- the way through.
 -- What an idle or satisfied member leaves is so shared among the others (work-conserving).
 -- Members hash fields, per member M: "w|M" weight, "t|M" last ask (ms), "h|M" hungry (1/0),
 -- "um|M" / "ub|M" messages / bytes used in the period "wm|M" / "wb|M" started.
@@ -135,8 +136,8 @@ local function open(b)
 end
 
 -- What this member may take now in one dimension: amount, why, wait.  Shares are paced over
--- the first half of the period (a tenth at once, all of it halfway), so a member that starts
--- a moment after another still gets its share of that period.
+-- the first three quarters of the period (a tenth at once, all of it three quarters through),
+-- so a member that starts a moment after another still gets its share of that period.
 local horizon = period * 1.5
 local function grant(b)
   if not b then return -1, 0, 0 end
@@ -151,7 +152,7 @@ local function grant(b)
       end
     end
   end
-  local paced = math.min(1, 0.1 + 2 * math.max(now - b.ws, 0) / b.pp)
+  local paced = math.min(1, 0.1 + 1.2 * math.max(now - b.ws, 0) / b.pp)
   local left = math.ceil(pool * weight / total * paced - used_of(me, b) - 1e-9)
   if left <= 0 then
     return 0, 2, math.min(b.ws + b.pp - now, math.max(20, b.pp / 20))
