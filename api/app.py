@@ -46,6 +46,7 @@ from api.permissions.router import router as permissions_router
 from api.policy_cache import PolicyCache
 from api.reports.queue import ReportQueue
 from api.reports.router import router as reports_router
+from api.resource_groups.router import router as resource_groups_router
 from api.responses import JsonResponse
 from api.routing import SluiceRoute, index_routes, not_found
 from api.sessions.router import router as sessions_router
@@ -94,6 +95,7 @@ ROUTERS = (
     namespaces_router,
     *LIMITS_ROUTERS.values(),
     permissions_router,
+    resource_groups_router,
     topics_router,
     operations_router,
     brokers_router,

@@ -32,6 +32,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from api.permissions.service import PERMISSIONS
+from api.resource_groups.service import RESOURCE_GROUP
 from dataplane.events import ChangeEvent, ChangeFollower
 from models.dispatch_rate import DispatchRate
 from models.orm import DISPATCH_RATE, Namespace, Tenant, Topic
@@ -47,7 +48,7 @@ log = logging.getLogger(__name__)
 RETRY_FIRST_SECONDS = 0.5
 RETRY_MAX_SECONDS = 5.0
 # Kinds of change that touch neither the policies nor the topics and namespaces.
-NEUTRAL = frozenset({"subscription", "operation", PERMISSIONS})
+NEUTRAL = frozenset({"subscription", "operation", PERMISSIONS, RESOURCE_GROUP})
 # Kinds of change that touch the policies only.
 POLICIES = frozenset({"policy", "broker.config"})
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
-from sluice.protocol.scripts import CONSUME, PRODUCE, SCRIPTS, scripts_for
+from sluice.protocol.scripts import CONSUME, GROUP_PUBLISH, PRODUCE, SCRIPTS, scripts_for
 
 # The scripts a client calls, by action (each script's spec names the action that may call it).
 ACTION_SCRIPTS = {action: scripts_for(action) for action in (PRODUCE, CONSUME)}
@@ -51,6 +51,8 @@ PRODUCE_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("hget", "hmget", "hset", "pexpireat", "del"), ("pubrate",)),
     (("zadd", "zcard", "zremrangebyscore", "zscore", "zrem"), ("producers",)),
 )
+GROUP_PUBLISH_PATTERN = "sl:{rg:*}:publish"
+GROUP_PUBLISH_COMMANDS = (f"evalsha|{GROUP_PUBLISH.sha}", "hmget", "hset", "pexpireat")
 CONSUME_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (
         (
@@ -230,6 +232,9 @@ def grant_selectors(grants: Iterable[tuple[Scope, Iterable[str]]]) -> list[str]:
                 bare = suffix.removeprefix("%R")
                 patterns += [("%R" if read_only else "") + p + bare for p in mine]
             selectors.append(_selector(commands, patterns))
+        if action == PRODUCE:
+            # A resource group's publish window is the group's, shared by its producers.
+            selectors.append(_selector(GROUP_PUBLISH_COMMANDS, [GROUP_PUBLISH_PATTERN]))
     return selectors
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 THROTTLED_COUNTERS = tuple(
     f"dispatchThrottled{dim}EventsBy{level}Limit"
-    for level in ("Subscription", "Topic", "Broker")
+    for level in ("Subscription", "Topic", "Broker", "ResourceGroup")
     for dim in ("Msg", "Bytes")
 )
 NO_RATE = (0.0, 0.0)  # messages and bytes per second where nothing measured a rate

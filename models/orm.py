@@ -11,6 +11,7 @@ from models.policies import (
     PermissionGrant,
 )
 from models.reports import BacklogReportRow, RateReportRow, ReportRun
+from models.resource_groups import ResourceGroup, ResourceGroupAttachment
 from models.tenancy import Cluster, Namespace, Subscription, Tenant, Topic
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "PermissionGrant",
     "RateReportRow",
     "ReportRun",
+    "ResourceGroup",
+    "ResourceGroupAttachment",
     "Subscription",
     "Tenant",
     "Topic",

@@ -41,6 +41,7 @@ returns only once that many replicas of the partition's Redis master confirmed i
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import threading
@@ -73,6 +74,7 @@ from sluice.errors import (
     ProducerQueueIsFull,
     Timeout,
 )
+from sluice.group_publish import GroupPublishGate
 from sluice.message import MessageId
 from sluice.protocol.abuse import DURABLE_ACKS_REQUIRED, PUBLISH_RATE_LIMITED
 from sluice.protocol.frames import pack_batch
@@ -593,10 +595,16 @@ class Producer:
                     ) from None
                 clock.sleep(wait)
 
+    @functools.cached_property
+    def _group_publish(self) -> GroupPublishGate:
+        """The resource-group publish limits of this producer's partitions."""
+        return GroupPublishGate(self._client.redis, self._client.scripts)
+
     def _store(self, script_keys: list[str], args: list, partition: TopicName) -> list:
         """One ``produce.lua`` call, followed by ``WAIT`` on its connection when the partition
         or the producer asks for replicas (``produce.lua`` refuses a call that promises fewer
         than the partition's policy)."""
+        self._group_publish.take(partition, args)  # the resource group's publish rate, if any
         durability = self._durable.asked.stricter(self._registration.durability(partition))
         script = self._client.scripts[PRODUCE_SCRIPT.name]
         args = [*args, durability.replicas]

@@ -48,6 +48,8 @@ STATEFUL_TABLES = (
     "topics",
     "namespaces",
     "tenants",
+    "resource_group_attachments",
+    "resource_groups",
 )
 
 

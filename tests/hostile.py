@@ -39,6 +39,7 @@ PATH_VALUES = {
     "timestamp": "0",
     "session": "sl-session-0",
     "role": "app",
+    "resourcegroup": "rg",
 }
 FRESH = "fresh"
 
@@ -57,6 +58,7 @@ VALID_BODIES: dict[str, Any] = {
     "integer": 7,
     "object": {},
     "array": ["produce", "consume"],  # a grant's actions (the permission routes)
+    "string": "rg",  # a topic's resource group
 }
 
 # GET answers that change on their own (workers, clocks, reports) stay out of the snapshot.

@@ -82,6 +82,8 @@ class SharedDispatch:
     alarms: AlarmClock
     script: PackedScript  # dispatch.lua, calls of one loop turn pipelined
     settings: DispatchSettings
+    # group_budget.lua, for the dispatchers of partitions in a resource group (None: none).
+    group_script: PackedScript | None = None
     # Each owned partition's abuse limits as last written to Redis (awake or dormant), so a
     # runner that starts again or a policy change writes only what changed.
     limits_written: dict[str, dict[str, int]] = field(default_factory=dict)

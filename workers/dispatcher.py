@@ -33,6 +33,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from models.flow_resolution import FlowLimits
 from models.resolution import Limiter, ResolvedRate
+from models.resource_groups import GroupBinding
 from sluice.protocol import keys
 from sluice.protocol.frames import (
     DispatchArgs,
@@ -43,6 +44,7 @@ from sluice.protocol.frames import (
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import DISPATCH
 from workers.context import DispatchSettings, SharedDispatch, WorkerContext
+from workers.group_budget import Grant, GroupBudget, Settlement
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,8 @@ EXHAUSTED_BITS = (
     (4, "msg", Limiter.SUBSCRIPTION),
     (8, "byte", Limiter.SUBSCRIPTION),
 )
+GROUP = "group"  # the throttling reason of a resource group's limiter
+BUDGET_REASONS = (DispatchReason.MSG_BUDGET, DispatchReason.BYTE_BUDGET)
 
 
 class Fenced(Exception):
@@ -93,6 +97,7 @@ class Dispatcher:
         self._sub_args = LimitArgs()
         self.topic_args = LimitArgs()  # the partition's TOPIC limit in force
         self.flow: FlowLimits | None = None  # the max-unacked limits in force (see apply)
+        self.group: GroupBudget | None = None  # the resource group's limiter, if limited
         self.wake = asyncio.Event()
         self.waiting_for_quota = False  # data wake-ups need not wake it: it has backlog
         self.alarm = 0  # number of the current sleep (see workers.alarms)
@@ -134,13 +139,28 @@ class Dispatcher:
             self._task.cancel()
             await asyncio.wait([self._task], timeout=5.0)
 
-    def apply(self, resolved: ResolvedRate, topic: LimitArgs, flow: FlowLimits) -> None:
-        """Take new limits (SUBSCRIPTION, the partition's TOPIC, flow control): every later
-        call enforces them.  Called before ``start`` and on every change."""
+    def apply(
+        self,
+        resolved: ResolvedRate,
+        topic: LimitArgs,
+        flow: FlowLimits,
+        group: GroupBinding | None = None,
+    ) -> None:
+        """Take new limits (SUBSCRIPTION, the partition's TOPIC, flow control, the resource
+        group's): every later call enforces them.  Called before ``start`` and on every
+        change."""
         self.rate = resolved
         self._sub_args = limit_args(resolved)
         self.topic_args = topic
         self.flow = flow
+        script = self.shared.group_script
+        if group is None or not group.rates.dispatch_limited or script is None:
+            self.group = None
+        elif self.group is None or self.group.binding != group:
+            previous, self.group = self.group, GroupBudget(script, group)
+            kept = previous.binding if previous is not None else None
+            if kept is not None and (kept.group, kept.member_id) == (group.group, group.member_id):
+                self.group.pending = previous.pending  # settled with the next reservation
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -206,10 +226,60 @@ class Dispatcher:
             self.settled = not self.refresh_needed
             await self._park(-1)
             return
+        group = self.group
+        grant = None
+        if group is not None:
+            grant = await self._reserve_group(group)
+            if grant is None:
+                return
+            now = time.monotonic()
         reserved = self._reserve_broker(now)
-        result = await self._call(self._call_args(reserved), reserved)
+        try:
+            result = await self._call(self._call_args(reserved, grant), reserved)
+        except BaseException:
+            if group is not None and grant is not None:
+                group.pending = Settlement(grant, 0, 0)  # handed back by the next call
+            raise
         self._note(result, reserved)
+        if group is not None and grant is not None:
+            await self._settle_group(group, grant, result)
         await self._after(result)
+
+    async def _reserve_group(self, group: GroupBudget) -> Grant | None:
+        """Reserve on the resource group's limiter what one call may hand out; None (after
+        waiting as the group says) when it gives nothing now."""
+        config = self.shared.settings
+        per_entry = 1.0 if config.count_entries else self.messages_per_entry
+        reads = max(config.reads_per_call, 1)
+        want_msgs = max(1, math.ceil(config.max_entries * reads * per_entry * 1.5))
+        grant = await group.reserve(want_msgs, max(config.read_cap * reads, 1))
+        if grant.granted:
+            return grant
+        self._count("msg" if grant.messages == 0 else "byte", GROUP)
+        self.waiting_for_quota = True
+        try:
+            await self._sleep(max(grant.wait_ms, 1) / 1000)
+        finally:
+            self.waiting_for_quota = False
+        return None
+
+    async def _settle_group(self, group: GroupBudget, grant: Grant, result: DispatchResult) -> None:
+        """Give the group back what the call did not use: with the next reservation when the
+        next step follows at once (the member wants more), else now."""
+        used_msgs = 0 if result.unthrottled else result.units
+        used_bytes = 0 if result.unthrottled else result.bytes
+        broker = self.shared.broker_limiter
+        at_once = result.reason is DispatchReason.MORE or (
+            result.reason in BUDGET_REASONS
+            and not result.exhausted
+            and not (broker.enabled and broker.available(time.monotonic()).exhausted)
+        )
+        if at_once:
+            group.pending = Settlement(grant, used_msgs, used_bytes)
+            return
+        # Not hungry for the group: out of data, permits or room, or held back by one of
+        # its own limiters; what it leaves this period goes to the group's other members.
+        await group.settle(grant, used_msgs, used_bytes, False)
 
     def _reserve_broker(self, now: float) -> tuple[int | None, int | None]:
         """Reserve on the BROKER limiter what one call may hand out (messages, bytes; None
@@ -229,11 +299,17 @@ class Dispatcher:
         broker.reserve(reserve_msgs, reserve_bytes, now)
         return reserve_msgs, reserve_bytes
 
-    def _call_args(self, reserved: tuple[int | None, int | None]) -> DispatchArgs:
-        """What ``dispatch.lua`` is called with: the limits in force and this call's budgets."""
+    def _call_args(
+        self, reserved: tuple[int | None, int | None], grant: Grant | None = None
+    ) -> DispatchArgs:
+        """What ``dispatch.lua`` is called with: the limits in force and this call's budgets
+        (the BROKER reservation and the resource group's grant, the smaller of each)."""
         config = self.shared.settings
         max_entries = config.max_entries
         reserve_msgs, reserve_bytes = reserved
+        if grant is not None:
+            reserve_msgs = _smaller(reserve_msgs, grant.messages)
+            reserve_bytes = _smaller(reserve_bytes, grant.bytes)
         sub_limit, consumer_limit = self._unacked_limits(max_entries)
         return DispatchArgs(
             subscription=self.subscription,
@@ -385,8 +461,8 @@ class Dispatcher:
         if budget.bytes is not None and budget.bytes <= 0:
             self._count("byte", Limiter.BROKER)
 
-    def _count(self, dimension: str, kind: Limiter) -> None:
-        key = (dimension, kind.value)
+    def _count(self, dimension: str, kind: Limiter | str) -> None:
+        key = (dimension, kind if isinstance(kind, str) else kind.value)
         self.throttled[key] = self.throttled.get(key, 0) + 1
 
     async def _park(self, next_due_ms: int) -> None:
@@ -413,3 +489,10 @@ class Dispatcher:
             self.wake.clear()
             self.alarm += 1  # the alarm of this sleep, if still to come, wakes nothing
         return self.rang == self.alarm - 1
+
+
+def _smaller(reserved: int | None, granted: int) -> int | None:
+    """The tighter of a BROKER reservation (None = no limit) and a group grant (-1 = none)."""
+    if granted < 0:
+        return reserved
+    return granted if reserved is None else min(reserved, granted)

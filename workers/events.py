@@ -31,7 +31,7 @@ from workers.gate import DispatchGate
 
 log = logging.getLogger(__name__)
 
-POLICY_KINDS = frozenset({"policy", "broker.config"})
+POLICY_KINDS = frozenset({"policy", "broker.config", "resourcegroup"})  # not the catalog's
 
 
 @dataclass(eq=False)

@@ -29,6 +29,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from models.flow_resolution import FlowLimits
 from models.resolution import ResolvedRate
+from models.resource_groups import GroupBinding, GroupRates
 from sluice.protocol import keys
 from sluice.protocol.abuse import limit_pairs
 from sluice.protocol.frames import LimitArgs
@@ -50,11 +51,16 @@ LIMITS_EVERY_SECONDS = 10.0  # abuse limits are written again this often, change
 _INTERNED: dict[tuple, dict[str, int]] = {}
 
 
-def limit_values(flow: FlowLimits) -> dict[str, int]:
-    """A partition's abuse limits, publish and subscribe rates and durable acknowledgements
-    as ``sl:{P}:limits`` holds them (equal values are one shared dict: a worker keeps them
-    for every partition)."""
+def limit_values(flow: FlowLimits, group: GroupBinding | None = None) -> dict[str, int]:
+    """A partition's abuse limits, publish and subscribe rates, durable acknowledgements and
+    resource group's publish rates as ``sl:{P}:limits`` holds them (equal values are one
+    shared dict: a worker keeps them for every partition)."""
     values = _limit_values(flow)
+    rates = group.rates if group is not None else GroupRates()
+    limited = rates.publish_limited
+    values["resourceGroupId"] = rates.id if limited else 0
+    values["resourceGroupPublishInMsg"] = max(rates.publish_msgs, 0) if limited else 0
+    values["resourceGroupPublishInByte"] = max(rates.publish_bytes, 0) if limited else 0
     key = tuple(values.values())
     if len(_INTERNED) > 10_000:
         _INTERNED.clear()
@@ -210,7 +216,9 @@ class PartitionRunner:
         )
         effective = self.limits.resolve(subscription, self.publish.rate())
         assert effective.subscription is not None
-        dispatcher.apply(effective.subscription, self.topic_args, self.limits.flow)
+        dispatcher.apply(
+            effective.subscription, self.topic_args, self.limits.flow, self.limits.group
+        )
         self.limit_clock.mark(
             time.monotonic(),
             {subscription: (effective.msg_per_second, effective.byte_per_second)},
@@ -263,7 +271,7 @@ class PartitionRunner:
         for name, dispatcher in self.dispatchers.items():
             effective = limits.resolve(name, rate)
             assert effective.subscription is not None
-            dispatcher.apply(effective.subscription, self.topic_args, limits.flow)
+            dispatcher.apply(effective.subscription, self.topic_args, limits.flow, limits.group)
             marks[name] = (effective.msg_per_second, effective.byte_per_second)
         self.limit_clock.mark(time.monotonic(), marks)
 
@@ -272,7 +280,7 @@ class PartitionRunner:
         ``force``d); computed at the time of writing, one write at a time, so a slower write
         never replaces a newer one.  A lost lease stops the partition."""
         async with self._limits_lock:
-            values = limit_values(self.limits.flow)
+            values = limit_values(self.limits.flow, self.limits.group)
             written = self.shared.limits_written
             if values == written.get(self.partition.full) and not force:
                 return

@@ -25,6 +25,7 @@ from models.broker_config import BrokerConfig
 from models.flow_resolution import FlowLimits, resolve_flow
 from models.repository import load_broker_config, load_snapshot
 from models.resolution import EffectiveLimits, PolicyInputs, PublishRate, resolve_limits
+from models.resource_groups import GroupBinding, GroupSnapshot, load_group_snapshot
 from models.snapshot import PolicySnapshot
 from sluice.protocol.names import TopicName
 
@@ -35,6 +36,7 @@ class PartitionLimits:
 
     inputs: PolicyInputs
     flow: FlowLimits
+    group: GroupBinding | None = None  # the resource group that applies, if any
 
     def resolve(
         self, subscription: str | None = None, publish_rate: PublishRate = PublishRate()
@@ -77,6 +79,10 @@ class PolicyView(Protocol):
         """``maxTopicsPerNamespace`` of each namespace that sets its own (``tenant/ns``)."""
         ...
 
+    def group(self, partition: TopicName) -> GroupBinding | None:
+        """The resource group that applies to a topic or partition."""
+        ...
+
 
 class PolicyState:
     """The current policy snapshot; ``version`` grows on every reload."""
@@ -84,6 +90,7 @@ class PolicyState:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
         self.snapshot = PolicySnapshot()
+        self.groups = GroupSnapshot()
         self.version = 0
         self._flow: dict[str, FlowLimits] = {}
         # Reads and swaps of the snapshot never overlap, so an older read can never replace
@@ -98,7 +105,15 @@ class PolicyState:
     async def reload(self) -> None:
         """Read every policy and the broker configuration again."""
         async with self._lock, self.sessions() as session:
-            self._swap(await load_snapshot(session))
+            snapshot = await load_snapshot(session)
+            self.groups = await load_group_snapshot(session)
+            self._swap(snapshot)
+
+    async def reload_groups(self) -> None:
+        """Read the resource groups and their attachments again (a ``resourcegroup`` event)."""
+        async with self._lock, self.sessions() as session:
+            self.groups = await load_group_snapshot(session)
+            self.version += 1
 
     async def reload_parts(self, namespaces: set[str], broker: bool) -> None:
         """Read again only the policies of some namespaces (``tenant/ns``) and, if asked, the
@@ -140,7 +155,11 @@ class PolicyState:
 
     def for_partition(self, partition: TopicName) -> PartitionLimits:
         """The inputs and flow limits of one partition, to hand to its runner."""
-        return PartitionLimits(self.snapshot.inputs_for(partition), self.flow(partition))
+        return PartitionLimits(
+            self.snapshot.inputs_for(partition),
+            self.flow(partition),
+            self.groups.binding_for(partition),
+        )
 
     def namespace_topic_limits(self) -> dict[str, int]:
         """``maxTopicsPerNamespace`` of each namespace that sets its own (``tenant/ns``)."""
@@ -153,3 +172,7 @@ class PolicyState:
     def setting(self, name: str) -> Any:
         """A typed broker setting."""
         return self.snapshot.broker.get(name)
+
+    def group(self, partition: TopicName) -> GroupBinding | None:
+        """The resource group that applies to a topic or partition."""
+        return self.groups.binding_for(partition)

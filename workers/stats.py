@@ -520,6 +520,7 @@ def _throttled(dispatcher: Dispatcher | None) -> dict[str, int]:
         ("broker", "Broker"),
         ("topic", "Topic"),
         ("subscription", "Subscription"),
+        ("group", "ResourceGroup"),  # the resource group's budget (workers.group_budget)
     ):
         out[f"dispatchThrottledMsgEventsBy{label}Limit"] = counts.get(("msg", reason), 0)
         out[f"dispatchThrottledBytesEventsBy{label}Limit"] = counts.get(("byte", reason), 0)

@@ -33,7 +33,7 @@ from sluice.protocol import keys
 from sluice.protocol.abuse import limit_pairs
 from sluice.protocol.frames import partitions_of
 from sluice.protocol.names import TopicName
-from sluice.protocol.scripts import DISPATCH, LIMITS
+from sluice.protocol.scripts import DISPATCH, GROUP_BUDGET, LIMITS
 from workers.alarms import AlarmClock
 from workers.catalog import Catalog
 from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, WorkerContext
@@ -92,6 +92,7 @@ class Worker:
             alarms=AlarmClock(),
             script=PackedScript(redis, DISPATCH.source),
             settings=DispatchSettings.of(self.policy, settings),
+            group_script=PackedScript(redis, GROUP_BUDGET.source),
         )
         self.catalog = Catalog(self.context, sessions, on_changed=self.claim_partitions)
         self.stats = StatsPublisher(self.context)
@@ -209,6 +210,8 @@ class Worker:
         await asyncio.wait_for(self.ownership.stop(), timeout)
         self.runners = {}
         await self.shared.script.close()
+        if self.shared.group_script is not None:
+            await self.shared.group_script.close()
 
     async def _tick(self) -> None:
         """Once a second: the running partitions' housekeeping and stats (side by side), then
@@ -247,7 +250,14 @@ class Worker:
         the catalog."""
         started = time.monotonic()
         namespaces, broker, catalog_events = split_events(events)
+        groups = any(e.kind == "resourcegroup" for e in events)
+        if groups and not (namespaces or broker):
+            await self.policy.reload_groups()
+            self.apply_limits()
+            await self.write_limits()
         if namespaces or broker:
+            if groups:
+                await self.policy.reload_groups()
             if None in namespaces:
                 await self.policy.reload()
             else:
@@ -647,7 +657,7 @@ class Worker:
             topic = TopicName.from_full(name)
             if namespaces is not None and f"{topic.tenant}/{topic.namespace}" not in namespaces:
                 continue
-            values = limit_values(self.policy.flow(topic))
+            values = limit_values(self.policy.flow(topic), self.policy.group(topic))
             if self._topic_limits.get(name) is values:
                 continue
             for partition in partitions_of(topic, count):

@@ -22,6 +22,7 @@ from models.flow_resolution import FlowLimits, resolve_flow
 from models.orm import Namespace, Subscription, Tenant, Topic
 from models.repository import load_snapshot
 from models.resolution import Candidate, EffectiveLimits, ResolvedRate, resolve_limits
+from models.resource_groups import GroupBinding, GroupSnapshot, load_group_snapshot, with_group
 from models.snapshot import PolicySnapshot
 from sluice.protocol.names import TopicName
 
@@ -48,20 +49,50 @@ def limiter_json(resolved: ResolvedRate) -> dict:
     }
 
 
-def effective_json(limits: EffectiveLimits) -> dict:
-    """The combined limit: the smallest rate per dimension and the limiter that sets it."""
+def effective_json(limits: EffectiveLimits, group: GroupBinding | None = None) -> dict:
+    """The combined limit: the smallest rate per dimension and the limiter that sets it (the
+    resource group's, ``resourceGroup``, when it is the lowest)."""
+    msg, msg_limiter = (
+        limits.msg_per_second,
+        limits.msg_limiter.value if limits.msg_limiter else None,
+    )
+    byte = limits.byte_per_second
+    byte_limiter = limits.byte_limiter.value if limits.byte_limiter else None
+    if group is not None:
+        msg, msg_limiter = with_group(msg, msg_limiter, group.rates.dispatch_msgs)
+        byte, byte_limiter = with_group(byte, byte_limiter, group.rates.dispatch_bytes)
     return {
-        "msgPerSecond": limits.msg_per_second,
-        "bytePerSecond": limits.byte_per_second,
-        "msgLimiter": limits.msg_limiter.value if limits.msg_limiter else None,
-        "byteLimiter": limits.byte_limiter.value if limits.byte_limiter else None,
+        "msgPerSecond": msg,
+        "bytePerSecond": byte,
+        "msgLimiter": msg_limiter,
+        "byteLimiter": byte_limiter,
+    }
+
+
+def group_json(group: GroupBinding | None) -> dict | None:
+    """The resource group that applies: which, attached where, its dispatch rates."""
+    if group is None:
+        return None
+    return {
+        "name": group.group,
+        "level": group.level,
+        "member": group.member,
+        "weight": group.weight,
+        "dispatchRateInMsgs": group.rates.dispatch_msgs,
+        "dispatchRateInBytes": group.rates.dispatch_bytes,
+        "appliesPer": "group",
     }
 
 
 def topic_provenance(
-    snapshot: PolicySnapshot, topic: TopicName, partitions: int, subscriptions: list[str]
+    snapshot: PolicySnapshot,
+    topic: TopicName,
+    partitions: int,
+    subscriptions: list[str],
+    groups: GroupSnapshot | None = None,
 ) -> dict[str, Any]:
     """The full provenance document of one topic and its subscriptions."""
+    group = groups.binding_for(topic) if groups is not None else None
     inputs = snapshot.inputs_for(topic)
     limits = resolve_limits(inputs)
     names = sorted(set(subscriptions) | set(inputs.subscription_dispatch_rates))
@@ -71,7 +102,7 @@ def topic_provenance(
         assert sub_limits.subscription is not None
         subs[name] = {
             "subscription": limiter_json(sub_limits.subscription),
-            "effective": effective_json(sub_limits),
+            "effective": effective_json(sub_limits, group),
         }
     default = resolve_limits(inputs, subscription="")
     assert default.subscription is not None
@@ -84,8 +115,9 @@ def topic_provenance(
             "topic": limiter_json(limits.topic),
             "subscriptionDefault": limiter_json(default.subscription),
         },
-        "effective": effective_json(limits),
+        "effective": effective_json(limits, group),
         "subscriptions": subs,
+        "resourceGroup": group_json(group),
     }
 
 
@@ -114,6 +146,7 @@ async def provenance_for(
 ) -> list[dict[str, Any]]:
     """Provenance of every topic in scope: one topic, one namespace, or everything."""
     snapshot = await load_snapshot(session, namespace_id=namespace_id, topic_id=topic_id)
+    groups = await load_group_snapshot(session)
     topics = await _topics_in_scope(session, namespace_id, topic_id)
     subs_query = select(Subscription.topic_id, Subscription.name)
     if topic_id is not None:
@@ -125,7 +158,7 @@ async def provenance_for(
         subs.setdefault(tid, []).append(name)
     return [
         topic_provenance(
-            snapshot, TopicName(tenant, ns, row.name), row.partitions, subs.get(row.id, [])
+            snapshot, TopicName(tenant, ns, row.name), row.partitions, subs.get(row.id, []), groups
         )
         for row, ns, tenant in topics
     ]

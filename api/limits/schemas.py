@@ -49,6 +49,18 @@ class SubscriptionProvenance(Document):
     effective: EffectiveDocument
 
 
+class AppliedResourceGroup(Document):
+    """The resource group that applies to a topic: one budget for the whole group."""
+
+    name: str
+    level: str
+    member: str
+    weight: int
+    dispatchRateInMsgs: int
+    dispatchRateInBytes: int
+    appliesPer: str
+
+
 class TopicProvenance(Document):
     """Every limiter of a topic and its subscriptions (``effectiveDispatchRates``)."""
 
@@ -58,6 +70,7 @@ class TopicProvenance(Document):
     limiters: Limiters
     effective: EffectiveDocument
     subscriptions: dict[str, SubscriptionProvenance]
+    resourceGroup: AppliedResourceGroup | None = None
 
 
 class RateDryRun(Document):

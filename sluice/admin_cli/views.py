@@ -222,7 +222,12 @@ def _count(value: Any) -> str:
 def _throttled(sub: dict) -> str:
     counts = [
         (level, sum(sub.get(f"dispatchThrottled{kind}EventsBy{key}Limit", 0) for kind in KINDS))
-        for level, key in (("sub", "Subscription"), ("topic", "Topic"), ("broker", "Broker"))
+        for level, key in (
+            ("sub", "Subscription"),
+            ("topic", "Topic"),
+            ("broker", "Broker"),
+            ("group", "ResourceGroup"),
+        )
     ]
     shown = [f"{level} {count:,}" for level, count in counts if count]
     return ", ".join(shown) if shown else "never"

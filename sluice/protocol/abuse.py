@@ -53,6 +53,11 @@ LIMIT_FIELDS = (
     # and for how long.
     "durableAckReplicas",
     "durableAckTimeoutMs",
+    # The partition's resource group when it limits publishing (its id, 0 = none), and the
+    # group's publish rates per second (0 = no limit): what ``sluice.group_publish`` reads.
+    "resourceGroupId",
+    "resourceGroupPublishInMsg",
+    "resourceGroupPublishInByte",
 )
 # Fields that mean nothing while another is 0 (a period without a rate, a timeout without
 # replicas): not compared with the defaults.

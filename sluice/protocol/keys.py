@@ -117,6 +117,21 @@ def worker_unloaded(worker_id: str) -> str:
     return f"sl:worker:{worker_id}:unloaded"
 
 
+def group_budget(group: str) -> str:
+    """A resource group's dispatch limiter (``group_budget.lua``), in the group's own slot."""
+    return f"sl:{{rg:{group}}}:budget"
+
+
+def group_members(group: str) -> str:
+    """A resource group's members (weights, use in the current period), in the group's slot."""
+    return f"sl:{{rg:{group}}}:members"
+
+
+def group_publish(group_id: str) -> str:
+    """A resource group's publish window (``group_publish.lua``), by the group's id."""
+    return f"sl:{{rg:{group_id}}}:publish"
+
+
 SLOTS = 16384
 SPREAD_STRIDE = 10127  # SLOTS / golden ratio: consecutive partitions land far apart
 SPREAD_WINDOW = 256  # a partition's slot is within half of this of its target

@@ -128,3 +128,10 @@ class TopicName:
 
     def __str__(self) -> str:
         return self.full
+
+
+def check_resource_group(name: str) -> str:
+    """Return ``name`` or raise 412 "ResourceGroup name is not valid"."""
+    if not is_valid_name(name):
+        raise PreconditionFailed("ResourceGroup name is not valid")
+    return name

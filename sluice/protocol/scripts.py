@@ -53,9 +53,22 @@ _PARTITION_KEYS: dict[str, Callable[[TopicName], str]] = {
 }
 
 
-def _key(role: str, partition: TopicName | None, subscription: str, consumer: str) -> str:
+# A resource group's KEYS role -> its key (in the group's own slot).
+_GROUP_KEYS: dict[str, Callable[[str], str]] = {
+    "rg:budget": keys.group_budget,
+    "rg:members": keys.group_members,
+    "rg:publish": keys.group_publish,
+}
+
+
+def _key(
+    role: str, partition: TopicName | None, subscription: str, consumer: str, group: str = ""
+) -> str:
     if role.startswith(keys.META):
         return role  # a cluster-wide key
+    if role in _GROUP_KEYS:
+        assert group, f"KEYS role {role} needs a resource group"
+        return _GROUP_KEYS[role](group)
     assert partition is not None, f"KEYS role {role} needs a partition"
     if role.startswith("s:"):
         return keys.sub_key(partition, subscription, role[2:])
@@ -74,10 +87,15 @@ class ScriptSpec:
     action: str | None = None  # the ACL action whose session users may call it
 
     def keys(
-        self, partition: TopicName | None = None, subscription: str = "", consumer: str = ""
+        self,
+        partition: TopicName | None = None,
+        subscription: str = "",
+        consumer: str = "",
+        group: str = "",
     ) -> list[str]:
-        """The script's KEYS for one partition (and subscription, consumer)."""
-        return [_key(role, partition, subscription, consumer) for role in self.layout]
+        """The script's KEYS for one partition (and subscription, consumer), or for one
+        resource ``group``."""
+        return [_key(role, partition, subscription, consumer, group) for role in self.layout]
 
     def keys_of(self, partitions: Iterable[TopicName]) -> list[str]:
         """KEYS of a call naming several partitions (the layout repeated per partition)."""
@@ -238,6 +256,18 @@ def _worker_heartbeat(worker: str, ttl_ms: int) -> Call:
 def _protocol_announce(protocol: int, oldest_peer: int) -> Call:
     """``protocol_announce.lua``: announce the protocol spoken and the oldest one accepted."""
     return PROTOCOL_ANNOUNCE.keys(), [protocol, oldest_peer]
+
+
+def _group_budget(group: str, argv: list[Any]) -> Call:
+    """``group_budget.lua``: reserve (and settle) on a resource group's dispatch limiter;
+    ``argv`` as its header lists (``workers.group_budget`` builds it)."""
+    return GROUP_BUDGET.keys(group=group), argv
+
+
+def _group_publish(group_id: int, messages: int, size: int, rate_msg: int, rate_byte: int) -> Call:
+    """``group_publish.lua``: take a send's messages and bytes from its resource group's
+    publish window (the group by id, the rates as the partition's limits hash holds them)."""
+    return GROUP_PUBLISH.keys(group=str(group_id)), [messages, size, rate_msg, rate_byte]
 
 
 def _fleet_read() -> Call:
@@ -406,6 +436,8 @@ INTERNAL_READ = _spec("internal_read", ("log", "lease"), _internal_read)
 LEASE_FENCE = _spec("lease_fence", ("lease",), _lease_fence)
 FLEET_READ = _spec("fleet_read", (keys.WORKERS, keys.APPLIED), _fleet_read)
 PROTOCOL_ANNOUNCE = _spec("protocol_announce", (keys.CLIENT_CONFIG,), _protocol_announce)
+GROUP_BUDGET = _spec("group_budget", ("rg:budget", "rg:members"), _group_budget)
+GROUP_PUBLISH = _spec("group_publish", ("rg:publish",), _group_publish, PRODUCE)
 
 
 def scripts_for(action: str) -> tuple[ScriptSpec, ...]:

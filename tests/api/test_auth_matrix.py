@@ -55,6 +55,7 @@ DEFAULT_PARAMS = {
     "value": "100",
     "session": "sl-session-0",
     "role": "app",
+    "resourcegroup": "rg",
 }
 
 
@@ -278,6 +279,35 @@ SPECS.update(
     }
 )
 
+# Resource groups: CRUD is a super-user's (as in Pulsar); attaching follows the target's
+# policy permissions (a tenant's: super-user, as every tenant route).  Group rg exists.
+RG = "/admin/v2/resourcegroups/{resourcegroup}"
+RG_BODY = {"dispatchRateInMsgs": 100}
+SPECS.update(
+    {
+        ("GET", "/admin/v2/resourcegroups"): spec(SUPER),
+        ("GET", RG): spec(SUPER),
+        ("PUT", RG): spec(SUPER, 204, {"dispatchRateInMsgs": 50}, [("PUT", RG, RG_BODY)]),
+        ("DELETE", RG): spec(SUPER, 204, undo=[("PUT", RG, RG_BODY)]),
+        ("GET", RG + "/attachments"): spec(SUPER),
+        ("GET", NS + "/resourcegroup"): spec(TENANT),
+        ("POST", NS + "/resourcegroup/{resourcegroup}"): spec(
+            TENANT, 204, undo=[("DELETE", NS + "/resourcegroup")]
+        ),
+        ("DELETE", NS + "/resourcegroup"): spec(TENANT, 204),
+        ("GET", TOPIC + "/resourceGroup"): spec(TENANT),
+        ("POST", TOPIC + "/resourceGroup"): spec(
+            TENANT, 204, "rg", [("DELETE", TOPIC + "/resourceGroup")]
+        ),
+        ("DELETE", TOPIC + "/resourceGroup"): spec(TENANT, 204),
+        ("GET", "/admin/v2/tenants/{tenant}/resourcegroup"): spec(SUPER),
+        ("POST", "/admin/v2/tenants/{tenant}/resourcegroup/{resourcegroup}"): spec(
+            SUPER, 204, undo=[("DELETE", "/admin/v2/tenants/{tenant}/resourcegroup")]
+        ),
+        ("DELETE", "/admin/v2/tenants/{tenant}/resourcegroup"): spec(SUPER, 204),
+    }
+)
+
 
 def app_routes() -> list[tuple[str, str]]:
     """Every (method, path template) the admin app serves (HEAD aside)."""
@@ -381,6 +411,7 @@ class Admin:
         self.ok("PUT", "/admin/v2/persistent/acme/ns/t/subscription/sub")
         self.ok("POST", "/admin/v2/namespaces/acme/ns/permissions/app", ["consume"])
         self.ok("POST", "/admin/v2/persistent/acme/ns/t/permissions/app", ["produce"])
+        self.ok("PUT", "/admin/v2/resourcegroups/rg", {"dispatchRateInMsgs": 100})
 
 
 @pytest.fixture(scope="module")

@@ -139,6 +139,8 @@ def test_hostile_bodies_on_every_body_route(world: World):
     for op in world.api.body_operations:
         target = op.concrete()
         for name, body in HOSTILE_BODIES.items():
+            if name == "string" and op.body_type == "string":
+                continue  # a name is what a string body holds (a topic's resource group)
             answer = world.refused(op.method, target, body)
             assert answer.status in (400, 413), f"{name}: {answer}"
         for body in MAYBE_VALID_BODIES.values():

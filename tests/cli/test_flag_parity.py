@@ -24,6 +24,31 @@ DEFAULTS = {
 }
 
 CASES = [
+    # resource groups (pulsar-admin resourcegroups, namespaces *-resource-group)
+    ("resourcegroups list", {}),
+    ("resourcegroups get rg", {"resourcegroup": "rg"}),
+    (
+        "resourcegroups create rg -mp 10 -bp 20 -md 30 -bd 40",
+        {
+            "resourcegroup": "rg",
+            "msg_publish_rate": 10,
+            "byte_publish_rate": 20,
+            "msg_dispatch_rate": 30,
+            "byte_dispatch_rate": 40,
+        },
+    ),
+    (
+        "resourcegroups update rg --msg-dispatch-rate 5",
+        {"msg_dispatch_rate": 5, "msg_publish_rate": None, "byte_dispatch_rate": None},
+    ),
+    ("resourcegroups delete rg", {"resourcegroup": "rg"}),
+    (
+        "namespaces set-resource-group tenant/ns --resource-group-name rg",
+        {"namespace": "tenant/ns", "resource_group_name": "rg"},
+    ),
+    ("namespaces set-resource-group tenant/ns -rgn rg", {"resource_group_name": "rg"}),
+    ("namespaces get-resource-group tenant/ns", {"namespace": "tenant/ns"}),
+    ("namespaces remove-resource-group tenant/ns", {"namespace": "tenant/ns"}),
     # 2.1 / 2.2 namespaces
     (
         "namespaces set-dispatch-rate tenant/ns --msg-dispatch-rate 1000 "

@@ -488,6 +488,26 @@ def test_story_7_permissions_grant_and_revoke_with_a_dry_run(standalone: Standal
     api.close()
 
 
+def test_story_8_resource_groups_and_their_members(standalone: Standalone, page):
+    api = httpx.Client(base_url=standalone.url, timeout=30)
+    group = f"{ADMIN}/resourcegroups/console-rg"
+    assert api.put(group, json={"dispatchRateInMsgs": 100}).status_code == 204
+    attach = f"{ADMIN}/namespaces/acme/orders/resourcegroup/console-rg"
+    assert api.post(attach, params={"weight": 2}).status_code == 204
+    try:
+        page.goto(standalone.url + "/console")
+        page.get_by_role("link", name="Resource groups").click()
+        table = page.get_by_role("table", name="Resource groups and their members")
+        row = table.locator("tr", has_text="console-rg")
+        expect(row).to_contain_text("100/s")
+        expect(row).to_contain_text("namespace acme/orders (weight 2)")
+        shot(page, "8-resource-groups")
+    finally:
+        api.delete(f"{ADMIN}/namespaces/acme/orders/resourcegroup")
+        api.delete(group)
+        api.close()
+
+
 def test_phone_sized_viewport(standalone: Standalone, browser):
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     page = context.new_page()

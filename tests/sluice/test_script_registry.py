@@ -55,6 +55,12 @@ def test_each_layout_names_the_keys_its_header_lists() -> None:
             assert len(spec.layout) + 1 == expected
         else:
             assert len(spec.layout) == expected, name
+        if spec.layout and spec.layout[0].startswith("rg:"):  # a resource group's slot
+            built = spec.keys(group="rg1")
+            assert {keys.slot_of(key.split("{")[1].split("}")[0]) for key in built} == {
+                keys.slot_of("rg:rg1")
+            }, name
+            continue
         built = spec.keys(PARTITION, "sub", "c1")
         assert len(built) == len(spec.layout)
         for key in built:
@@ -85,7 +91,7 @@ def test_the_builders_fill_the_variable_parts() -> None:
 
 
 def test_session_users_call_only_the_clients_scripts() -> None:
-    assert [s.name for s in scripts_for("produce")] == ["produce", "producer"]
+    assert [s.name for s in scripts_for("produce")] == ["produce", "producer", "group_publish"]
     assert [s.name for s in scripts_for("consume")] == [
         "subscribe",
         "flow",

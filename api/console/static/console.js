@@ -34,8 +34,8 @@ function flash(text) { flashed = text; }
 function renderChrome() {
   const items = [["#/", "Tenants"]];
   if (Session.mode === "open" || Session.mode === "super") {
-    items.push(["#/broker", "Broker rates"], ["#/runs", "Report runs"], ["#/audit", "Audit log"],
-      ["#/fleet", "Workers"]);
+    items.push(["#/broker", "Broker rates"], ["#/groups", "Resource groups"],
+      ["#/runs", "Report runs"], ["#/audit", "Audit log"], ["#/fleet", "Workers"]);
   }
   const nav = document.getElementById("nav");
   const current = location.hash.split("?")[0] || "#/";
@@ -111,6 +111,7 @@ const ROUTES = [
   [/^\/audit$/, viewAudit],
   [/^\/fleet$/, viewFleet],
   [/^\/broker$/, viewBroker],
+  [/^\/groups$/, viewResourceGroups],
 ];
 
 let timers = [];

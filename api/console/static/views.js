@@ -6,6 +6,8 @@ const THROTTLE_FIELDS = [
   "dispatchThrottledMsgEventsBySubscriptionLimit", "dispatchThrottledBytesEventsBySubscriptionLimit",
   "dispatchThrottledMsgEventsByTopicLimit", "dispatchThrottledBytesEventsByTopicLimit",
   "dispatchThrottledMsgEventsByBrokerLimit", "dispatchThrottledBytesEventsByBrokerLimit",
+  "dispatchThrottledMsgEventsByResourceGroupLimit",
+  "dispatchThrottledBytesEventsByResourceGroupLimit",
 ];
 
 /* "Throttled now": a limiter refused dispatch since the previous refresh (the stats' throttle
@@ -571,4 +573,25 @@ async function viewFleet(ctx) {
   ctx.main.append(h("h2", null, "Partition ownership"), table(
     "Owner of each partition" + (seen > MAX_TOPICS ? " (first " + MAX_TOPICS + " topics)" : ""),
     ["Partition", "Owner (worker)", "Lease token"], owners));
+}
+
+/* ---- Resource groups ---------------------------------------------------------------------- */
+
+/* Every resource group: its rates (-1 = unlimited) and the tenants, namespaces and topics
+ * attached, with their weights in the group's fair split (docs/resource-groups.md). */
+async function viewResourceGroups(ctx) {
+  ctx.main.append(...heading("Resource groups"));
+  const names = await Api.get(ADMIN + "/resourcegroups");
+  const rate = (value) => (value > 0 ? Fmt.int(value) + "/s" : "unlimited");
+  const rows = [];
+  for (const name of names) {
+    const group = await Api.get(ADMIN + "/resourcegroups/" + seg(name));
+    const members = await Api.get(ADMIN + "/resourcegroups/" + seg(name) + "/attachments");
+    rows.push([{ th: name }, rate(group.dispatchRateInMsgs), rate(group.dispatchRateInBytes),
+      rate(group.publishRateInMsgs), rate(group.publishRateInBytes),
+      members.length ? members.map((m) => m.level + " " + m.name + " (weight " + m.weight +
+        ")").join(", ") : "none"]);
+  }
+  ctx.main.append(table("Resource groups and their members", ["Group", "Dispatch msgs",
+    "Dispatch bytes", "Publish msgs", "Publish bytes", "Attached"], rows));
 }

@@ -5,10 +5,20 @@ from sluice.admin_cli.commands import (
     brokers,
     namespaces,
     reports,
+    resource_groups,
     tenants,
     topic_policies,
     topics,
 )
 
 # Pulsar's groups first, then Sluice's own; ``reports`` is kept last and separate.
-GROUPS = (tenants, namespaces, topics, topic_policies, brokers, audit, reports)
+GROUPS = (
+    tenants,
+    namespaces,
+    topics,
+    topic_policies,
+    resource_groups,
+    brokers,
+    audit,
+    reports,
+)

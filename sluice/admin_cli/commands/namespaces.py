@@ -7,6 +7,7 @@ from sluice.admin_cli.client import segment
 from sluice.admin_cli.commands.common import add_command, add_force, add_group, csv_list
 from sluice.admin_cli.commands.permissions import register_permissions
 from sluice.admin_cli.commands.policy_kinds import NAMESPACE, register_kinds
+from sluice.admin_cli.commands.resource_groups import register_namespace_verbs
 from sluice.admin_cli.names import namespace_path
 
 BASE = "/admin/v2/namespaces"
@@ -65,6 +66,7 @@ def register(commands, parents) -> None:
         )
 
     register_kinds(group, parents, NAMESPACE)
+    register_namespace_verbs(group, parents)
     register_permissions(
         group,
         parents,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sluice.admin_cli.client import segment
 from sluice.admin_cli.commands.common import add_command, add_force, add_group, csv_list
+from sluice.admin_cli.commands.resource_groups import register_tenant_verbs
 
 BASE = "/admin/v2/tenants"
 
@@ -65,3 +66,4 @@ def register(commands, parents) -> None:
             _tenant_info_flags(parser)
         if name == "delete":
             add_force(parser, "also delete the tenant's namespaces and topics")
+    register_tenant_verbs(group, parents)

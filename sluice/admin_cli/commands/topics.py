@@ -10,6 +10,7 @@ from sluice.admin_cli.commands.client_rates import register_topic_rates
 from sluice.admin_cli.commands.common import add_command, add_force, add_group
 from sluice.admin_cli.commands.limits import register_topic_limits
 from sluice.admin_cli.commands.permissions import register_permissions
+from sluice.admin_cli.commands.resource_groups import register_topic_verbs
 from sluice.admin_cli.commands.topic_operations import register_operation_commands
 from sluice.admin_cli.commands.topic_rates import register_rate_commands
 from sluice.admin_cli.names import namespace_path, topic_path
@@ -122,6 +123,7 @@ def register(commands, parents) -> None:
     register_topic_limits(group, parents, global_flag=False)
     register_topic_rates(group, parents, global_flag=False)
     register_operation_commands(group, parents)
+    register_topic_verbs(group, parents)
     register_permissions(
         group,
         parents,

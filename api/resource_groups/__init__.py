@@ -1,0 +1,1 @@
+"""Resource groups (Pulsar PIP-82): CRUD, and attaching tenants, namespaces and topics."""
