@@ -149,6 +149,7 @@ class FlowControls(Document):
     publishRate: ResolvedPublishRate
     subscribeRate: ResolvedSubscribeRate
     durableAcks: ResolvedDurableAcks
+    backlogDrainTargetSeconds: ResolvedInt
 
 
 class EffectiveFlowControls(Document):
