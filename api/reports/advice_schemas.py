@@ -3,9 +3,11 @@ field is described in docs/reports.md ("Advice")."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from api.schemas import Document
+from pydantic import Field
+
+from api.schemas import Document, StrictBody
 
 
 class AdviceArithmetic(Document):
@@ -102,3 +104,73 @@ class AdviceDocument(Document):
     spanTo: str | None
     limits: list[LimitAdvice]
     subscriptions: list[SubscriptionAdvice]
+
+
+class SimulateRequest(StrictBody):
+    """``POST /admin/v2/reports/simulate``: a proposed message limit at a level, replayed over
+    a past window of the namespace's recorded traffic."""
+
+    tenant: str
+    namespace: str
+    level: Literal["namespace", "topic", "subscription"] = "namespace"
+    topic: str | None = None
+    subscription: str | None = None
+    dispatchThrottlingRateInMsg: int = Field(..., ge=-1, le=2**31 - 1)
+    ratePeriodInSecond: int = Field(1, ge=1, le=86400)
+    since: str = Field(..., description="a duration back from now (15m) or an ISO-8601 time")
+    until: str | None = Field(None, description="an ISO-8601 time; default now")
+    capacity: float | None = Field(
+        None, gt=0, description="msg/s the consumers take; default: observed in the window"
+    )
+
+
+class SimulatedIntervalDocument(Document):
+    """One recorded interval, actual and simulated."""
+
+    end: str
+    seconds: float
+    published: int
+    delivered: int
+    backlog: int
+    simulatedDelivered: int
+    simulatedBacklog: int
+    simulatedThrottledSeconds: float
+
+
+class SimulationFigures(Document):
+    """Totals over the window: delivered, the delivered rate, throttled time, the backlog at
+    the end."""
+
+    delivered: int
+    deliveredRate: float
+    throttledSeconds: float
+    backlogEnd: int
+
+
+class SubscriptionSimulation(Document):
+    """One subscription replayed under the proposed limit."""
+
+    topic: str
+    subscription: str
+    partitions: int
+    permitsPerPartition: int
+    capacity: float | None
+    initialBacklog: int
+    published: int
+    seconds: float
+    actual: SimulationFigures
+    simulated: SimulationFigures
+    intervals: list[SimulatedIntervalDocument]
+
+
+class SimulationDocument(Document):
+    """The simulation's answer."""
+
+    tenant: str
+    namespace: str
+    level: str
+    since: str
+    until: str
+    dispatchThrottlingRateInMsg: int
+    ratePeriodInSecond: int
+    subscriptions: list[SubscriptionSimulation]

@@ -16,7 +16,6 @@ from urllib.parse import quote
 
 from sqlalchemy import func, select
 
-from api.limits.provenance import flow_provenance_for
 from api.unit_of_work import UnitOfWork
 from models.advice import (
     DEFAULT_DRAIN_TARGET_SECONDS,
@@ -26,10 +25,10 @@ from models.advice import (
     recommend,
 )
 from models.flow import QuotaType
-from models.flow_resolution import FlowLimits
+from models.flow_resolution import FlowLimits, resolve_flow
 from models.orm import DISPATCH_RATE, SUBSCRIPTION_DISPATCH_RATE
 from models.reports import RUN_SUCCEEDED, AdviceReportRow, ReportRun
-from models.repository import get_namespace
+from models.repository import get_namespace, load_snapshot
 from sluice.protocol.names import TopicName
 
 
@@ -210,13 +209,13 @@ async def advice(
             query.order_by(AdviceReportRow.topic, AdviceReportRow.subscription)
         )
     ).all()
+    # Each topic's limits as they resolve now (a topic deleted since: the namespace's).
+    snapshot = await load_snapshot(uow.session, namespace_id=ns.id)
     resolved = {
-        document["topic"]: document["flowControl"]
-        for document in await flow_provenance_for(
-            uow.session, lambda limits: limits, namespace_id=ns.id
-        )
+        name: resolve_flow(snapshot.flow_inputs_for(TopicName.from_full(name)))
+        for name in {row.topic for row in rows}
     }
-    subscriptions = [subscription_advice(row, resolved.get(row.topic)) for row in rows]
+    subscriptions = [subscription_advice(row, resolved[row.topic]) for row in rows]
     return {
         "tenant": tenant,
         "namespace": namespace,
