@@ -132,6 +132,11 @@ SPECS: dict[tuple[str, str], Spec] = {
     ),
     ("GET", "/admin/v2/reports/advice/{tenant}/{namespace}"): spec(TENANT),
     ("GET", "/admin/v2/reports/advice/{tenant}/{namespace}/{topic}"): spec(TENANT),
+    ("POST", "/admin/v2/reports/simulate"): spec(
+        SUPER,
+        200,
+        {"tenant": "acme", "namespace": "ns", "dispatchThrottlingRateInMsg": 7, "since": "1h"},
+    ),
     ("GET", "/admin/v2/reports/runs"): spec(SUPER),
     ("GET", "/admin/v2/reports/runs/{run_id}"): spec(SUPER, 404, run_id="1"),
     ("POST", "/admin/v2/reports/runs"): spec(SUPER, 202, {"jobs": ["rates"]}),

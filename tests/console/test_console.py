@@ -26,8 +26,9 @@ from sqlalchemy import create_engine, insert
 
 import sluice
 from api.console.router import ASSETS, CONSOLE_PATHS, STATIC
-from models.reports import BacklogReportRow, RateReportRow
+from models.reports import AdviceReportRow, BacklogReportRow, RateReportRow
 from models.tokens import create_token
+from tests.api.test_advice import advice_row
 from tests.api.test_reports import NOW, backlog_row, rate_row, run_row
 from tests.standalone_process import ROOT, Standalone
 
@@ -146,6 +147,22 @@ def write_reports(data_dir: Path) -> None:
             )
             backlog.append(row)
         connection.execute(insert(BacklogReportRow), backlog)
+        connection.execute(run_row(4, "advice", "succeeded", "", finished_at=NOW, rows=1))
+        connection.execute(
+            insert(AdviceReportRow),
+            [
+                advice_row(
+                    4,
+                    "billing",
+                    partitions=2,
+                    limit_topic_at_end=10.0,
+                    limit_per_partition_at_end=5.0,
+                    limit_limiter="subscription",
+                    limit_source="subscription",
+                    span_end=NOW,
+                )
+            ],
+        )
     engine.dispose()
 
 
@@ -357,6 +374,26 @@ def test_story_4_report_charts_and_runs(standalone: Standalone, page):
     expect(runs.get_by_text("executor lost")).to_be_visible()
     expect(runs.get_by_text("succeeded").first).to_be_visible()
     shot(page, "4-runs")
+
+
+def test_story_8_limit_advice_preview_apply_and_simulate(standalone: Standalone, page):
+    page.goto(standalone.url + "/console#/advice/acme/orders")
+    expect(page.get_by_role("heading", name="Limit advice for acme/orders")).to_be_visible()
+    expect(page.get_by_text("throttled 41% of the time").first).to_be_visible()
+    expect(page.get_by_text("= 110 msg/s").first).to_be_visible()
+    page.get_by_role("button", name="Preview and apply").click()
+    expect(page.get_by_text("Nothing has changed yet.")).to_be_visible()
+    page.get_by_role("button", name="Apply change").click()
+    expect(page.get_by_text("Applied: subscription dispatchRate set to 55")).to_be_visible()
+    path = f"{ADMIN}/persistent/acme/orders/created/billing/dispatchRate"
+    with httpx.Client(base_url=standalone.url, timeout=30) as http:
+        assert http.get(path).json()["dispatchThrottlingRateInMsg"] == 55
+        ok(http.post(path, json={"dispatchThrottlingRateInMsg": 5}))  # as the other stories had it
+    page.get_by_role("button", name=re.compile("Simulate 55 msg/s")).click()
+    expect(
+        page.get_by_role("img", name=re.compile("Delivered rate, actual vs simulated"))
+    ).to_be_visible()
+    shot(page, "8-advice")
 
 
 def test_story_5_audit_log_and_fleet(standalone: Standalone, page):
