@@ -16,6 +16,7 @@ import secrets
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -389,7 +390,21 @@ def test_story_8_limit_advice_preview_apply_and_simulate(standalone: Standalone,
     with httpx.Client(base_url=standalone.url, timeout=30) as http:
         assert http.get(path).json()["dispatchThrottlingRateInMsg"] == 55
         ok(http.post(path, json={"dispatchThrottlingRateInMsg": 5}))  # as the other stories had it
-    page.get_by_role("button", name=re.compile("Simulate 55 msg/s")).click()
+        # The workers' first stats snapshot comes one stats interval (10 s) after the start.
+        body = {
+            "tenant": "acme",
+            "namespace": "orders",
+            "level": "subscription",
+            "topic": TOPIC,
+            "subscription": "billing",
+            "dispatchThrottlingRateInMsg": 55,
+            "since": "1h",
+        }
+        deadline = time.monotonic() + 30
+        while not ok(http.post(f"{ADMIN}/reports/simulate", json=body)).json()["subscriptions"]:
+            assert time.monotonic() < deadline, "no stats snapshot of billing after 30 s"
+            time.sleep(1)
+    page.get_by_role("button", name="Simulate 55 msg/s per partition").click()
     expect(
         page.get_by_role("img", name=re.compile("Delivered rate, actual vs simulated"))
     ).to_be_visible()
