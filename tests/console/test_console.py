@@ -385,7 +385,7 @@ def test_story_8_limit_advice_preview_apply_and_simulate(standalone: Standalone,
     page.get_by_role("button", name="Preview and apply").click()
     expect(page.get_by_text("Nothing has changed yet.")).to_be_visible()
     page.get_by_role("button", name="Apply change").click()
-    expect(page.get_by_text("Applied: subscription dispatchRate set to 55")).to_be_visible()
+    expect(page.get_by_text("Applied: subscription dispatchRate set to 55").first).to_be_visible()
     path = f"{ADMIN}/persistent/acme/orders/created/billing/dispatchRate"
     with httpx.Client(base_url=standalone.url, timeout=30) as http:
         assert http.get(path).json()["dispatchThrottlingRateInMsg"] == 55
