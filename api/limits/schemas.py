@@ -146,10 +146,10 @@ class FlowControls(Document):
     maxConsumersPerTopic: ResolvedInt
     maxConsumersPerSubscription: ResolvedInt
     maxMessageSize: ResolvedInt
+    backlogDrainTargetSeconds: ResolvedInt
     publishRate: ResolvedPublishRate
     subscribeRate: ResolvedSubscribeRate
     durableAcks: ResolvedDurableAcks
-    backlogDrainTargetSeconds: ResolvedInt
 
 
 class EffectiveFlowControls(Document):

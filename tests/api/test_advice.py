@@ -164,3 +164,32 @@ def test_unknown_namespace_and_no_run_yet(http):
     assert http.put(NS).status_code == 204
     empty = http.get(f"{ADMIN}/reports/advice/acme/orders").json()
     assert (empty["runId"], empty["subscriptions"], empty["limits"]) == (None, [], [])
+
+
+SIMULATE = {"tenant": "acme", "namespace": "orders", "dispatchThrottlingRateInMsg": 10}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "reason"),
+    [
+        ({"level": "topic", "since": "1h"}, 400, "needs a topic"),
+        ({"level": "subscription", "topic": "created", "since": "1h"}, 400, "subscription"),
+        ({"level": "cluster", "since": "1h"}, 400, "level"),
+        ({"since": "yesterday"}, 400, "Invalid since"),
+        ({"since": "1h", "until": "2h"}, 400, "until must be after since"),
+        ({"since": "1h", "namespace": "none"}, 404, "Namespace does not exist"),
+        ({"since": "1h", "dispatchThrottlingRateInMsg": "10"}, 400, ""),
+        ({"since": "1h", "typo": 1}, 400, "typo"),
+    ],
+)
+def test_a_bad_simulation_request_gets_a_reason(advised, body, status, reason):
+    answer = advised.post(f"{ADMIN}/reports/simulate", json={**SIMULATE, **body})
+    assert answer.status_code == status, answer.text
+    assert reason in answer.json()["reason"]
+
+
+def test_a_window_without_recorded_traffic_simulates_nothing(advised):
+    answer = advised.post(f"{ADMIN}/reports/simulate", json={**SIMULATE, "since": "10m"})
+    assert answer.status_code == 200
+    body = answer.json()
+    assert (body["level"], body["subscriptions"]) == ("namespace", [])
