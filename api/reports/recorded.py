@@ -10,6 +10,7 @@ as the reports do.
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -134,8 +135,6 @@ async def recorded_intervals(
     lake: str, redis: Redis, tenant: str, namespace: str, since: datetime, until: datetime
 ) -> dict[Key, list[RecordedInterval]]:
     """Every subscription's recorded intervals of a namespace in ``[since, until)``."""
-    import asyncio
-
     landed = await asyncio.to_thread(_lake_rows, lake, tenant, namespace, since, until)
     fresh = await _stream_rows(redis, tenant, namespace, since, until)
     return intervals_of([*landed, *fresh])

@@ -14,7 +14,7 @@ from models.settings import Settings
 from reports.jobs import run_job
 from reports.store import RunStore
 from tests.conftest import truncate
-from tests.reports.conftest import LIMITED, T0, snap, write_lake
+from tests.reports.conftest import LIMITED, T0, TOPIC, snap, write_lake
 
 PARTED = "persistent://acme/orders/parted"
 N = 12  # two minutes of 10 s intervals
@@ -137,3 +137,25 @@ def test_advice_rows_and_what_the_service_makes_of_them(rows):
     )
     assert (parted.publish_rate_p95, parted.backlog_msgs) == (120.0, 2400)
     assert subscription_advice(parted, None)["recommendation"]["perPartition"] == 61
+
+
+def test_the_simulator_reads_recorded_traffic_from_the_lake(tmp_path):
+    from api.reports.recorded import _lake_rows, intervals_of
+
+    lake = write_lake(tmp_path / "lake", _snapshots(), batch=7)
+    rows = _lake_rows(lake, "acme", "orders", T0, T0 + timedelta(seconds=60))
+    recorded = intervals_of(rows)
+    assert set(recorded) == {
+        (TOPIC, "idle"),
+        (TOPIC, "slow"),
+        (TOPIC, "capped"),
+        (PARTED, "p"),
+    }
+    # [T0, T0 + 60 s): the intervals ending at 10 .. 50 s; partitions summed.
+    parted = recorded[(PARTED, "p")]
+    assert [(i.partitions, i.published, i.backlog) for i in parted] == [
+        (2, 1200, 200 * (n + 1)) for n in range(5)
+    ]
+    assert all(i.throttled for i in parted)
+    assert _lake_rows(str(tmp_path / "none"), "acme", "orders", T0, T0) == []
+    assert _lake_rows(lake, "acme", "other", T0, T0 + timedelta(hours=1)) == []
