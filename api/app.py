@@ -44,6 +44,7 @@ from api.operations.router import router as operations_router
 from api.outbox import OutboxRelay
 from api.permissions.router import router as permissions_router
 from api.policy_cache import PolicyCache
+from api.reports.advice_router import router as advice_router
 from api.reports.queue import ReportQueue
 from api.reports.router import router as reports_router
 from api.resource_groups.router import router as resource_groups_router
@@ -101,6 +102,7 @@ ROUTERS = (
     brokers_router,
     audit_router,
     reports_router,
+    advice_router,
     console_router,
     sessions_router,
 )

@@ -90,6 +90,9 @@ POLICY: dict[str, Access] = {
     "/admin/v2/reports/rates/{tenant}": Access.TENANT_ADMIN,
     "/admin/v2/reports/backlog/{tenant}": Access.TENANT_ADMIN,
     "/admin/v2/reports/charts/{tenant}": Access.TENANT_ADMIN,
+    "/admin/v2/reports/advice/{tenant}": Access.TENANT_ADMIN,
+    # The simulator names its namespace in the body: super-users only.
+    "/admin/v2/reports/simulate": Access.SUPER_USER,
     "/admin/v2/reports/runs": Access.SUPER_USER,
     # Pulsar's WebSocket API: produce, consume and read a tenant's topics.
     "/ws/v2/producer/persistent/{tenant}": Access.TENANT_ADMIN,

@@ -36,6 +36,7 @@ from models.abuse import (
     MAX_SUBSCRIPTIONS_PER_TOPIC,
     MAX_TOPICS_PER_NAMESPACE,
 )
+from models.advice import BACKLOG_DRAIN_TARGET, DEFAULT_DRAIN_TARGET_SECONDS
 from models.broker_config import BrokerConfig
 from models.client_rates import (
     BROKER_PUBLISH_BYTE,
@@ -135,6 +136,8 @@ class FlowLimits:
     rates: ClientRates
     # DurableAcks: how many replicas a send waits for (topic > namespace > broker)
     durable_acks: Resolved = Resolved(NO_DURABLE_ACKS, Level.BROKER)
+    # seconds the limit advisor plans to drain a backlog in (topic > namespace > default)
+    backlog_drain_target: Resolved = Resolved(DEFAULT_DRAIN_TARGET_SECONDS, Level.BROKER)
 
     @property
     def unacked_limited(self) -> bool:
@@ -284,6 +287,7 @@ def resolve_flow(inputs: FlowInputs) -> FlowLimits:
         abuse=resolve_abuse(inputs),
         rates=resolve_client_rates(inputs),
         durable_acks=_first(inputs, DURABLE_ACKS, broker_durable_acks(inputs.broker)),
+        backlog_drain_target=_first(inputs, BACKLOG_DRAIN_TARGET, DEFAULT_DRAIN_TARGET_SECONDS),
     )
 
 

@@ -145,12 +145,50 @@ class BacklogReportRow(_ReportRow, Base):
     growth_rank: Mapped[int] = mapped_column(Integer)  # 1 = fastest growing in the window
 
 
+class AdviceReportRow(_ReportRow, Base):
+    """What the limit advisor measured per subscription over a run's whole span (``window`` is
+    ``span``, ``window_start`` the span's start): the inputs of ``models.advice``."""
+
+    __tablename__ = "advice_report"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    span_end: Mapped[datetime] = mapped_column(Timestamp)  # the end of the last interval
+    intervals: Mapped[int] = mapped_column(Integer)
+    span_seconds: Mapped[float] = mapped_column(Float)  # seconds the intervals cover
+    partitions: Mapped[int] = mapped_column(Integer)  # at the span's end
+    publish_rate_avg: Mapped[float] = mapped_column(Float)  # msg/s, all partitions
+    publish_rate_p95: Mapped[float] = mapped_column(Float)  # of the intervals' rates
+    dispatch_rate_avg: Mapped[float] = mapped_column(Float)
+    dispatch_rate_peak: Mapped[float] = mapped_column(Float)
+    limit_topic_at_end: Mapped[float | None] = mapped_column(Float)  # partitions summed
+    limit_per_partition_at_end: Mapped[float | None] = mapped_column(Float)
+    limit_limiter: Mapped[str | None] = mapped_column(String(16))  # broker|topic|subscription
+    limit_source: Mapped[str | None] = mapped_column(String(16))  # broker|namespace|topic|...
+    limited_share: Mapped[float] = mapped_column(Float)  # limited seconds / seconds
+    throttled_share: Mapped[float] = mapped_column(Float)  # throttled intervals / intervals
+    throttled_seconds: Mapped[float] = mapped_column(Float)
+    peak_utilisation: Mapped[float | None] = mapped_column(Float)  # max interval rate / limit
+    backlog_msgs: Mapped[int] = mapped_column(BigInteger)  # at the span's end
+    backlog_bytes: Mapped[int] = mapped_column(BigInteger)
+    backlog_avg: Mapped[float] = mapped_column(Float)
+    max_backlog_msgs: Mapped[int] = mapped_column(BigInteger)
+    growth_per_s: Mapped[float] = mapped_column(Float)  # least-squares slope, msg/s
+    capacity: Mapped[float | None] = mapped_column(Float)  # max ack rate, consumer-bound
+    capacity_intervals: Mapped[int] = mapped_column(Integer)  # consumer-bound intervals
+    ack_rate_peak: Mapped[float | None] = mapped_column(Float)  # max ack rate, unthrottled
+    consumers: Mapped[int] = mapped_column(Integer)  # at the span's end
+
+
 # A report's identity: its job name, the table of its rows (the job names, in this order, are
 # every report job there is).
-REPORT_TABLES: dict[str, type[RateReportRow] | type[BacklogReportRow]] = {
+REPORT_TABLES: dict[str, type[RateReportRow] | type[BacklogReportRow] | type[AdviceReportRow]] = {
     "rates": RateReportRow,
     "backlog": BacklogReportRow,
+    "advice": AdviceReportRow,
 }
+# The window of a job that reports on a run's whole span rather than minutes, hours or days.
+SPAN_WINDOW = "span"
+SPAN_JOBS = ("advice",)
 REPORT_JOBS = tuple(REPORT_TABLES)
 
 

@@ -125,6 +125,8 @@ class Settings(BaseSettings):
     landing_interval_seconds: float = 60.0
     # How far back each scheduled report run recomputes its windows, seconds.
     report_lookback_seconds: float = 7200.0
+    # The span the limit advisor (the advice report) looks at when a run names none, seconds.
+    report_advice_lookback_seconds: float = 604800.0
     # Windows the report jobs compute, comma-separated: minute, hour, day.
     report_windows: str = "minute,hour,day"
     # A report run that takes longer than this is cancelled and recorded as failed, seconds.

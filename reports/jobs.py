@@ -29,13 +29,18 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from models.reports import REPORT_JOBS, WINDOW_SECONDS
+from models.reports import REPORT_JOBS, SPAN_WINDOW, WINDOW_SECONDS
+from reports.advice import advice_rows
 from reports.lake import ARROW_SCHEMA, snapshots_path
 from reports.store import RunStore
 from reports.transforms import BACKLOG, RATES, Report, finest_window, subscription_intervals
 
 # Each job's report, computed from subscription intervals for every window of a run.
 REPORTS: dict[str, Report] = {"rates": RATES, "backlog": BACKLOG}
+# Jobs that report on a run's whole span, one row per subscription: snapshots, since -> rows.
+SPAN_REPORTS = {"advice": advice_rows}
+# A span job's run replaces every earlier run's rows (the advice is the latest one).
+_EVERY_SPAN = datetime(1970, 1, 1, tzinfo=UTC)
 JOBS = REPORT_JOBS
 
 _SPARK_TYPES = {"string": StringType(), "int64": LongType(), "double": DoubleType()}
@@ -110,6 +115,25 @@ def time_budget(spark: SparkSession, seconds: float, group: str) -> Iterator[Non
         raise TimeBudgetExceeded(f"time budget of {seconds:g} s exceeded")
 
 
+def _write_windows(
+    store: RunStore,
+    job: str,
+    run_id: int,
+    snapshots,
+    windows: tuple[str, ...],
+    starts: dict[str, datetime],
+) -> None:
+    """Compute and write the rows of a windowed job (minute, hour, day)."""
+    report = REPORTS[job]
+    # The finest window's aggregates feed every coarser window: computed once.
+    finest = report.partials(subscription_intervals(snapshots), finest_window(windows)).persist()
+    try:
+        frame = report.from_partials(finest, starts)
+        store.write(job, run_id, frame.withColumn("run_id", F.lit(run_id).cast("long")))
+    finally:
+        finest.unpersist()
+
+
 def run_job(
     spark: SparkSession,
     store: RunStore,
@@ -132,12 +156,13 @@ def run_job(
     (as attempt ``attempt``).  ``data_until`` is the time up to which the landed snapshots
     hold every live worker's data (``reports.freshness``), recorded as ``dataUntil``.
     """
-    if job not in REPORTS:
+    if job not in REPORTS and job not in SPAN_REPORTS:
         raise ValueError(f"unknown report job '{job}': use one of {', '.join(JOBS)}")
     unknown = [w for w in windows if w not in WINDOW_SECONDS]
     if unknown or not windows:
         raise ValueError(f"bad report windows {windows}: use minute, hour, day")
-    starts = {w: window_floor(since, w) for w in windows}
+    span = job in SPAN_REPORTS
+    starts = {SPAN_WINDOW: since} if span else {w: window_floor(since, w) for w in windows}
     earliest = min(starts.values())
     started = datetime.now(UTC)
     run_id, attempt = store.start(
@@ -156,17 +181,12 @@ def run_job(
     try:
         with time_budget(spark, budget_seconds, f"sluice-run-{run_id}"):
             snapshots = read_snapshots(spark, lake_url, earliest, until)
-            report = REPORTS[job]
-            # The finest window's aggregates feed every coarser window: computed once.
-            finest = report.partials(
-                subscription_intervals(snapshots), finest_window(windows)
-            ).persist()
-            try:
-                frame = report.from_partials(finest, starts)
+            if span:
+                frame = SPAN_REPORTS[job](snapshots, since)
                 store.write(job, run_id, frame.withColumn("run_id", F.lit(run_id).cast("long")))
-            finally:
-                finest.unpersist()
-        rows = store.succeed(job, run_id, starts)
+            else:
+                _write_windows(store, job, run_id, snapshots, windows, starts)
+        rows = store.succeed(job, run_id, {SPAN_WINDOW: _EVERY_SPAN} if span else starts)
     except BaseException as exc:
         error = "".join(traceback.format_exception_only(exc)).strip()
         store.fail(job, run_id, error, requeue=attempt < max_attempts)

@@ -28,7 +28,7 @@ import redis as redis_lib
 from celery import shared_task
 
 from models.db import make_sync_engine
-from models.reports import RUN_QUEUED
+from models.reports import RUN_QUEUED, SPAN_JOBS
 from models.settings import Settings
 from reports.freshness import request_snapshots
 from reports.jobs import JOBS, run_job
@@ -86,6 +86,16 @@ def land_once(settings: Settings) -> dict:
     return {"rows": result.rows, "files": result.files, "checkpoint": result.checkpoint}
 
 
+def _since(
+    settings: Settings, job: str, since: datetime, until: datetime, lookback: float | None
+) -> datetime:
+    """Where a job's run starts: a span job (the advice) looks back over its own span unless
+    the run names a lookback."""
+    if job in SPAN_JOBS and lookback is None:
+        return until - timedelta(seconds=settings.report_advice_lookback_seconds)
+    return since
+
+
 def run_reports_once(
     settings: Settings,
     jobs: list[str] | None = None,
@@ -132,7 +142,7 @@ def run_reports_once(
                     store,
                     settings.effective_lake_path,
                     job,
-                    since=since,
+                    since=_since(settings, job, since, until, lookback_seconds),
                     until=until,
                     windows=settings.report_window_list,
                     budget_seconds=budget,

@@ -51,6 +51,12 @@ VALID_BODIES: dict[str, Any] = {
     "TenantInfo": {"allowedClusters": ["standalone"]},
     "NamespacePolicies": {"replication_clusters": ["standalone"]},
     "RunRequest": {"jobs": ["rates"]},
+    "SimulateRequest": {
+        "tenant": "acme",
+        "namespace": "ns",
+        "dispatchThrottlingRateInMsg": 7,
+        "since": "1h",
+    },
     "PublishRateDocument": {"publishThrottlingRateInMsg": 7},
     "SubscribeRateDocument": {"subscribeThrottlingRatePerConsumer": 7},
     "DurableAcksDocument": {"replicas": 1, "timeoutMs": 500},

@@ -3,7 +3,8 @@
 The TOPIC and SUBSCRIPTION limiters live in Redis and are checked and charged inside
 ``dispatch.lua`` (one partition, one slot, one atomic call).  The BROKER limiter is shared by
 every partition a worker process dispatches, as in Pulsar, so it lives here.  A
-``QuotaBucket`` holds one dimension (messages or bytes): ``permits`` per ``period`` seconds.
+``QuotaBucket`` (``models.quota_bucket``, pure, so the limit simulator drives the same code)
+holds one dimension (messages or bytes): ``permits`` per ``period`` seconds.
 It starts full; each period boundary adds ``permits`` back but never above ``permits`` (unused
 quota is not saved up), and a negative balance left by over-use is paid back from the next
 periods (Pulsar's classic limiter, PR #8611).  A period starts with the first use after the
@@ -20,62 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 from dataclasses import dataclass
 
+from models.quota_bucket import QuotaBucket
 from models.resolution import Limiter, ResolvedRate
 
 UNLIMITED = -1
-IDLE_SLACK_SECONDS = 0.05  # as dispatch.lua: a late wake-up within this keeps the period
-
-
-class QuotaBucket:
-    """One dimension of one limiter; ``permits`` <= 0 means unlimited."""
-
-    __slots__ = ("available", "last_use", "period", "permits", "window_start")
-
-    def __init__(self, permits: int, period: float, now: float) -> None:
-        self.permits = permits
-        self.period = period
-        self.available = permits
-        self.window_start = now
-        self.last_use = float("-inf")
-
-    @property
-    def limited(self) -> bool:
-        """True when this dimension limits."""
-        return self.permits > 0
-
-    def refresh(self, now: float) -> None:
-        """Apply every period boundary passed since the last call."""
-        if not self.limited or now < self.window_start + self.period:
-            return
-        passed = math.floor((now - self.window_start) / self.period)
-        self.available = min(self.permits, self.available + passed * self.permits)
-        self.window_start += passed * self.period
-
-    def next_refill(self) -> float:
-        """When the next period starts (monotonic seconds)."""
-        return self.window_start + self.period
-
-    def take(self, amount: int, now: float) -> None:
-        """Use ``amount``; a quota still whole after a whole unused period, or well into its
-        own period, starts that period now (as ``dispatch.lua``)."""
-        late = now - self.window_start > min(IDLE_SLACK_SECONDS, self.period / 20)
-        idle = self.last_use < self.window_start - self.period
-        if self.available >= self.permits and (idle or late):
-            self.window_start = now
-        self.available -= amount
-        self.last_use = now
-
-    def update(self, permits: int, period: float, now: float) -> None:
-        """Change the limit in place, keeping what was used in the current period."""
-        self.refresh(now)
-        used = (self.permits - self.available) if self.limited else 0
-        if period != self.period or not self.limited:
-            self.window_start = now
-        self.permits, self.period = permits, period
-        self.available = permits - used if permits > 0 else permits
+__all__ = ["UNLIMITED", "Budget", "QuotaBucket", "RateLimiter"]
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ ASSETS = {
     "forms.js": "text/javascript; charset=utf-8",
     "grants.js": "text/javascript; charset=utf-8",
     "views.js": "text/javascript; charset=utf-8",
+    "advice.js": "text/javascript; charset=utf-8",
     "console.js": "text/javascript; charset=utf-8",
 }
 # Open to anyone (see api.auth): the shell holds no data.

@@ -29,7 +29,7 @@ from api.limits.store import flow_slot, rate_slot
 from api.policy_store.store import Slot
 from api.policy_store.target import PolicyTarget
 from api.schemas import BacklogQuotaDocument, DispatchRateDocument
-from models import abuse, client_rates, durable_acks, flow
+from models import abuse, advice, client_rates, durable_acks, flow
 from models.flow import QuotaType, parse_quota_type, quota_kind, value_to_json
 from models.flow_resolution import FlowLimits, Resolved
 from models.orm import DISPATCH_RATE, SUBSCRIPTION_DISPATCH_RATE
@@ -279,6 +279,12 @@ INT_KINDS = tuple(
             {TOPIC: abuse.MAX_MESSAGE_SIZE},
             values.message_size,
             "abuse.max_message_size",
+        ),
+        (
+            advice.BACKLOG_DRAIN_TARGET,
+            _ns_topic(advice.BACKLOG_DRAIN_TARGET, advice.BACKLOG_DRAIN_TARGET),
+            values.drain_target,
+            "backlog_drain_target",
         ),
     )
 )

@@ -159,6 +159,7 @@ class FlowControls(Document):
     maxConsumersPerTopic: ResolvedInt
     maxConsumersPerSubscription: ResolvedInt
     maxMessageSize: ResolvedInt
+    backlogDrainTargetSeconds: ResolvedInt
     publishRate: ResolvedPublishRate
     subscribeRate: ResolvedSubscribeRate
     durableAcks: ResolvedDurableAcks

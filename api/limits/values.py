@@ -15,6 +15,7 @@ from fastapi import Body, Query
 
 from api.unit_of_work import UnitOfWork
 from models.abuse import check_count, check_message_size
+from models.advice import check_drain_target
 from models.dispatch_rate import DispatchRateBody
 from models.errors import InvalidInput
 from models.flow import BacklogQuotaBody, check_max_unacked, check_ttl
@@ -130,3 +131,8 @@ async def message_size(uow: UnitOfWork, posted: Posted, where: Where) -> int:
     value = required(posted.body)
     broker = (await load_broker_config(uow.session)).get(where.kind)
     return check_message_size(value, broker)
+
+
+async def drain_target(_uow: UnitOfWork, posted: Posted, _where: Where) -> int:
+    """A ``backlogDrainTargetSeconds``: whole seconds, 1 or more."""
+    return check_drain_target(required(posted.body))

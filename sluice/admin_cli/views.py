@@ -335,3 +335,60 @@ def topic_stats(answer: dict) -> list[Table]:
 
 
 TOPIC_STATS = TableView(topic_stats)
+
+
+# --- the limit advisor (``reports advice``) -------------------------------------------------
+
+ADVICE_COLUMNS = [
+    "topic",
+    "subscription",
+    "publishRateP95",
+    "backlogMsgs",
+    "targetSeconds",
+    "capacity",
+    "limitPerPartition",
+    "perPartition",
+    "findings",
+]
+
+
+def advice_tables(answer: dict) -> list[Table]:
+    """The advice: one row per subscription (the arithmetic's inputs, the recommendation per
+    partition, the findings), then one per place a limit is set."""
+    rows = [
+        {
+            "topic": str(sub["topic"]).removeprefix("persistent://"),
+            "subscription": sub["subscription"],
+            "publishRateP95": number(sub["publishRateP95"]),
+            "backlogMsgs": sub["backlogMsgs"],
+            "targetSeconds": sub["recommendation"]["targetSeconds"],
+            "capacity": "-" if sub["capacity"] is None else number(sub["capacity"]),
+            "limitPerPartition": "-"
+            if sub["limitPerPartition"] is None
+            else number(sub["limitPerPartition"]),
+            "perPartition": sub["recommendation"]["perPartition"],
+            "findings": "; ".join(f["text"] for f in sub["findings"]),
+        }
+        for sub in answer.get("subscriptions", [])
+    ]
+    limits = [
+        {
+            "level": place["level"],
+            "kind": place["kind"],
+            "path": place["path"],
+            "current": place["currentPerPartition"],
+            "recommended": place["perPartition"],
+        }
+        for place in answer.get("limits", [])
+    ]
+    return [
+        Table(rows, title="subscriptions (msg/s; limits per partition):", columns=ADVICE_COLUMNS),
+        Table(
+            limits,
+            title="where to apply:",
+            columns=["level", "kind", "path", "current", "recommended"],
+        ),
+    ]
+
+
+ADVICE = TableView(advice_tables, ADVICE_COLUMNS)

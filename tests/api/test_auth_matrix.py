@@ -131,6 +131,13 @@ SPECS: dict[tuple[str, str], Spec] = {
     ("GET", "/admin/v2/reports/charts/{tenant}/{namespace}/{topic}"): spec(
         TENANT, query={"subscription": "sub"}
     ),
+    ("GET", "/admin/v2/reports/advice/{tenant}/{namespace}"): spec(TENANT),
+    ("GET", "/admin/v2/reports/advice/{tenant}/{namespace}/{topic}"): spec(TENANT),
+    ("POST", "/admin/v2/reports/simulate"): spec(
+        SUPER,
+        200,
+        {"tenant": "acme", "namespace": "ns", "dispatchThrottlingRateInMsg": 7, "since": "1h"},
+    ),
     ("GET", "/admin/v2/reports/runs"): spec(SUPER),
     ("GET", "/admin/v2/reports/runs/{run_id}"): spec(SUPER, 404, run_id="1"),
     ("POST", "/admin/v2/reports/runs"): spec(SUPER, 202, {"jobs": ["rates"]}),
@@ -199,6 +206,7 @@ for _path, _read, _body in (
             "maxProducersPerTopic",
             "maxConsumersPerTopic",
             "maxConsumersPerSubscription",
+            "backlogDrainTargetSeconds",
         )
     ),
     *(
@@ -212,6 +220,7 @@ for _path, _read, _body in (
             "maxConsumers",
             "maxConsumersPerSubscription",
             "maxMessageSize",
+            "backlogDrainTargetSeconds",
         )
     ),
 ):

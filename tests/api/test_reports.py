@@ -267,16 +267,16 @@ def test_a_requested_run_is_recorded_queued_at_once(http, redis_server):
             "kwargs": {"jobs": ["rates"], "lookback_seconds": 600, "run_ids": {"rates": run_id}},
         }
     ]
-    # Both jobs by default, one run each (a job named twice runs once).
+    # Every job by default (rates, backlog, advice), one run each (a job named twice runs once).
     both = http.post(f"{ADMIN}/reports/runs", json={"jobs": ["backlog", "rates", "backlog"]})
     assert [r["job"] for r in both.json()["runs"]] == ["backlog", "rates"]
-    assert len(http.post(f"{ADMIN}/reports/runs", json={}).json()["runIds"]) == 2
+    assert len(http.post(f"{ADMIN}/reports/runs", json={}).json()["runIds"]) == 3
     assert len(queued_tasks(redis_server.url)) == 3
     bad = http.post(f"{ADMIN}/reports/runs", json={"jobs": ["nope"]})
     assert bad.status_code == 400 and "Invalid jobs" in bad.json()["reason"]
     bad = http.post(f"{ADMIN}/reports/runs", json={"lookbackSeconds": "1h"})
     assert bad.status_code == 400
-    assert len(http.get(f"{ADMIN}/reports/runs").json()) == 5
+    assert len(http.get(f"{ADMIN}/reports/runs").json()) == 6
 
 
 @pytest.fixture
@@ -289,7 +289,7 @@ def test_a_requested_run_is_followed_until_it_succeeds(http, redis_server, spark
     from reports.tasks import run_reports
 
     body = http.post(f"{ADMIN}/reports/runs", json={"lookbackSeconds": 300}).json()
-    assert run_states(http, body["runIds"]) == [("queued", 0), ("queued", 0)]
+    assert run_states(http, body["runIds"]) == [("queued", 0)] * 3
     [task] = queued_tasks(redis_server.url)
     # What a Celery worker does with the message: run the task with its id and arguments.
     result = run_reports.apply(kwargs=task["kwargs"], task_id=task["id"])
@@ -297,8 +297,9 @@ def test_a_requested_run_is_followed_until_it_succeeds(http, redis_server, spark
     assert [(r["job"], r["runId"], r["attempt"]) for r in result.result] == [
         ("rates", body["runIds"][0], 1),
         ("backlog", body["runIds"][1], 1),
+        ("advice", body["runIds"][2], 1),
     ]
-    assert run_states(http, body["runIds"]) == [("succeeded", 1), ("succeeded", 1)]
+    assert run_states(http, body["runIds"]) == [("succeeded", 1)] * 3
     run = http.get(f"{ADMIN}/reports/runs/{body['runIds'][0]}").json()
     assert run["queuedAt"] <= run["startedAt"] <= run["finishedAt"]
     assert (run["rows"], run["error"], run["taskId"]) == (0, None, task["id"])
@@ -306,7 +307,7 @@ def test_a_requested_run_is_followed_until_it_succeeds(http, redis_server, spark
     # A message delivered again (a worker lost before its acknowledgement) runs nothing more.
     again = run_reports.apply(kwargs=task["kwargs"], task_id=task["id"])
     assert again.result == []
-    assert run_states(http, body["runIds"]) == [("succeeded", 1), ("succeeded", 1)]
+    assert run_states(http, body["runIds"]) == [("succeeded", 1)] * 3
 
 
 def test_a_failing_run_is_queued_again_then_fails(http, redis_server, spark, task_settings):

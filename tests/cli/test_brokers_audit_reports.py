@@ -190,5 +190,5 @@ def test_report_start_wait_and_the_timeout(cli, db, namespace):
     both = cli("reports", "start", "--wait", "--wait-timeout", "0")
     assert both.code == 3
     answer = json.loads(both.out)
-    assert [r["status"] for r in answer["runs"]] == ["queued", "queued"]
-    assert len(both.err.splitlines()) == 3  # one line per run, then the timeout
+    assert [r["status"] for r in answer["runs"]] == ["queued"] * 3
+    assert len(both.err.splitlines()) == 4  # one line per run, then the timeout

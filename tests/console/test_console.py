@@ -16,6 +16,7 @@ import secrets
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -26,8 +27,9 @@ from sqlalchemy import create_engine, insert
 
 import sluice
 from api.console.router import ASSETS, CONSOLE_PATHS, STATIC
-from models.reports import BacklogReportRow, RateReportRow
+from models.reports import AdviceReportRow, BacklogReportRow, RateReportRow
 from models.tokens import create_token
+from tests.api.test_advice import advice_row
 from tests.api.test_reports import NOW, backlog_row, rate_row, run_row
 from tests.standalone_process import ROOT, Standalone
 
@@ -165,6 +167,22 @@ def write_reports(data_dir: Path) -> None:
             )
             backlog.append(row)
         connection.execute(insert(BacklogReportRow), backlog)
+        connection.execute(run_row(4, "advice", "succeeded", "", finished_at=NOW, rows=1))
+        connection.execute(
+            insert(AdviceReportRow),
+            [
+                advice_row(
+                    4,
+                    "billing",
+                    partitions=2,
+                    limit_topic_at_end=10.0,
+                    limit_per_partition_at_end=5.0,
+                    limit_limiter="subscription",
+                    limit_source="subscription",
+                    span_end=NOW,
+                )
+            ],
+        )
     engine.dispose()
 
 
@@ -428,6 +446,40 @@ def test_time_ticks_are_distinct_and_as_precise_as_the_span_needs(standalone: St
         assert 2 <= len(got) <= 6 and len(set(got)) == len(got), got
 
 
+def test_story_8_limit_advice_preview_apply_and_simulate(standalone: Standalone, page):
+    page.goto(standalone.url + "/console#/advice/acme/orders")
+    expect(page.get_by_role("heading", name="Limit advice for acme/orders")).to_be_visible()
+    expect(page.get_by_text("throttled 41% of the time").first).to_be_visible()
+    expect(page.get_by_text("= 110 msg/s").first).to_be_visible()
+    page.get_by_role("button", name="Preview and apply").click()
+    expect(page.get_by_text("Nothing has changed yet.")).to_be_visible()
+    page.get_by_role("button", name="Apply change").click()
+    expect(page.get_by_text("Applied: subscription dispatchRate set to 55").first).to_be_visible()
+    path = f"{ADMIN}/persistent/acme/orders/created/billing/dispatchRate"
+    with httpx.Client(base_url=standalone.url, timeout=30) as http:
+        assert http.get(path).json()["dispatchThrottlingRateInMsg"] == 55
+        ok(http.post(path, json={"dispatchThrottlingRateInMsg": 5}))  # as the other stories had it
+        # The workers' first stats snapshot comes one stats interval (10 s) after the start.
+        body = {
+            "tenant": "acme",
+            "namespace": "orders",
+            "level": "subscription",
+            "topic": TOPIC,
+            "subscription": "billing",
+            "dispatchThrottlingRateInMsg": 55,
+            "since": "1h",
+        }
+        deadline = time.monotonic() + 30
+        while not ok(http.post(f"{ADMIN}/reports/simulate", json=body)).json()["subscriptions"]:
+            assert time.monotonic() < deadline, "no stats snapshot of billing after 30 s"
+            time.sleep(1)
+    page.get_by_role("button", name="Simulate 55 msg/s per partition").click()
+    expect(
+        page.get_by_role("img", name=re.compile("Delivered rate, actual vs simulated"))
+    ).to_be_visible()
+    shot(page, "8-advice")
+
+
 def test_story_5_audit_log_and_fleet(standalone: Standalone, page):
     page.goto(standalone.url + "/console#/audit")
     page.get_by_label("Entity type").fill("subscription.dispatchRate")
@@ -488,7 +540,7 @@ def test_story_7_permissions_grant_and_revoke_with_a_dry_run(standalone: Standal
     api.close()
 
 
-def test_story_8_resource_groups_and_their_members(standalone: Standalone, page):
+def test_story_9_resource_groups_and_their_members(standalone: Standalone, page):
     api = httpx.Client(base_url=standalone.url, timeout=30)
     group = f"{ADMIN}/resourcegroups/console-rg"
     assert api.put(group, json={"dispatchRateInMsgs": 100}).status_code == 204

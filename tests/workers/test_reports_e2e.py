@@ -1,5 +1,5 @@
-"""Reporting end to end: real traffic through a worker under a limit, stats landed, both
-jobs run (the Celery task's body), the report read over REST."""
+"""Reporting end to end: real traffic through a worker under a limit, stats landed, every
+job run (the Celery task's body), the report read over REST."""
 
 from __future__ import annotations
 
@@ -45,7 +45,11 @@ def test_utilisation_against_the_limit_set_over_rest(
     time.sleep(1.2)  # the worker's last stats interval
 
     results = run_reports_once(report_settings)
-    assert [(r["job"], r["rows"] > 0) for r in results] == [("rates", True), ("backlog", True)]
+    assert [(r["job"], r["rows"] > 0) for r in results] == [
+        ("rates", True),
+        ("backlog", True),
+        ("advice", True),
+    ]
 
     rows = http.get(f"{ADMIN}/reports/rates/acme/orders", params={"window": "hour"}).json()
     [row] = [r for r in rows if r["subscription"] == "sub"]
@@ -78,7 +82,7 @@ def test_utilisation_against_the_limit_set_over_rest(
     assert entry["drainStatus"] in ("draining", "never")
 
     runs = http.get(f"{ADMIN}/reports/runs").json()
-    assert {r["job"] for r in runs} == {"rates", "backlog"}
+    assert {r["job"] for r in runs} == {"rates", "backlog", "advice"}
     assert {r["status"] for r in runs} == {"succeeded"}
 
     chart = http.get(

@@ -107,6 +107,7 @@ const ROUTES = [
   [/^\/permissions\/([^/]+)\/([^/]+)$/, viewPermissions],
   [/^\/topic\/([^/]+)\/([^/]+)\/(.+)$/, viewTopic],
   [/^\/reports\/([^/]+)\/([^/]+)$/, viewReports],
+  [/^\/advice\/([^/]+)\/([^/]+)$/, viewAdvice],
   [/^\/runs$/, viewRuns],
   [/^\/audit$/, viewAudit],
   [/^\/fleet$/, viewFleet],

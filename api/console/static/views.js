@@ -151,6 +151,7 @@ async function viewNamespace(ctx, tenant, ns) {
   ctx.main.append(...heading("Namespace " + tenant + "/" + ns,
     [["#/", "Tenants"], ["#/tenant/" + seg(tenant), tenant]]));
   ctx.main.append(h("p", null, link("#/reports/" + seg(tenant, ns), "Rate and backlog reports"),
+    ", ", link("#/advice/" + seg(tenant, ns), "limit advice"),
     " and ", link("#/permissions/" + seg(tenant, ns), "permissions"), " of this namespace."));
   let topics = await listTopics(tenant, ns);
   const live = h("div");

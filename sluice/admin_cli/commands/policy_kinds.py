@@ -189,6 +189,14 @@ KINDS = (
         what="the durable acknowledgements (replicas a send waits for)",
     ),
     CliKind(
+        NAMESPACE,
+        LIMITS,
+        "backlog-drain-target",
+        "backlogDrainTargetSeconds",
+        count("-t"),
+        what="the seconds the limit advisor plans to drain a backlog in",
+    ),
+    CliKind(
         TOPIC,
         DISPATCH,
         "dispatch-rate",
@@ -214,6 +222,15 @@ KINDS = (
         TOPIC, LIMITS, "max-consumers-per-subscription", "maxConsumersPerSubscription", count("-c")
     ),
     CliKind(TOPIC, LIMITS, "max-message-size", "maxMessageSize", count("-m")),
+    CliKind(
+        TOPIC,
+        LIMITS,
+        "backlog-drain-target",
+        "backlogDrainTargetSeconds",
+        count("-t"),
+        applied=True,
+        what="the seconds the limit advisor plans to drain a backlog in",
+    ),
     CliKind(TOPIC, RATES, "publish-rate", "publishRate", publish_rate, applied=True),
     CliKind(TOPIC, RATES, "subscribe-rate", "subscribeRate", subscribe_rate, applied=True),
     CliKind(

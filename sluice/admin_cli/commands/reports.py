@@ -18,10 +18,10 @@ from pathlib import Path
 from sluice.admin_cli.client import AdminError, segment
 from sluice.admin_cli.commands.common import add_command, add_group
 from sluice.admin_cli.names import namespace_path, topic_parts
-from sluice.admin_cli.views import BACKLOG_REPORT, QUEUED_RUNS, RATE_REPORT, RUNS
+from sluice.admin_cli.views import ADVICE, BACKLOG_REPORT, QUEUED_RUNS, RATE_REPORT, RUNS
 
 BASE = "/admin/v2/reports"
-JOBS = ("rates", "backlog")
+JOBS = ("rates", "backlog", "advice")
 STATUSES = ("queued", "running", "succeeded", "failed")
 FINISHED = ("succeeded", "failed")
 POLL_SECONDS = 1.0
@@ -43,6 +43,14 @@ def _report(kind: str):
         )
 
     return handler
+
+
+def _advice(args, admin):
+    path = f"{BASE}/advice/{namespace_path(args.namespace)}"
+    if args.topic:
+        tenant, namespace, local = topic_parts(args.topic)
+        path = f"{BASE}/advice/{segment(tenant)}/{segment(namespace)}/{segment(local)}"
+    return admin.request("GET", path)
 
 
 def _runs(args, admin):
@@ -165,6 +173,17 @@ def register(commands, parents) -> None:
         parser.add_argument("-s", "--subscription", help="only this subscription")
         if kind == "backlog":
             parser.add_argument("--top", type=int, help="only the N fastest-growing per window")
+
+    advice = add_command(
+        group,
+        "advice",
+        "Recommended dispatch limits with their arithmetic, and findings (the latest advice run)",
+        _advice,
+        parents,
+    )
+    advice.set_defaults(table_view=ADVICE)
+    advice.add_argument("namespace", help="tenant/namespace")
+    advice.add_argument("--topic", help="only this topic (persistent://tenant/namespace/topic)")
 
     runs = add_command(group, "runs", "Report runs, newest first", _runs, parents)
     runs.set_defaults(table_view=RUNS)
