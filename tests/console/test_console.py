@@ -553,7 +553,7 @@ def test_story_9_resource_groups_and_their_members(standalone: Standalone, page)
         row = table.locator("tr", has_text="console-rg")
         expect(row).to_contain_text("100/s")
         expect(row).to_contain_text("namespace acme/orders (weight 2)")
-        shot(page, "8-resource-groups")
+        shot(page, "9-resource-groups")
     finally:
         api.delete(f"{ADMIN}/namespaces/acme/orders/resourcegroup")
         api.delete(group)

@@ -54,7 +54,7 @@ def previous_release(folder: Path) -> str:
     newest = scripts.get_revision(scripts.get_current_head())
     assert newest is not None and isinstance(newest.down_revision, str)
     path = Path(newest.path).resolve().relative_to(ROOT)
-    added = git("log", "--diff-filter=A", "--format=%H", "-1", "--", str(path))
+    added = git("log", "--no-renames", "--diff-filter=A", "--format=%H", "-1", "--", str(path))
     # Not committed yet (a migration being written): the previous release is HEAD.
     before = f"{added}^" if added else "HEAD"
     if not git("rev-parse", "--verify", "--quiet", before):

@@ -1,7 +1,7 @@
 """advice report: what the limit advisor measured per subscription over a run's span
 
-Revision ID: 0008_advice_report
-Revises: 0007_topic_name_index
+Revision ID: 0009_advice_report
+Revises: 0008_resource_groups
 Create Date: 2026-11-28 09:00:00.000000
 """
 
@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 from migrations.shapes import create_report_table, drop_report_table, timestamp
 
-revision = "0008_advice_report"
-down_revision = "0007_topic_name_index"
+revision = "0009_advice_report"
+down_revision = "0008_resource_groups"
 branch_labels = None
 depends_on = None
 
