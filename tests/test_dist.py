@@ -59,7 +59,8 @@ def test_the_client_wheel_holds_only_the_sluice_package(wheels):
     assert "sluice/protocol/lua/dispatch.lua" in names  # the scripts both sides run
     assert "sluice-admin = sluice.admin_cli:main" in entry_points
     assert requirement_names(client, extra=False) == LIGHT
-    assert requirement_names(client, extra=True) == set()
+    # One optional extra: OpenTelemetry's API for the client's traces (sluice.tracing).
+    assert requirement_names(client, extra=True) == {"opentelemetry-api"}
 
 
 def test_installing_the_client_wheel_adds_sluice_and_nothing_else(wheels, tmp_path):

@@ -88,7 +88,7 @@ def test_readme_curl_session(standalone):
     # The embedded report scheduler (Celery worker + beat) runs a queued report run.
     queued = http.post("/admin/v2/reports/runs", json={"lookbackSeconds": 600})
     assert queued.status_code == 202
-    assert len(queued.json()["runIds"]) == 2
+    assert len(queued.json()["runIds"]) == 3  # rates, backlog, advice
 
     def finished_runs():
         runs = http.get("/admin/v2/reports/runs").json()

@@ -160,7 +160,11 @@ def test_report_jobs_on_a_standalone_cluster_match_the_local_run(
 
     celery_path = [sys.executable, "-m", "tests.reports.report_driver", str(lookback)]
     local = run_driver({**environment, "SLUICE_SPARK_MASTER": "local[*]"}, tmp_path, celery_path)
-    assert [(r["job"], r["attempt"]) for r in local] == [("rates", 1), ("backlog", 1)]
+    assert [(r["job"], r["attempt"]) for r in local] == [
+        ("rates", 1),
+        ("backlog", 1),
+        ("advice", 1),
+    ]
     expected = result_rows(db)
 
     cluster_conf = {
