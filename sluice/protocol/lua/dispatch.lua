@@ -38,6 +38,18 @@
 --          do not count against the max-unacked limits.  Only for Shared (ARGV[9] = "").
 -- ARGV[27] Key_Shared (optional): "1" = entries go by key (see "Key_Shared" below; KEYS[13]
 --          the subscription's key-shared state hash, KEYS[14] its consumer info hash)
+-- ARGV[28] priority look-ahead (optional, default 10000): see "Priority" below
+-- Priority: while the partition holds entries of a priority other than the default (field
+-- "u", 0..9, absent = 4; counted as priority_entries in KEYS[9]), a Shared, Exclusive or
+-- Failover subscription reads new entries ahead into the group for the holder "~held"
+-- (uncharged, up to the look-ahead counted with what is indexed already) and indexes them in
+-- the subscription's zset "prio" (next to KEYS[4]): score 9 - priority, member the id
+-- zero-padded ("%013d-%010d"), so the index lists highest priority first, stream order within
+-- one.  Entries go out from the index, as first deliveries (delivery count 1), under the same
+-- budgets; redeliveries still go first.  A delayed entry read ahead is held as before, and
+-- joins the index when it comes due.  Entries of the index count in msgBacklog (pending) and
+-- not against max-unacked.  Per level, messages handed out are counted in KEYS[5] "out_p<L>".
+-- Key_Shared ignores priorities (stream order per key).
 -- Key_Shared: an entry's key is its ordering key "o", else its partition key "k" (a batch entry
 -- carries its first message's); its slot is murmur3_32(key) mod 65536.  Each slot belongs to
 -- one consumer: by consistent hashing of the consumer ids (100 points each on the 0..65535
@@ -93,6 +105,8 @@ local HOLDER = '~held'
 local key_shared = ARGV[27] == '1' and active == ''
 local margin = tonumber(ARGV[26] or '-1') or -1
 local delaying = margin >= 0 and active == ''
+local PRIO = string.sub(KEYS[4], 1, -10) .. 'prio'
+local lookahead = tonumber(ARGV[28] or '') or 10000
 if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
   return redis.error_reply('FENCED partition lease lost')
 end
@@ -428,15 +442,18 @@ end
 
 -- Fast path: without a byte budget and without batch entries in the partition, the entry
 -- count alone bounds every budget, so entries are read once, by XREADGROUP itself.
+local pflags = call('HMGET', KEYS[9], 'batch_entries', 'delayed_entries', 'priority_entries')
+local prio_on = pflags[3] and not key_shared
 local fast = byte_budget < 0 and ARGV[12] ~= '1' and not key_shared
-  and not call('HGET', KEYS[9], 'batch_entries')
-  and not (delaying and call('HGET', KEYS[9], 'delayed_entries'))
+  and not pflags[1]
+  and not (delaying and pflags[2])
+  and not prio_on
 
 -- Slow path: look at the entries first.  A caught-up subscription (everything left fits in
 -- one read) may skip the budgets.
 local fresh = {}
 local unthrottled = 0
-if not fast then
+if not fast and not prio_on then
   fresh = call('XRANGE', KEYS[1], '(' .. cursor, '+', 'COUNT', max_entries + 1)
   if ARGV[12] == '1' and #fresh <= max_entries then
     msg_budget, byte_budget, unthrottled = -1, -1, 1
@@ -451,6 +468,26 @@ local function fields_size(fields)
     elseif f == 'n' then n = tonumber(fields[i + 1]) end
   end
   return size, n
+end
+
+-- An entry's priority (0..9, 4 without the field).
+local function priority_of(fields)
+  for f = 1, #fields, 2 do
+    if fields[f] == 'u' then
+      local p = tonumber(fields[f + 1])
+      if p and p >= 0 and p <= 9 then return math.floor(p) end
+      return 4
+    end
+  end
+  return 4
+end
+local function padded(id)
+  local ms, seq = id_parts(id)
+  return string.format('%013d-%010d', ms, seq)
+end
+local function unpadded(member)
+  local ms, seq = string.match(member, '^(%d+)-(%d+)$')
+  return tonumber(ms) .. '-' .. tonumber(seq)
 end
 
 -- An entry's deliver-at time (ms), or nil.
@@ -548,6 +585,10 @@ for _, id in ipairs(due) do
     -- Trimmed, deleted or acknowledged meanwhile: nothing left to deliver.
     call('ZREM', KEYS[4], id)
     call('XACK', KEYS[1], group, id)
+  elseif prio_on and p[1][2] == HOLDER then
+    -- A held (delayed) entry come due waits in the priority index with the others.
+    call('ZADD', PRIO, 9 - priority_of(found[1][2]), padded(id))
+    call('ZREM', KEYS[4], id)
   else
     -- A held entry (delayed) goes out for the first time: a new entry for the limits.
     local held = p[1][2] == HOLDER
@@ -568,6 +609,77 @@ for _, id in ipairs(due) do
 end
 for consumer, run in pairs(runs) do
   call('RPUSH', qprefix .. consumer, cmsgpack.pack(run))
+end
+
+-- 1b. Priority: read new entries ahead into the index, then hand out from it, highest first.
+local by_level = {}
+if prio_on and not stop then
+  local room = lookahead - call('ZCARD', PRIO)
+  local read_all = true
+  if room > 0 then
+    local reply = call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', room,
+      'STREAMS', KEYS[1], '>')
+    local got = reply and reply[1] and reply[1][2] or {}
+    local zargs = {}
+    for k = 1, #got do
+      local id, fields = got[k][1], got[k][2]
+      local at = delaying and deliver_at(fields) or nil
+      if at and at - margin > now then
+        call('ZADD', KEYS[4], at - margin, id)
+      else
+        zargs[#zargs + 1] = 9 - priority_of(fields)
+        zargs[#zargs + 1] = padded(id)
+      end
+      if #zargs >= 2000 then
+        call('ZADD', PRIO, unpack(zargs))
+        zargs = {}
+      end
+    end
+    if #zargs > 0 then call('ZADD', PRIO, unpack(zargs)) end
+    if #got > 0 then cursor = got[#got][1] end
+    if #got >= room then read_all = false end
+  else
+    read_all = false
+  end
+  local prio_runs = {}
+  while not stop do
+    local members = call('ZRANGE', PRIO, 0, max_entries - 1, 'WITHSCORES')
+    if #members == 0 then break end
+    local done = 0
+    for m = 1, #members, 2 do
+      local id = unpadded(members[m])
+      local found = call('XRANGE', KEYS[1], id, id)
+      if #found == 0 then
+        -- Deleted (evicted, trimmed) meanwhile: nothing left to deliver.
+        call('XACK', KEYS[1], group, id)
+        done = done + 1
+      else
+        local size, n = fields_size(found[1][2])
+        local why = refuse(size, true)
+        if why ~= nil then reason, stop = why, true break end
+        local c = pick()
+        if not c then reason, stop = nobody(), true break end
+        local claimed = call('XCLAIM', KEYS[1], group, c[1], 0, id, 'RETRYCOUNT', 1, 'JUSTID')
+        done = done + 1
+        if #claimed > 0 then
+          local run = prio_runs[c[1]]
+          if not run then run = {} prio_runs[c[1]] = run end
+          run[#run + 1] = {id, found[1][2], 1}
+          charge(c, size, n, true)
+          local level = 9 - tonumber(members[m + 1])
+          by_level[level] = (by_level[level] or 0) + n
+        end
+      end
+    end
+    if done > 0 then call('ZREMRANGEBYRANK', PRIO, 0, done - 1) end
+  end
+  for consumer, run in pairs(prio_runs) do
+    call('RPUSH', qprefix .. consumer, cmsgpack.pack(run))
+  end
+  if not stop and not read_all then
+    -- The look-ahead was full: more entries wait in the stream.
+    reason, stop = 0, true
+  end
 end
 
 -- 2a. Fast path: per consumer run, XREADGROUP exactly as many entries as may go.
@@ -728,6 +840,7 @@ if entries > 0 then
   call('HINCRBY', KEYS[5], 'msg_out', messages)
   call('HINCRBY', KEYS[5], 'bytes_out', bytes)
   if redelivered > 0 then call('HINCRBY', KEYS[5], 'redelivered', redelivered) end
+  for level, n in pairs(by_level) do call('HINCRBY', KEYS[5], 'out_p' .. level, n) end
 end
 if pending_total >= 0 then pending_total = pending_total + entries - redelivered end
 local exhausted, wait_ms = settle(units, bytes, unthrottled == 1)

@@ -96,7 +96,7 @@ if rate_m > 0 or rate_b > 0 then
 end
 local ids = {}
 pos = 4
-local msgs, bytes, batches, delayed = 0, 0, 0, 0
+local msgs, bytes, batches, delayed, prioritized = 0, 0, 0, 0, 0
 for i = 1, tonumber(ARGV[3]) do
   local pairs_count = tonumber(ARGV[pos])
   local args = {KEYS[1], '*', 't', now}
@@ -107,7 +107,8 @@ for i = 1, tonumber(ARGV[3]) do
     args[#args + 1] = value
     if field == 'd' then bytes = bytes + #value
     elseif field == 'n' then n = tonumber(value) batches = batches + 1
-    elseif field == 'a' then delayed = delayed + 1 end
+    elseif field == 'a' then delayed = delayed + 1
+    elseif field == 'u' then prioritized = prioritized + 1 end
   end
   msgs = msgs + n
   ids[i] = redis.call('XADD', unpack(args))
@@ -119,6 +120,8 @@ redis.call('HINCRBY', KEYS[2], 'bytes_in', bytes)
 if batches > 0 then redis.call('HINCRBY', KEYS[2], 'batch_entries', batches) end
 -- ... and while it has no delayed entries (deliver-at field "a").
 if delayed > 0 then redis.call('HINCRBY', KEYS[2], 'delayed_entries', delayed) end
+-- ... and while it has no entries of a priority other than the default (field "u").
+if prioritized > 0 then redis.call('HINCRBY', KEYS[2], 'priority_entries', prioritized) end
 -- A dormant partition (sl:{P}:dormant, set by its worker when it stopped watching it) is
 -- woken too; the worker deletes the flag itself otherwise.
 local wake = redis.call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant') == 1

@@ -1,0 +1,181 @@
+"""Message priority (``send(..., priority=N)``) against a real worker.
+
+A subscription hands out its backlog highest priority first and in send order within one
+priority, under the same dispatch limit (every priority counts against the one budget, the
+strict bound holds); the default priority is 4 and stores nothing; out-of-range priorities
+are refused by the client; delayed messages join the order when due; nacked messages come
+back as redeliveries; Key_Shared keeps each key's order.  See docs/priority.md.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+
+import sluice
+from sluice.protocol import keys
+from sluice.protocol.connection import connect
+from sluice.protocol.names import TopicName
+from tests.workers.conftest import ADMIN, rate, wait_until
+from tests.workers.test_strict_bound import excess
+
+TOPIC = "persistent://acme/orders/urgent"
+PATH = f"{ADMIN}/persistent/acme/orders/urgent"
+
+
+def receive(
+    consumer: sluice.Consumer, count: int, seconds: float, ack: bool = True, origin=None
+):
+    """(seconds since ``origin``, else the call, message) for up to ``count`` messages."""
+    got = []
+    start = time.monotonic() if origin is None else origin
+    deadline = time.monotonic() + seconds
+    while len(got) < count and time.monotonic() < deadline:
+        try:
+            message = consumer.receive(timeout_millis=100)
+        except sluice.Timeout:
+            continue
+        got.append((time.monotonic() - start, message))
+        if ack:
+            consumer.acknowledge(message)
+    return got
+
+
+def mixed(count: int) -> list[tuple[int, bytes]]:
+    """(priority, payload) for ``count`` messages spread over every level, in send order."""
+    return [((i * 7) % 10, f"m{i:03d}".encode()) for i in range(count)]
+
+
+def expected_order(sent: list[tuple[int, bytes]]) -> list[bytes]:
+    """Highest priority first, send order within one priority."""
+    order = sorted(range(len(sent)), key=lambda i: (-sent[i][0], i))
+    return [sent[i][1] for i in order]
+
+
+def backlog(http, name: str = "s") -> int:
+    return http.get(f"{PATH}/stats").json()["subscriptions"][name]["msgBacklog"]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [sluice.ConsumerType.Shared, sluice.ConsumerType.Exclusive, sluice.ConsumerType.Failover],
+)
+def test_backlog_goes_highest_priority_first_fifo_within_a_level(http, namespace, client, kind):
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(TOPIC, "s", consumer_type=kind)
+    consumer.close()  # the subscription exists; the backlog builds while nobody consumes
+    producer = client.create_producer(TOPIC)
+    sent = mixed(60)
+    for priority, payload in sent:
+        producer.send(payload, priority=priority)
+    wait_until(lambda: backlog(http) == 60)
+    consumer = client.subscribe(TOPIC, "s", consumer_type=kind)
+    received = receive(consumer, 60, 15)
+    assert [m.data() for _, m in received] == expected_order(sent)
+    assert all(m.redelivery_count() == 0 for _, m in received)
+    wait_until(lambda: backlog(http) == 0)
+    consumer.close()
+
+
+def test_under_a_limit_order_holds_and_the_strict_bound_too(http, namespace, client):
+    """10 msg/s on the subscription, consumer connected while producing: after what the first
+    period took, the rest goes highest priority first, and never faster than the bound."""
+    assert http.put(PATH).status_code == 204
+    limit = 10
+    answer = http.post(f"{ADMIN}/namespaces/acme/orders/subscriptionDispatchRate", json=rate(limit))
+    assert answer.status_code == 204
+    origin = time.monotonic()
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
+    producer = client.create_producer(TOPIC)
+    sent = mixed(40)
+    for priority, payload in sent:
+        producer.send_async(payload, None, priority=priority)
+    producer.flush()
+    got = receive(consumer, 40, 12, origin=origin)
+    assert len(got) == 40
+    payloads = [m.data() for _, m in got]
+    assert sorted(payloads) == sorted(p for _, p in sent)
+    # What went after the first period was in the backlog: strictly ordered.
+    later = payloads[limit:]
+    assert later == [p for p in expected_order(sent) if p in set(later)]
+    assert excess([at for at, _ in got], limit) <= 0
+    consumer.close()
+
+
+def test_default_priority_stores_nothing_and_ranges_are_checked(
+    http, namespace, client, redis_server
+):
+    assert http.put(PATH).status_code == 204
+    producer = client.create_producer(TOPIC)
+    producer.send(b"plain")
+    producer.send(b"four", priority=4)
+    producer.send(b"nine", priority=9)
+    redis_client = connect(redis_server.url)
+    stream = keys.log(TopicName.from_full(TOPIC))
+    fields = [f for _, f in redis_client.xrange(stream)]
+    assert b"u" not in fields[0] and b"u" not in fields[1]
+    assert fields[2][b"u"] == b"9"
+    for bad in (-1, 10, 4.0, "5", True, None):
+        with pytest.raises(ValueError):
+            producer.send(b"x", priority=bad)
+        with pytest.raises(ValueError):
+            producer.send_async(b"x", None, priority=bad)
+    assert len(redis_client.xrange(stream)) == 3
+
+
+def test_nacked_messages_come_back(http, namespace, client):
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(
+        TOPIC, "s", consumer_type=sluice.ConsumerType.Shared, negative_ack_redelivery_delay_ms=100
+    )
+    producer = client.create_producer(TOPIC)
+    producer.send(b"low", priority=1)
+    producer.send(b"high", priority=8)
+    first = receive(consumer, 2, 10, ack=False)
+    assert len(first) == 2
+    for _, message in first:
+        consumer.negative_acknowledge(message)
+    again = receive(consumer, 2, 10)
+    assert sorted(m.data() for _, m in again) == [b"high", b"low"]
+    assert all(m.redelivery_count() == 1 for _, m in again)
+    wait_until(lambda: backlog(http) == 0)
+    consumer.close()
+
+
+def test_delayed_messages_join_the_order_when_due(http, namespace, client):
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
+    consumer.close()
+    producer = client.create_producer(TOPIC)
+    producer.send(b"late-high", priority=9, deliver_after=timedelta(milliseconds=1500))
+    producer.send(b"low", priority=0)
+    producer.send(b"mid", priority=5)
+    wait_until(lambda: backlog(http) == 3)
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
+    got = receive(consumer, 3, 10)
+    assert [m.data() for _, m in got] == [b"mid", b"low", b"late-high"]
+    assert got[2][1].redelivery_count() == 0
+    consumer.close()
+
+
+def test_key_shared_keeps_each_keys_order(http, namespace, client):
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.KeyShared)
+    consumer.close()
+    producer = client.create_producer(TOPIC)
+    sent = []
+    for i in range(30):
+        key = f"k{i % 3}"
+        priority = (i * 7) % 10
+        producer.send(f"{key}-{i}".encode(), partition_key=key, priority=priority)
+        sent.append(f"{key}-{i}".encode())
+    wait_until(lambda: backlog(http) == 30)
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.KeyShared)
+    got = [m.data() for _, m in receive(consumer, 30, 10)]
+    assert sorted(got) == sorted(sent)
+    for key in ("k0", "k1", "k2"):
+        mine = [p for p in got if p.startswith(key.encode())]
+        assert mine == [p for p in sent if p.startswith(key.encode())]
+    consumer.close()
