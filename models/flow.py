@@ -45,6 +45,9 @@ class RetentionPolicy(StrEnum):
     PRODUCER_REQUEST_HOLD = "producer_request_hold"
     PRODUCER_EXCEPTION = "producer_exception"
     CONSUMER_BACKLOG_EVICTION = "consumer_backlog_eviction"
+    # Sluice: a send into a full backlog evicts the oldest message of the lowest priority
+    # below its own, or is refused as producer_exception refuses (docs/priority.md).
+    LOWEST_PRIORITY_EVICTION = "lowest_priority_eviction"
 
 
 _POLICY_NAMES = frozenset(p.value for p in RetentionPolicy)

@@ -277,7 +277,9 @@ def quota_breach(limits: FlowLimits, backlog: Backlog) -> Breach | None:
 
     ``destination_storage`` checks ``limitSize`` (bytes) and ``limitMessages``;
     ``message_age`` checks ``limitTime`` against the oldest unacknowledged entry.  An empty
-    backlog never breaches, whatever the limits.
+    backlog never breaches, whatever the limits.  ``limitMessages`` under
+    ``lowest_priority_eviction`` is no breach here: ``produce.lua`` enforces it on every send
+    (``priority_eviction_limit``).
     """
     if backlog.messages <= 0:
         return None
@@ -286,7 +288,11 @@ def quota_breach(limits: FlowLimits, backlog: Backlog) -> Breach | None:
         return Breach(
             QuotaType.DESTINATION_STORAGE, "size", storage.policy, storage.limit_size, backlog.bytes
         )
-    if storage.limit_messages >= 0 and backlog.messages >= storage.limit_messages:
+    if (
+        storage.limit_messages >= 0
+        and backlog.messages >= storage.limit_messages
+        and storage.policy is not RetentionPolicy.LOWEST_PRIORITY_EVICTION
+    ):
         return Breach(
             QuotaType.DESTINATION_STORAGE,
             "messages",
@@ -309,6 +315,15 @@ def quota_breach(limits: FlowLimits, backlog: Backlog) -> Breach | None:
 def needs_age(limits: FlowLimits) -> bool:
     """True when a time quota applies (only then is the oldest entry's age worth reading)."""
     return bool(limits.quotas[QuotaType.MESSAGE_AGE].value.limit_time >= 0)
+
+
+def priority_eviction_limit(limits: FlowLimits) -> int:
+    """``limitMessages`` + 1 of the destination_storage quota when its policy is
+    ``lowest_priority_eviction`` (what ``produce.lua`` reads from ``sl:{P}:limits``), else 0."""
+    storage: BacklogQuota = limits.quotas[QuotaType.DESTINATION_STORAGE].value
+    if storage.policy is RetentionPolicy.LOWEST_PRIORITY_EVICTION and storage.limit_messages >= 0:
+        return storage.limit_messages + 1
+    return 0
 
 
 def eviction_target(limit: int) -> int:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from redis.exceptions import RedisError, ResponseError
 
-from models.flow_resolution import FlowLimits
+from models.flow_resolution import FlowLimits, priority_eviction_limit
 from models.resolution import ResolvedRate
 from sluice.protocol import keys
 from sluice.protocol.abuse import limit_pairs
@@ -76,6 +76,7 @@ def _limit_values(flow: FlowLimits) -> dict[str, int]:
         "subscribeRatePeriodPerConsumerInSecond": period,
         "durableAckReplicas": durable.replicas,
         "durableAckTimeoutMs": durable.timeoutMs,
+        "priorityEvictionLimit": priority_eviction_limit(flow),
     }
 
 

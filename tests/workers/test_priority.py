@@ -179,3 +179,57 @@ def test_key_shared_keeps_each_keys_order(http, namespace, client):
         mine = [p for p in got if p.startswith(key.encode())]
         assert mine == [p for p in sent if p.startswith(key.encode())]
     consumer.close()
+
+
+def set_eviction_quota(http, limit: int) -> None:
+    body = {"limitMessages": limit, "policy": "lowest_priority_eviction"}
+    answer = http.post(f"{PATH}/backlogQuota", json=body)
+    assert answer.status_code == 204, answer.text
+    got = http.get(f"{PATH}/backlogQuotaMap").json()
+    assert got["destination_storage"]["policy"] == "lowest_priority_eviction"
+
+
+def test_a_full_backlog_evicts_the_oldest_lowest_or_refuses(http, namespace, client):
+    assert http.put(PATH).status_code == 204
+    set_eviction_quota(http, 5)
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
+    consumer.close()
+    producer = client.create_producer(TOPIC, max_send_attempts=1)
+    for payload, priority in [(b"a2", 2), (b"b1", 1), (b"c1", 1), (b"d3", 3), (b"e5", 5)]:
+        producer.send(payload, priority=priority)
+    assert backlog(http) == 5
+    # Full: a higher priority evicts the oldest of the lowest (b1), the backlog stays at 5.
+    producer.send(b"f6", priority=6)
+    assert backlog(http) == 5
+    producer.send(b"g2", priority=2)  # evicts c1, the only 1 left
+    assert backlog(http) == 5
+    # No message lower than 2 waits now: a 2 (or lower) is refused, nothing changes.
+    for priority in (2, 0):
+        with pytest.raises(sluice.ProducerBlockedQuotaExceededException) as refused:
+            producer.send(b"no", priority=priority)
+        assert "lowest_priority_eviction" in str(refused.value)
+    assert backlog(http) == 5
+    producer.send(b"h4")  # the default priority (4) is higher than 2: evicts a2
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
+    got = [m.data() for _, m in receive(consumer, 6, 5)]
+    assert got == [b"f6", b"e5", b"h4", b"d3", b"g2"]
+    consumer.close()
+
+
+def test_eviction_spares_what_a_consumer_holds(http, namespace, client):
+    """Entries out with a consumer (not acknowledged) count in the backlog but are never
+    evicted: with all of them out, a send into the full backlog is refused."""
+    assert http.put(PATH).status_code == 204
+    set_eviction_quota(http, 3)
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
+    producer = client.create_producer(TOPIC, max_send_attempts=1)
+    for i in range(3):
+        producer.send(f"low{i}".encode(), priority=0)
+    held = receive(consumer, 3, 5, ack=False)
+    assert len(held) == 3
+    with pytest.raises(sluice.ProducerBlockedQuotaExceededException):
+        producer.send(b"high", priority=9)
+    consumer.acknowledge(held[0][1])
+    wait_until(lambda: backlog(http) == 2)
+    producer.send(b"high", priority=9)
+    consumer.close()
