@@ -233,3 +233,32 @@ def test_eviction_spares_what_a_consumer_holds(http, namespace, client):
     wait_until(lambda: backlog(http) == 2)
     producer.send(b"high", priority=9)
     consumer.close()
+
+
+def test_stats_per_priority_level(http, namespace, client):
+    """``priorityLevels`` of a subscription: messages waiting and dispatched per priority;
+    a subscription that never saw a priority has none."""
+    assert http.put(PATH).status_code == 204
+    answer = http.post(f"{ADMIN}/namespaces/acme/orders/subscriptionDispatchRate", json=rate(1))
+    assert answer.status_code == 204
+    for name in ("s", "plain"):
+        client.subscribe(TOPIC, name, consumer_type=sluice.ConsumerType.Shared).close()
+    producer = client.create_producer(TOPIC)
+    for payload, priority in [(b"a", 9), (b"b", 9), (b"c", 0), (b"d", 0), (b"e", 4)]:
+        producer.send(payload, priority=priority)
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
+
+    def levels():
+        doc = http.get(f"{PATH}/stats").json()["subscriptions"]["s"]
+        return doc.get("priorityLevels")
+
+    got = wait_until(lambda: (lv := levels()) and lv.get("9", {}).get("msgOutCounter") and lv)
+    assert list(got) == sorted(got, key=int, reverse=True)  # highest first
+    assert got["0"]["msgBacklog"] == 2 and got["0"]["msgOutCounter"] == 0
+    assert "priorityLevels" not in http.get(f"{PATH}/stats").json()["subscriptions"]["plain"]
+    received = receive(consumer, 5, 10)
+    assert [m.data() for _, m in received] == [b"a", b"b", b"e", b"c", b"d"]
+    done = wait_until(lambda: (lv := levels()) and lv.get("0", {}).get("msgOutCounter") == 2 and lv)
+    assert {k: v["msgOutCounter"] for k, v in done.items()} == {"9": 2, "4": 1, "0": 2}
+    assert all(v["msgBacklog"] == 0 for v in done.values())
+    consumer.close()
