@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from api.deps import UowDep
 from api.operations import service
+from sluice.priority import entry_priority
 from api.operations.schemas import (
     LONG_MAX,
     LookupData,
@@ -202,6 +203,8 @@ def message_response(entry: Entry) -> Response:
         value = _header(text[field]) if field in text else None
         if value is not None:
             headers[f"X-Pulsar-{name}"] = value
+    # Sluice: the message's priority (docs/priority.md), 4 when it carries none.
+    headers["X-Sluice-Priority"] = str(entry_priority(text))
     if "n" in text:
         headers["X-Pulsar-num-batch-message"] = text["n"]
         headers["X-Pulsar-batch-size"] = str(len(fields.get("d", b"")))
