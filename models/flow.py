@@ -29,6 +29,9 @@ from models.json_body import INT32_MAX, INT64_MAX, KnownFieldsBody, shown
 MAX_UNACKED_PER_SUBSCRIPTION = "maxUnackedMessagesPerSubscription"
 MAX_UNACKED_PER_CONSUMER = "maxUnackedMessagesPerConsumer"
 MESSAGE_TTL = "messageTTL"
+# Sluice: the starvation guard of message priority (docs/priority.md): every N-th message a
+# subscription hands out is its oldest waiting one (0 = strict priority).
+PRIORITY_OLDEST_EVERY = "priorityOldestEvery"
 BACKLOG_QUOTA_PREFIX = "backlogQuota."
 
 

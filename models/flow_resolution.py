@@ -51,6 +51,7 @@ from models.flow import (
     MAX_UNACKED_PER_CONSUMER,
     MAX_UNACKED_PER_SUBSCRIPTION,
     MESSAGE_TTL,
+    PRIORITY_OLDEST_EVERY,
     BacklogQuota,
     QuotaType,
     RetentionPolicy,
@@ -128,6 +129,8 @@ class FlowLimits:
     rates: ClientRates
     # DurableAcks: how many replicas a send waits for (namespace > none)
     durable_acks: Resolved = Resolved(NO_DURABLE_ACKS, Level.BROKER)
+    # int: every N-th message handed out is the oldest waiting (0 = strict priority)
+    priority_oldest_every: Resolved = Resolved(0, Level.BROKER)
 
     @property
     def unacked_limited(self) -> bool:
@@ -269,6 +272,7 @@ def resolve_flow(inputs: FlowInputs) -> FlowLimits:
         abuse=resolve_abuse(inputs),
         rates=resolve_client_rates(inputs),
         durable_acks=_first(inputs, DURABLE_ACKS, NO_DURABLE_ACKS),
+        priority_oldest_every=_first(inputs, PRIORITY_OLDEST_EVERY, 0),
     )
 
 

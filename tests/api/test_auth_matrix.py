@@ -197,6 +197,7 @@ for _path, _read, _body in (
             "maxProducersPerTopic",
             "maxConsumersPerTopic",
             "maxConsumersPerSubscription",
+            "priorityOldestEvery",
         )
     ),
     *(
@@ -210,6 +211,7 @@ for _path, _read, _body in (
             "maxConsumers",
             "maxConsumersPerSubscription",
             "maxMessageSize",
+            "priorityOldestEvery",
         )
     ),
 ):

@@ -262,3 +262,29 @@ def test_stats_per_priority_level(http, namespace, client):
     assert {k: v["msgOutCounter"] for k, v in done.items()} == {"9": 2, "4": 1, "0": 2}
     assert all(v["msgBacklog"] == 0 for v in done.values())
     consumer.close()
+
+
+def test_starvation_guard_sends_the_oldest_every_n_th(http, namespace, client):
+    """``priorityOldestEvery`` 3: of every three messages handed out, one is the oldest
+    waiting, whatever its priority; 0 (the default) is strict priority."""
+    assert http.put(PATH).status_code == 204
+    answer = http.post(f"{PATH}/priorityOldestEvery", json=3)
+    assert answer.status_code == 204, answer.text
+    assert http.get(f"{PATH}/priorityOldestEvery").json() == 3
+    assert http.post(f"{PATH}/priorityOldestEvery", json=-1).status_code == 412
+    client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared).close()
+    producer = client.create_producer(TOPIC)
+    for i in range(4):
+        producer.send(f"low{i}".encode(), priority=0)
+    for i in range(8):
+        producer.send(f"high{i}".encode(), priority=9)
+    wait_until(lambda: backlog(http) == 12)
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
+    got = [m.data().decode() for _, m in receive(consumer, 12, 10)]
+    assert got == [
+        "high0", "high1", "low0", "high2", "high3", "low1",
+        "high4", "high5", "low2", "high6", "high7", "low3",
+    ]
+    consumer.close()
+    applied = http.get(f"{PATH}/effectiveFlowControls").json()
+    assert applied["flowControl"]["priorityOldestEvery"] == {"value": 3, "source": "topic"}

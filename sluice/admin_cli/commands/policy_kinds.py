@@ -178,6 +178,14 @@ KINDS = (
         "maxConsumersPerSubscription",
         count("-c"),
     ),
+    CliKind(
+        NAMESPACE,
+        LIMITS,
+        "priority-oldest-every",
+        "priorityOldestEvery",
+        count("-n"),
+        what="the priority starvation guard (every N-th message is the oldest; 0: strict)",
+    ),
     CliKind(NAMESPACE, RATES, "publish-rate", "publishRate", publish_rate),
     CliKind(NAMESPACE, RATES, "subscribe-rate", "subscribeRate", subscribe_rate),
     CliKind(
@@ -214,6 +222,15 @@ KINDS = (
         TOPIC, LIMITS, "max-consumers-per-subscription", "maxConsumersPerSubscription", count("-c")
     ),
     CliKind(TOPIC, LIMITS, "max-message-size", "maxMessageSize", count("-m")),
+    CliKind(
+        TOPIC,
+        LIMITS,
+        "priority-oldest-every",
+        "priorityOldestEvery",
+        count("-n"),
+        applied=True,
+        what="the priority starvation guard (every N-th message is the oldest; 0: strict)",
+    ),
     CliKind(TOPIC, RATES, "publish-rate", "publishRate", publish_rate, applied=True),
     CliKind(TOPIC, RATES, "subscribe-rate", "subscribeRate", subscribe_rate, applied=True),
 )

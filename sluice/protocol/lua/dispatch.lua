@@ -39,6 +39,8 @@
 -- ARGV[27] Key_Shared (optional): "1" = entries go by key (see "Key_Shared" below; KEYS[13]
 --          the subscription's key-shared state hash, KEYS[14] its consumer info hash)
 -- ARGV[28] priority look-ahead (optional, default 10000): see "Priority" below
+-- ARGV[29] starvation guard (optional, default 0 = strict priority): every N-th message handed
+--          out of the priority index is the oldest one waiting, whatever its priority
 -- Priority: while the partition holds entries of a priority other than the default (field
 -- "u", 0..9, absent = 4; counted as priority_entries in KEYS[9]), a Shared, Exclusive or
 -- Failover subscription reads new entries ahead into the group for the holder "~held"
@@ -107,6 +109,7 @@ local margin = tonumber(ARGV[26] or '-1') or -1
 local delaying = margin >= 0 and active == ''
 local PRIO = string.sub(KEYS[4], 1, -10) .. 'prio'
 local lookahead = tonumber(ARGV[28] or '') or 10000
+local oldest_every = tonumber(ARGV[29] or '') or 0
 if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
   return redis.error_reply('FENCED partition lease lost')
 end
@@ -642,36 +645,66 @@ if prio_on and not stop then
     read_all = false
   end
   local prio_runs = {}
-  while not stop do
-    local members = call('ZRANGE', PRIO, 0, max_entries - 1, 'WITHSCORES')
-    if #members == 0 then break end
-    local done = 0
-    for m = 1, #members, 2 do
-      local id = unpadded(members[m])
-      local found = call('XRANGE', KEYS[1], id, id)
-      if #found == 0 then
-        -- Deleted (evicted, trimmed) meanwhile: nothing left to deliver.
-        call('XACK', KEYS[1], group, id)
-        done = done + 1
-      else
-        local size, n = fields_size(found[1][2])
-        local why = refuse(size, true)
-        if why ~= nil then reason, stop = why, true break end
-        local c = pick()
-        if not c then reason, stop = nobody(), true break end
-        local claimed = call('XCLAIM', KEYS[1], group, c[1], 0, id, 'RETRYCOUNT', 1, 'JUSTID')
-        done = done + 1
-        if #claimed > 0 then
-          local run = prio_runs[c[1]]
-          if not run then run = {} prio_runs[c[1]] = run end
-          run[#run + 1] = {id, found[1][2], 1}
-          charge(c, size, n, true)
-          local level = 9 - tonumber(members[m + 1])
-          by_level[level] = (by_level[level] or 0) + n
-        end
-      end
+  -- One member of the index: 'gone' (deleted or no longer pending: drop it), 'sent', or
+  -- nil when it may not go now (reason and stop set).
+  local function hand_out(member, score)
+    local id = unpadded(member)
+    local found = call('XRANGE', KEYS[1], id, id)
+    if #found == 0 then
+      -- Deleted (evicted, trimmed) meanwhile: nothing left to deliver.
+      call('XACK', KEYS[1], group, id)
+      return 'gone'
     end
-    if done > 0 then call('ZREMRANGEBYRANK', PRIO, 0, done - 1) end
+    local size, n = fields_size(found[1][2])
+    local why = refuse(size, true)
+    if why ~= nil then reason, stop = why, true return nil end
+    local c = pick()
+    if not c then reason, stop = nobody(), true return nil end
+    local claimed = call('XCLAIM', KEYS[1], group, c[1], 0, id, 'RETRYCOUNT', 1, 'JUSTID')
+    if #claimed == 0 then return 'gone' end
+    local run = prio_runs[c[1]]
+    if not run then run = {} prio_runs[c[1]] = run end
+    run[#run + 1] = {id, found[1][2], 1}
+    charge(c, size, n, true)
+    local level = 9 - score
+    by_level[level] = (by_level[level] or 0) + n
+    return 'sent'
+  end
+  if oldest_every <= 0 then
+    -- Strict priority: the index in its order, a read of it at a time.
+    while not stop do
+      local members = call('ZRANGE', PRIO, 0, max_entries - 1, 'WITHSCORES')
+      if #members == 0 then break end
+      local done = 0
+      for m = 1, #members, 2 do
+        if not hand_out(members[m], tonumber(members[m + 1])) then break end
+        done = done + 1
+      end
+      if done > 0 then call('ZREMRANGEBYRANK', PRIO, 0, done - 1) end
+    end
+  else
+    -- Starvation guard: every oldest_every-th message sent is the oldest waiting one.
+    local turn = tonumber(call('HGET', KEYS[5], 'prio_turn') or '0') or 0
+    while not stop do
+      local member, score
+      if (turn + 1) % oldest_every == 0 then
+        for sc = 0, 9 do
+          local first = call('ZRANGEBYSCORE', PRIO, sc, sc, 'LIMIT', 0, 1)
+          if #first > 0 and (not member or first[1] < member) then
+            member, score = first[1], sc
+          end
+        end
+      else
+        local first = call('ZRANGE', PRIO, 0, 0, 'WITHSCORES')
+        member, score = first[1], tonumber(first[2])
+      end
+      if not member then break end
+      local outcome = hand_out(member, score)
+      if not outcome then break end
+      call('ZREM', PRIO, member)
+      if outcome == 'sent' then turn = turn + 1 end
+    end
+    call('HSET', KEYS[5], 'prio_turn', turn % oldest_every)
   end
   for consumer, run in pairs(prio_runs) do
     call('RPUSH', qprefix .. consumer, cmsgpack.pack(run))
