@@ -55,7 +55,7 @@ PRODUCE_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     # Lowest-priority eviction (docs/priority.md): produce.lua reads the groups' positions,
     # deletes the evicted entry (acknowledging it where it was read ahead) and keeps the
     # partition's priority index.  Nothing here returns an entry's content.
-    (("xinfo|groups", "xpending", "xack", "xdel"), ("log",)),
+    (("xinfo|groups", "xpending", "xack", "xdel", "xgroup|setid"), ("log",)),
     (("zadd", "zrange", "zrem", "zlexcount"), ("pq:*",)),
 )
 CONSUME_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (

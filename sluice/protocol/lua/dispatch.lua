@@ -46,9 +46,10 @@
 -- Failover subscription reads new entries ahead into the group for the holder "~held"
 -- (uncharged, up to the look-ahead counted with what is indexed already) and indexes them in
 -- the subscription's zset "prio" (next to KEYS[4]): score 9 - priority, member the id
--- zero-padded ("%013d-%010d"), so the index lists highest priority first, stream order within
--- one.  Entries go out from the index, as first deliveries (delivery count 1), under the same
--- budgets; redeliveries still go first.  A delayed entry read ahead is held as before, and
+-- zero-padded, payload size and messages ("%013d-%010d:<size>:<n>"), so the index lists
+-- highest priority first, stream order within one.  Entries go out from the index, as first
+-- deliveries (delivery count 1, a one-entry notice "R<id> <id>"), under the same budgets;
+-- redeliveries still go first.  A delayed entry read ahead is held as before, and
 -- joins the index when it comes due.  Entries of the index count in msgBacklog (pending) and
 -- not against max-unacked.  Per level, messages handed out are counted in KEYS[5] "out_p<L>".
 -- Key_Shared ignores priorities (stream order per key).
@@ -484,13 +485,16 @@ local function priority_of(fields)
   end
   return 4
 end
-local function padded(id)
+-- A member of the priority index: the id zero-padded (so members of one score sort in stream
+-- order), then the entry's payload size and message count (what the budgets need).
+local function index_member(id, fields)
   local ms, seq = id_parts(id)
-  return string.format('%013d-%010d', ms, seq)
+  local size, n = fields_size(fields)
+  return string.format('%013d-%010d:%d:%d', ms, seq, size, n)
 end
-local function unpadded(member)
-  local ms, seq = string.match(member, '^(%d+)-(%d+)$')
-  return tonumber(ms) .. '-' .. tonumber(seq)
+local function from_member(member)
+  local ms, seq, size, n = string.match(member, '^(%d+)-(%d+):(%d+):(%d+)$')
+  return tonumber(ms) .. '-' .. tonumber(seq), tonumber(size), tonumber(n)
 end
 
 -- An entry's deliver-at time (ms), or nil.
@@ -590,7 +594,7 @@ for _, id in ipairs(due) do
     call('XACK', KEYS[1], group, id)
   elseif prio_on and p[1][2] == HOLDER then
     -- A held (delayed) entry come due waits in the priority index with the others.
-    call('ZADD', PRIO, 9 - priority_of(found[1][2]), padded(id))
+    call('ZADD', PRIO, 9 - priority_of(found[1][2]), index_member(id, found[1][2]))
     call('ZREM', KEYS[4], id)
   else
     -- A held entry (delayed) goes out for the first time: a new entry for the limits.
@@ -631,7 +635,7 @@ if prio_on and not stop then
         call('ZADD', KEYS[4], at - margin, id)
       else
         zargs[#zargs + 1] = 9 - priority_of(fields)
-        zargs[#zargs + 1] = padded(id)
+        zargs[#zargs + 1] = index_member(id, fields)
       end
       if #zargs >= 2000 then
         call('ZADD', PRIO, unpack(zargs))
@@ -648,23 +652,19 @@ if prio_on and not stop then
   -- One member of the index: 'gone' (deleted or no longer pending: drop it), 'sent', or
   -- nil when it may not go now (reason and stop set).
   local function hand_out(member, score)
-    local id = unpadded(member)
-    local found = call('XRANGE', KEYS[1], id, id)
-    if #found == 0 then
-      -- Deleted (evicted, trimmed) meanwhile: nothing left to deliver.
-      call('XACK', KEYS[1], group, id)
-      return 'gone'
-    end
-    local size, n = fields_size(found[1][2])
+    local id, size, n = from_member(member)
     local why = refuse(size, true)
     if why ~= nil then reason, stop = why, true return nil end
     local c = pick()
     if not c then reason, stop = nobody(), true return nil end
+    -- Claims only what is still pending and in the stream (Redis 7 drops deleted entries
+    -- from the group on a claim).
     local claimed = call('XCLAIM', KEYS[1], group, c[1], 0, id, 'RETRYCOUNT', 1, 'JUSTID')
     if #claimed == 0 then return 'gone' end
     local run = prio_runs[c[1]]
     if not run then run = {} prio_runs[c[1]] = run end
-    run[#run + 1] = {id, found[1][2], 1}
+    -- A one-entry range notice: the consumer reads it itself, as a first delivery.
+    run[#run + 1] = 'R' .. id .. ' ' .. id
     charge(c, size, n, true)
     local level = 9 - score
     by_level[level] = (by_level[level] or 0) + n
@@ -707,7 +707,9 @@ if prio_on and not stop then
     call('HSET', KEYS[5], 'prio_turn', turn % oldest_every)
   end
   for consumer, run in pairs(prio_runs) do
-    call('RPUSH', qprefix .. consumer, cmsgpack.pack(run))
+    for from = 1, #run, 1000 do
+      call('RPUSH', qprefix .. consumer, unpack(run, from, math.min(from + 999, #run)))
+    end
   end
   if not stop and not read_all then
     -- The look-ahead was full: more entries wait in the stream.

@@ -113,11 +113,10 @@ end
 -- refused and nothing changes.  Entries written before the policy was set are not indexed:
 -- they count but are never evicted.
 local priorities = evict_limit >= 0 and entry_priorities() or nil
-local victims = {}
+local victims, groups = {}, {}
 if priorities then
   local n_new, lowest_new = #priorities, 9
   for _, p in ipairs(priorities) do lowest_new = math.min(lowest_new, p) end
-  local groups = {}
   for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
     local info = {}
     for f = 1, #g, 2 do info[g[f]] = g[f + 1] end
@@ -132,7 +131,8 @@ if priorities then
       end
     end
     groups[#groups + 1] = {
-      name = info['name'], last = info['last-delivered-id'],
+      name = info['name'], last = info['last-delivered-id'], read = tonumber(info['entries-read']),
+      passed = 0,
       need = tonumber(info['pending']) + lag + n_new - evict_limit,
     }
   end
@@ -171,6 +171,7 @@ if priorities then
         elseif wanted and not out then
           victims[#victims + 1] = {id, member, key, held_in}
           for k, g in ipairs(groups) do
+            if states[k] == 'new' then g.passed = g.passed + 1 end
             if states[k] and g.need > 0 then
               g.need = g.need - 1
               if g.need == 0 then needing = needing - 1 end
@@ -224,7 +225,16 @@ for _, v in ipairs(victims) do
   redis.call('XDEL', KEYS[1], v[1])
   redis.call('ZREM', v[3], v[2])
 end
-if #victims > 0 then redis.call('HINCRBY', KEYS[2], 'priority_evicted', #victims) end
+if #victims > 0 then
+  redis.call('HINCRBY', KEYS[2], 'priority_evicted', #victims)
+  -- A group's entries-read counter counts the entries deleted ahead of it as read, so its lag
+  -- (entries added minus read: the backlog) stays exact once they are gone.
+  for _, g in ipairs(groups) do
+    if g.passed > 0 and g.read then
+      redis.call('XGROUP', 'SETID', KEYS[1], g.name, g.last, 'ENTRIESREAD', g.read + g.passed)
+    end
+  end
+end
 local ids = {}
 pos = 4
 local msgs, bytes, batches, delayed, prioritized = 0, 0, 0, 0, 0
