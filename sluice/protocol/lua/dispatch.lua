@@ -621,6 +621,9 @@ end
 -- 1b. Priority: read new entries ahead into the index, then hand out from it, highest first.
 local by_level = {}
 if prio_on and not stop then
+  -- The new entries of this call all come from the index: as many as the fast path's reads.
+  max_entries = max_entries * math.max(tonumber(ARGV[24] or '1') or 1, 1)
+  read_cap = read_cap * math.max(tonumber(ARGV[24] or '1') or 1, 1)
   local room = lookahead - call('ZCARD', PRIO)
   local read_all = true
   if room > 0 then
