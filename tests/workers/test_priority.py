@@ -289,3 +289,33 @@ def test_starvation_guard_sends_the_oldest_every_n_th(http, namespace, client):
     consumer.close()
     applied = http.get(f"{PATH}/effectiveFlowControls").json()
     assert applied["flowControl"]["priorityOldestEvery"] == {"value": 3, "source": "topic"}
+
+
+def test_dead_letter_keeps_the_priority_and_messages_tell_theirs(http, namespace, client):
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(
+        TOPIC,
+        "s",
+        consumer_type=sluice.ConsumerType.Shared,
+        negative_ack_redelivery_delay_ms=0,
+        dead_letter_policy=sluice.DeadLetterPolicy(max_redeliver_count=1),
+    )
+    dlq = client.subscribe(
+        f"{TOPIC}-s-DLQ", "dlq", initial_position=sluice.InitialPosition.Earliest
+    )
+    producer = client.create_producer(TOPIC)
+    producer.send(b"plain")
+    producer.send(b"poison", priority=7)
+    got = {}
+    for _ in range(3):
+        message = consumer.receive(timeout_millis=5000)
+        got.setdefault(message.data(), []).append(message.priority())
+        if message.data() == b"plain":
+            consumer.acknowledge(message)
+        else:
+            consumer.negative_acknowledge(message)
+    assert got == {b"plain": [4], b"poison": [7, 7]}
+    dead = dlq.receive(timeout_millis=5000)
+    assert (dead.data(), dead.priority()) == (b"poison", 7)
+    consumer.close()
+    dlq.close()
