@@ -18,7 +18,6 @@ from starlette.responses import Response
 
 from api.deps import UowDep
 from api.operations import service
-from sluice.priority import entry_priority
 from api.operations.schemas import (
     LONG_MAX,
     LookupData,
@@ -30,6 +29,7 @@ from api.responses import no_content
 from api.routing import SluiceRoute
 from api.topics.router import TopicDep
 from dataplane.cursors import MAX_POSITION, Entry, pulsar_position
+from sluice.priority import entry_priority
 from sluice.protocol.frames import parse_position
 
 router = APIRouter(tags=["topic operations"], route_class=SluiceRoute)

@@ -25,9 +25,7 @@ TOPIC = "persistent://acme/orders/urgent"
 PATH = f"{ADMIN}/persistent/acme/orders/urgent"
 
 
-def receive(
-    consumer: sluice.Consumer, count: int, seconds: float, ack: bool = True, origin=None
-):
+def receive(consumer: sluice.Consumer, count: int, seconds: float, ack: bool = True, origin=None):
     """(seconds since ``origin``, else the call, message) for up to ``count`` messages."""
     got = []
     start = time.monotonic() if origin is None else origin
@@ -283,8 +281,18 @@ def test_starvation_guard_sends_the_oldest_every_n_th(http, namespace, client):
     consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
     got = [m.data().decode() for _, m in receive(consumer, 12, 10)]
     assert got == [
-        "high0", "high1", "low0", "high2", "high3", "low1",
-        "high4", "high5", "low2", "high6", "high7", "low3",
+        "high0",
+        "high1",
+        "low0",
+        "high2",
+        "high3",
+        "low1",
+        "high4",
+        "high5",
+        "low2",
+        "high6",
+        "high7",
+        "low3",
     ]
     consumer.close()
     applied = http.get(f"{PATH}/effectiveFlowControls").json()
