@@ -40,15 +40,16 @@
 --          the subscription's key-shared state hash, KEYS[14] its consumer info hash)
 -- ARGV[28] priority look-ahead (optional, default 10000): see "Priority" below
 -- ARGV[29] starvation guard (optional, default 0 = strict priority): every N-th message handed
---          out of the priority index is the oldest one waiting, whatever its priority
+--          out of the priority index is the oldest one at the head of a list, whatever its
+--          priority (the turn is kept in KEYS[5] "prio_turn")
 -- Priority: while the partition holds entries of a priority other than the default (field
 -- "u", 0..9, absent = 4; counted as priority_entries in KEYS[9]), a Shared, Exclusive or
 -- Failover subscription reads new entries ahead into the group for the holder "~held"
 -- (uncharged, up to the look-ahead counted with what is indexed already) and indexes them in
--- the subscription's zset "prio" (next to KEYS[4]): score 9 - priority, member the id
--- zero-padded, payload size and messages ("%013d-%010d:<size>:<n>"), so the index lists
--- highest priority first, stream order within one.  Entries go out from the index, as first
--- deliveries (delivery count 1, a one-entry notice "R<id> <id>"), under the same budgets;
+-- the subscription's lists "prio:<priority>" (next to KEYS[4]), one per priority, members
+-- "<id>:<payload size>:<messages>" in the order they were read (stream order).  Entries go
+-- out from the highest non-empty list first, as first deliveries (delivery count 1, claimed
+-- in one XCLAIM per consumer, a one-entry notice "R<id> <id>" each), under the same budgets;
 -- redeliveries still go first.  A delayed entry read ahead is held as before, and
 -- joins the index when it comes due.  Entries of the index count in msgBacklog (pending) and
 -- not against max-unacked.  Per level, messages handed out are counted in KEYS[5] "out_p<L>".
@@ -108,7 +109,7 @@ local HOLDER = '~held'
 local key_shared = ARGV[27] == '1' and active == ''
 local margin = tonumber(ARGV[26] or '-1') or -1
 local delaying = margin >= 0 and active == ''
-local PRIO = string.sub(KEYS[4], 1, -10) .. 'prio'
+local PRIO = string.sub(KEYS[4], 1, -10) .. 'prio:'
 local lookahead = tonumber(ARGV[28] or '') or 10000
 local oldest_every = tonumber(ARGV[29] or '') or 0
 if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
@@ -485,16 +486,15 @@ local function priority_of(fields)
   end
   return 4
 end
--- A member of the priority index: the id zero-padded (so members of one score sort in stream
--- order), then the entry's payload size and message count (what the budgets need).
+-- A member of the priority index: the entry's id, payload size and message count (what the
+-- budgets need), "<id>:<size>:<n>".
 local function index_member(id, fields)
-  local ms, seq = id_parts(id)
   local size, n = fields_size(fields)
-  return string.format('%013d-%010d:%d:%d', ms, seq, size, n)
+  return id .. ':' .. size .. ':' .. n
 end
 local function from_member(member)
-  local ms, seq, size, n = string.match(member, '^(%d+)-(%d+):(%d+):(%d+)$')
-  return tonumber(ms) .. '-' .. tonumber(seq), tonumber(size), tonumber(n)
+  local id, size, n = string.match(member, '^([^:]+):(%d+):(%d+)$')
+  return id, tonumber(size), tonumber(n)
 end
 
 -- An entry's deliver-at time (ms), or nil.
@@ -594,7 +594,7 @@ for _, id in ipairs(due) do
     call('XACK', KEYS[1], group, id)
   elseif prio_on and p[1][2] == HOLDER then
     -- A held (delayed) entry come due waits in the priority index with the others.
-    call('ZADD', PRIO, 9 - priority_of(found[1][2]), index_member(id, found[1][2]))
+    call('RPUSH', PRIO .. priority_of(found[1][2]), index_member(id, found[1][2]))
     call('ZREM', KEYS[4], id)
   else
     -- A held entry (delayed) goes out for the first time: a new entry for the limits.
@@ -624,88 +624,150 @@ if prio_on and not stop then
   -- The new entries of this call all come from the index: as many as the fast path's reads.
   max_entries = max_entries * math.max(tonumber(ARGV[24] or '1') or 1, 1)
   read_cap = read_cap * math.max(tonumber(ARGV[24] or '1') or 1, 1)
-  local room = lookahead - call('ZCARD', PRIO)
+  local waiting = {}
+  local total = 0
+  for level = 0, 9 do
+    waiting[level] = call('LLEN', PRIO .. level)
+    total = total + waiting[level]
+  end
+  local room = lookahead - total
   local read_all = true
   if room > 0 then
     local reply = call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', room,
       'STREAMS', KEYS[1], '>')
     local got = reply and reply[1] and reply[1][2] or {}
-    local zargs = {}
+    local pushes = {}
+    for level = 0, 9 do pushes[level] = {} end
     for k = 1, #got do
       local id, fields = got[k][1], got[k][2]
       local at = delaying and deliver_at(fields) or nil
       if at and at - margin > now then
         call('ZADD', KEYS[4], at - margin, id)
       else
-        zargs[#zargs + 1] = 9 - priority_of(fields)
-        zargs[#zargs + 1] = index_member(id, fields)
-      end
-      if #zargs >= 2000 then
-        call('ZADD', PRIO, unpack(zargs))
-        zargs = {}
+        local level = priority_of(fields)
+        local list = pushes[level]
+        list[#list + 1] = index_member(id, fields)
+        if #list >= 1000 then
+          call('RPUSH', PRIO .. level, unpack(list))
+          waiting[level] = waiting[level] + #list
+          pushes[level] = {}
+        end
       end
     end
-    if #zargs > 0 then call('ZADD', PRIO, unpack(zargs)) end
+    for level = 0, 9 do
+      local list = pushes[level]
+      if #list > 0 then
+        call('RPUSH', PRIO .. level, unpack(list))
+        waiting[level] = waiting[level] + #list
+      end
+    end
     if #got > 0 then cursor = got[#got][1] end
     if #got >= room then read_all = false end
   else
     read_all = false
   end
   local prio_runs = {}
-  -- One member of the index: 'gone' (deleted or no longer pending: drop it), 'sent', or
-  -- nil when it may not go now (reason and stop set).
-  local function hand_out(member, score)
+  local claims = {}  -- consumer -> {{id, size, n, level}, ...} taken, not yet claimed
+  local claim_order = {}
+  -- Take one member of the index for the next consumer (charged now, claimed in a batch by
+  -- flush_claims); false when it may not go now (reason and stop set).
+  local function take(member, level)
     local id, size, n = from_member(member)
     local why = refuse(size, true)
-    if why ~= nil then reason, stop = why, true return nil end
+    if why ~= nil then reason, stop = why, true return false end
     local c = pick()
-    if not c then reason, stop = nobody(), true return nil end
-    -- Claims only what is still pending and in the stream (Redis 7 drops deleted entries
-    -- from the group on a claim).
-    local claimed = call('XCLAIM', KEYS[1], group, c[1], 0, id, 'RETRYCOUNT', 1, 'JUSTID')
-    if #claimed == 0 then return 'gone' end
-    local run = prio_runs[c[1]]
-    if not run then run = {} prio_runs[c[1]] = run end
-    -- A one-entry range notice: the consumer reads it itself, as a first delivery.
-    run[#run + 1] = 'R' .. id .. ' ' .. id
+    if not c then reason, stop = nobody(), true return false end
+    local list = claims[c[1]]
+    if not list then
+      list = {}
+      claims[c[1]] = list
+      claim_order[#claim_order + 1] = c
+    end
+    list[#list + 1] = {id, size, n, level}
     charge(c, size, n, true)
-    local level = 9 - score
     by_level[level] = (by_level[level] or 0) + n
-    return 'sent'
+    return true
+  end
+  -- Claim what was taken, one XCLAIM per consumer: Redis claims only what is still pending
+  -- and in the stream (Redis 7 drops deleted entries from the group on a claim); what it did
+  -- not claim is given back to the budgets.
+  local function flush_claims()
+    for _, c in ipairs(claim_order) do
+      local list = claims[c[1]]
+      local args = {KEYS[1], group, c[1], 0}
+      for k = 1, #list do args[#args + 1] = list[k][1] end
+      args[#args + 1] = 'RETRYCOUNT'
+      args[#args + 1] = 1
+      args[#args + 1] = 'JUSTID'
+      local claimed = {}
+      for _, id in ipairs(call('XCLAIM', unpack(args))) do claimed[id] = true end
+      local run = prio_runs[c[1]]
+      if not run then run = {} prio_runs[c[1]] = run end
+      for k = 1, #list do
+        local id, size, n, level = list[k][1], list[k][2], list[k][3], list[k][4]
+        if claimed[id] then
+          -- A one-entry range notice: the consumer reads it itself, as a first delivery.
+          run[#run + 1] = 'R' .. id .. ' ' .. id
+        else
+          c[2], c[3], c[4] = c[2] + n, c[3] - 1, c[4] - n
+          if c[5] >= 0 then c[5] = c[5] + 1 end
+          if sub_room >= 0 then sub_room = sub_room + 1 end
+          entries, messages, bytes = entries - 1, messages - n, bytes - size
+          units = units - (count_entries and 1 or n)
+          by_level[level] = by_level[level] - n
+        end
+      end
+    end
+    claims, claim_order = {}, {}
   end
   if oldest_every <= 0 then
-    -- Strict priority: the index in its order, a read of it at a time.
-    while not stop do
-      local members = call('ZRANGE', PRIO, 0, max_entries - 1, 'WITHSCORES')
-      if #members == 0 then break end
-      local done = 0
-      for m = 1, #members, 2 do
-        if not hand_out(members[m], tonumber(members[m + 1])) then break end
-        done = done + 1
+    -- Strict priority: each level in its order, highest first, a read of it at a time.
+    for level = 9, 0, -1 do
+      while not stop and waiting[level] > 0 do
+        local members = call('LRANGE', PRIO .. level, 0, max_entries - 1)
+        if #members == 0 then break end
+        local done = 0
+        for m = 1, #members do
+          if not take(members[m], level) then break end
+          done = done + 1
+        end
+        if done > 0 then
+          call('LTRIM', PRIO .. level, done, -1)
+          waiting[level] = waiting[level] - done
+        end
       end
-      if done > 0 then call('ZREMRANGEBYRANK', PRIO, 0, done - 1) end
+      if stop then break end
     end
+    flush_claims()
   else
     -- Starvation guard: every oldest_every-th message sent is the oldest waiting one.
     local turn = tonumber(call('HGET', KEYS[5], 'prio_turn') or '0') or 0
     while not stop do
-      local member, score
+      local level, member = nil, nil
       if (turn + 1) % oldest_every == 0 then
-        for sc = 0, 9 do
-          local first = call('ZRANGEBYSCORE', PRIO, sc, sc, 'LIMIT', 0, 1)
-          if #first > 0 and (not member or first[1] < member) then
-            member, score = first[1], sc
+        for l = 0, 9 do
+          if waiting[l] > 0 then
+            local head = call('LINDEX', PRIO .. l, 0)
+            if head and (not member or id_lt(from_member(head), from_member(member))) then
+              level, member = l, head
+            end
           end
         end
       else
-        local first = call('ZRANGE', PRIO, 0, 0, 'WITHSCORES')
-        member, score = first[1], tonumber(first[2])
+        for l = 9, 0, -1 do
+          if waiting[l] > 0 then
+            level, member = l, call('LINDEX', PRIO .. l, 0)
+            break
+          end
+        end
       end
       if not member then break end
-      local outcome = hand_out(member, score)
-      if not outcome then break end
-      call('ZREM', PRIO, member)
-      if outcome == 'sent' then turn = turn + 1 end
+      local before = entries
+      if not take(member, level) then break end
+      call('LPOP', PRIO .. level)
+      waiting[level] = waiting[level] - 1
+      flush_claims()
+      if entries > before then turn = turn + 1 end
     end
     call('HSET', KEYS[5], 'prio_turn', turn % oldest_every)
   end
