@@ -49,8 +49,8 @@
 -- the subscription's lists "prio:<priority>" (next to KEYS[4]), one per priority, members
 -- "<id>:<payload size>:<messages>" in the order they were read (stream order).  Entries go
 -- out from the highest non-empty list first, as first deliveries (delivery count 1, claimed
--- in one XCLAIM per consumer, a one-entry notice "R<id> <id>" each), under the same budgets;
--- redeliveries still go first.  A delayed entry read ahead is held as before, and
+-- in one XCLAIM per consumer, which returns them, sent as a packet like redeliveries), under
+-- the same budgets; redeliveries still go first.  A delayed entry read ahead is held as before, and
 -- joins the index when it comes due.  Entries of the index count in msgBacklog (pending) and
 -- not against max-unacked.  Per level, messages handed out are counted in KEYS[5] "out_p<L>".
 -- Key_Shared ignores priorities (stream order per key).
@@ -688,9 +688,9 @@ if prio_on and not stop then
     by_level[level] = (by_level[level] or 0) + n
     return true
   end
-  -- Claim what was taken, one XCLAIM per consumer: Redis claims only what is still pending
-  -- and in the stream (Redis 7 drops deleted entries from the group on a claim); what it did
-  -- not claim is given back to the budgets.
+  -- Claim what was taken, one XCLAIM per consumer: Redis claims (and returns) only what is
+  -- still pending and in the stream (Redis 7 drops deleted entries from the group on a
+  -- claim); what it did not claim is given back to the budgets.
   local function flush_claims()
     for _, c in ipairs(claim_order) do
       local list = claims[c[1]]
@@ -698,16 +698,16 @@ if prio_on and not stop then
       for k = 1, #list do args[#args + 1] = list[k][1] end
       args[#args + 1] = 'RETRYCOUNT'
       args[#args + 1] = 1
-      args[#args + 1] = 'JUSTID'
       local claimed = {}
-      for _, id in ipairs(call('XCLAIM', unpack(args))) do claimed[id] = true end
+      for _, entry in ipairs(call('XCLAIM', unpack(args))) do claimed[entry[1]] = entry[2] end
       local run = prio_runs[c[1]]
       if not run then run = {} prio_runs[c[1]] = run end
       for k = 1, #list do
         local id, size, n, level = list[k][1], list[k][2], list[k][3], list[k][4]
-        if claimed[id] then
-          -- A one-entry range notice: the consumer reads it itself, as a first delivery.
-          run[#run + 1] = 'R' .. id .. ' ' .. id
+        local fields = claimed[id]
+        if fields then
+          -- Into the consumer's packet, as a first delivery (delivery count 1).
+          run[#run + 1] = {id, fields, 1}
         else
           c[2], c[3], c[4] = c[2] + n, c[3] - 1, c[4] - n
           if c[5] >= 0 then c[5] = c[5] + 1 end
@@ -772,9 +772,7 @@ if prio_on and not stop then
     call('HSET', KEYS[5], 'prio_turn', turn % oldest_every)
   end
   for consumer, run in pairs(prio_runs) do
-    for from = 1, #run, 1000 do
-      call('RPUSH', qprefix .. consumer, unpack(run, from, math.min(from + 999, #run)))
-    end
+    if #run > 0 then call('RPUSH', qprefix .. consumer, cmsgpack.pack(run)) end
   end
   if not stop and not read_all then
     -- The look-ahead was full: more entries wait in the stream.
