@@ -465,9 +465,10 @@ def test_a_producer_alone_can_evict_by_priority_but_not_read(world: World) -> No
     world.call("PUT", path)
     quota = {"limitMessages": 2, "policy": "lowest_priority_eviction"}
     world.call("POST", path + "/backlogQuota", quota)
+    world.call("POST", path + "/permissions/evictor", ["produce"])  # earlier tests revoke
     with world.client(ROOT) as root:
         root.subscribe(topic, "slow").close()
-    with world.client("producer") as client:
+    with world.client("evictor") as client:
         producer = client.create_producer(topic, max_send_attempts=1)
         producer.send(b"low", priority=1)
         producer.send(b"mid", priority=5)
