@@ -45,7 +45,8 @@
 -- Priority: while the partition holds entries of a priority other than the default (field
 -- "u", 0..9, absent = 4; counted as priority_entries in KEYS[9]), a Shared, Exclusive or
 -- Failover subscription reads new entries ahead into the group for the holder "~held"
--- (uncharged, up to the look-ahead counted with what is indexed already) and indexes them in
+-- (uncharged, up to the look-ahead counted with what is indexed already, and per call up to
+-- the call's read cap in payload bytes: the next call goes on) and indexes them in
 -- the subscription's lists "prio:<priority>" (next to KEYS[4]), one per priority, members
 -- "<id>:<payload size>:<messages>" in the order they were read (stream order).  Entries go
 -- out from the highest non-empty list first, as first deliveries (delivery count 1, claimed
@@ -632,12 +633,16 @@ if prio_on and not stop then
   end
   local room = lookahead - total
   local read_all = true
-  if room > 0 then
-    local reply = call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', room,
+  local pushes = {}
+  for level = 0, 9 do pushes[level] = {} end
+  -- Read ahead in reads of at most 1,000 entries while the look-ahead has room and what was
+  -- read stays under the call's read cap (so large payloads do not fill Redis's memory).
+  local read_bytes = 0
+  while room > 0 do
+    local want = math.min(room, 1000)
+    local reply = call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', want,
       'STREAMS', KEYS[1], '>')
     local got = reply and reply[1] and reply[1][2] or {}
-    local pushes = {}
-    for level = 0, 9 do pushes[level] = {} end
     for k = 1, #got do
       local id, fields = got[k][1], got[k][2]
       local at = delaying and deliver_at(fields) or nil
@@ -646,7 +651,9 @@ if prio_on and not stop then
       else
         local level = priority_of(fields)
         local list = pushes[level]
-        list[#list + 1] = index_member(id, fields)
+        local member = index_member(id, fields)
+        list[#list + 1] = member
+        read_bytes = read_bytes + tonumber(string.match(member, ':(%d+):%d+$'))
         if #list >= 1000 then
           call('RPUSH', PRIO .. level, unpack(list))
           waiting[level] = waiting[level] + #list
@@ -654,17 +661,21 @@ if prio_on and not stop then
         end
       end
     end
-    for level = 0, 9 do
-      local list = pushes[level]
-      if #list > 0 then
-        call('RPUSH', PRIO .. level, unpack(list))
-        waiting[level] = waiting[level] + #list
-      end
-    end
     if #got > 0 then cursor = got[#got][1] end
-    if #got >= room then read_all = false end
-  else
-    read_all = false
+    room = room - #got
+    if #got < want then break end
+    if room <= 0 or read_bytes >= read_cap then
+      read_all = false
+      break
+    end
+  end
+  if room <= 0 then read_all = false end
+  for level = 0, 9 do
+    local list = pushes[level]
+    if #list > 0 then
+      call('RPUSH', PRIO .. level, unpack(list))
+      waiting[level] = waiting[level] + #list
+    end
   end
   local prio_runs = {}
   local claims = {}  -- consumer -> {{id, size, n, level}, ...} taken, not yet claimed
