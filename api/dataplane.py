@@ -304,6 +304,17 @@ SUMMED_SUBSCRIPTION = (
 )
 
 
+def _merge_levels(into: dict[str, dict[str, Any]], levels: dict[str, dict[str, Any]]) -> None:
+    """Sum one partition's ``priorityLevels`` into the topic's (highest priority first)."""
+    for level, fields in levels.items():
+        merged = into.setdefault(level, dict.fromkeys(fields, 0))
+        for name, value in fields.items():
+            merged[name] = merged.get(name, 0) + value
+    ordered = sorted(into.items(), key=lambda item: -int(item[0]))
+    into.clear()
+    into.update(ordered)
+
+
 def aggregate(docs: dict[str, dict[str, Any]], per_partition: bool) -> dict[str, Any]:
     """Pulsar's ``PartitionedTopicStats``: sums over partitions, optionally each partition."""
     total: dict[str, Any] = {name: 0 for name in SUMMED_TOPIC}
@@ -323,6 +334,8 @@ def aggregate(docs: dict[str, dict[str, Any]], per_partition: bool) -> dict[str,
             for name in SUMMED_SUBSCRIPTION:
                 merged[name] += sub.get(name, 0)
             merged["consumers"].extend(sub.get("consumers", ()))
+            if "priorityLevels" in sub:
+                _merge_levels(merged.setdefault("priorityLevels", {}), sub["priorityLevels"])
     total["averageMsgSize"] = (
         total["bytesInCounter"] / total["msgInCounter"] if total["msgInCounter"] else 0.0
     )

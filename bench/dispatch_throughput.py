@@ -10,7 +10,10 @@ path with the producer batching (100 messages per entry; throughput in messages)
 Key_Shared subscription on keyed messages (1,000 keys; one consumer, so the ratio to Shared is
 the cost of routing by key, which looks at every entry).  Target too: a topic in a resource
 group (whose dispatch limit is far above the rate, so only the group's reservation costs) at
-least 0.6 of the hiredis loop; its ratio to the plain path is the cost of the reservation.  Each
+least 0.6 of the hiredis loop; its ratio to the plain path is the cost of the reservation.
+Target too: a Shared subscription on
+messages of 10 priority levels (0..9 in turn), which reads them ahead into its priority index
+and hands them out highest first, at least 0.6 of the hiredis loop.  Each
 figure is the median of three rounds (one with ``--quick``); the rounds alternate the paths
 so that a slow spell of the machine does not fall on one of them only.
 
@@ -38,6 +41,8 @@ BATCHED_TOPIC = "persistent://bench/ns/batched"
 KEYED_TOPIC = "persistent://bench/ns/keyed"
 GROUPED_TOPIC = "persistent://bench/grouped/throughput"
 GROUP_LIMIT = 1_000_000_000  # messages per second: limited, so every call reserves, never binding
+PRIORITY_TOPIC = "persistent://bench/ns/prioritized"
+LEVELS = 10
 KEYS = 1000
 PAYLOAD = b"x" * 256
 BATCH = 100
@@ -72,15 +77,19 @@ def fill_raw(client: redis.Redis, stream: str, count: int) -> None:
 
 def fill_topic(client: sluice.Client, count: int, topic: str = TOPIC, keyed: bool = False) -> None:
     """Produce ``count`` messages through the produce script, many entries per call (with a
-    partition key of ``KEYS`` when ``keyed``)."""
+    partition key of ``KEYS`` when ``keyed``; priorities 0..9 in turn on ``PRIORITY_TOPIC``,
+    the default 4 stored as nothing, as the producer does)."""
     name = TopicName.from_full(topic)
     script_keys = [keys.log(name), keys.partition_stats(name), keys.idle(name)]
     for start in range(0, count, 500):
         n = min(500, count - start)
         args = [keys.WAKE_CHANNEL, wake_data(name.full), n]
         for i in range(n):
+            priority = (start + i) % LEVELS
             if keyed:
                 args += [2, "d", PAYLOAD, "k", f"key-{(start + i) % KEYS}"]
+            elif topic == PRIORITY_TOPIC and priority != 4:
+                args += [2, "d", PAYLOAD, "u", str(priority)]
             else:
                 args += [1, "d", PAYLOAD]
         client.scripts["produce"](keys=script_keys, args=args)
@@ -115,13 +124,26 @@ def consume(url: str, topic: str, count: int, ready, go, result) -> None:
 
 
 def through_sluice(
-    url: str, count: int, batched: bool = False, keyed: bool = False, grouped: bool = False
+    url: str,
+    count: int,
+    batched: bool = False,
+    keyed: bool = False,
+    grouped: bool = False,
+    prioritized: bool = False,
 ) -> float:
     """Messages/s received and acknowledged by a consumer process through the worker."""
     context = mp.get_context("spawn")
     ready, go, result = context.Event(), context.Event(), context.Queue()
     topic = (
-        BATCHED_TOPIC if batched else KEYED_TOPIC if keyed else GROUPED_TOPIC if grouped else TOPIC
+        BATCHED_TOPIC
+        if batched
+        else KEYED_TOPIC
+        if keyed
+        else GROUPED_TOPIC
+        if grouped
+        else PRIORITY_TOPIC
+        if prioritized
+        else TOPIC
     )
     process = context.Process(target=consume, args=(url, topic, count, ready, go, result))
     process.start()
@@ -151,7 +173,9 @@ def main() -> None:
             http.put("/admin/v2/persistent/bench/grouped/throughput")
             http.put("/admin/v2/resourcegroups/bench", json={"dispatchRateInMsgs": GROUP_LIMIT})
             http.post("/admin/v2/namespaces/bench/grouped/resourcegroup/bench")
-        baselines, pures, sluices, batched, keyed, grouped = [], [], [], [], [], []
+            http.put("/admin/v2/persistent/bench/ns/prioritized")
+        baselines, pures, sluices, batched, keyed = [], [], [], [], []
+        grouped, prioritized = [], []
         for _ in range(rounds):
             baselines.append(raw_loop(stack.redis_url, count))
             pures.append(raw_loop(stack.redis_url, count, pure_python=True))
@@ -159,12 +183,14 @@ def main() -> None:
             batched.append(through_sluice(stack.redis_url, count, batched=True))
             keyed.append(through_sluice(stack.redis_url, count, keyed=True))
             grouped.append(through_sluice(stack.redis_url, count, grouped=True))
+            prioritized.append(through_sluice(stack.redis_url, count, prioritized=True))
         baseline = statistics.median(baselines)
         pure = statistics.median(pures)
         sluice_rate = statistics.median(sluices)
         batched_rate = statistics.median(batched)
         keyed_rate = statistics.median(keyed)
         grouped_rate = statistics.median(grouped)
+        priority_rate = statistics.median(prioritized)
     paths = (
         ("raw XREADGROUP COUNT 1000 + XACK, hiredis parser (baseline)", baseline),
         ("raw XREADGROUP COUNT 1000 + XACK, pure-Python parser (design brief's loop)", pure),
@@ -172,6 +198,7 @@ def main() -> None:
         (f"the same, producer batching {BATCH} messages per entry", batched_rate),
         (f"the same, Key_Shared subscription, {KEYS:,} keys", keyed_rate),
         ("the same, the topic in a resource group (dispatch limit not binding)", grouped_rate),
+        (f"the same, {LEVELS} priority levels (target 0.6 of the hiredis loop)", priority_rate),
     )
     report(
         "Unthrottled dispatch throughput (256-byte messages, one subscription, one consumer)",

@@ -14,7 +14,9 @@ digests (``+evalsha|<sha>``; no ``EVAL``, no ``SCRIPT LOAD``), and every command
 is checked again against the same selectors.  So, with the credentials a client received:
 
 * ``produce`` on a scope may append to its partitions' streams (``XADD``), count into their
-  producer counters and register producers; it cannot read an entry back.
+  producer counters and register producers; it cannot read an entry back.  For a backlog
+  quota of ``lowest_priority_eviction`` it may also read the groups' positions and delete
+  (and acknowledge) entries, which that policy's sends do (docs/priority.md).
 * ``consume`` may read the streams (``XRANGE``), manage its subscriptions' consumer groups and
   their state, and pop its receiver queues; it cannot append.
 * Nothing outside a granted scope can be named; the workers' own keys (leases, limiter state,
@@ -50,6 +52,11 @@ PRODUCE_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("get", "hget", "hmget"), ("%Rquota", "%Rlimits")),
     (("hget", "hmget", "hset", "pexpireat", "del"), ("pubrate",)),
     (("zadd", "zcard", "zremrangebyscore", "zscore", "zrem"), ("producers",)),
+    # Lowest-priority eviction (docs/priority.md): produce.lua reads the groups' positions,
+    # deletes the evicted entry (acknowledging it where it was read ahead) and keeps the
+    # partition's priority index.  Nothing here returns an entry's content.
+    (("xinfo|groups", "xpending", "xack", "xdel", "xgroup|setid"), ("log",)),
+    (("zadd", "zrange", "zrem", "zlexcount"), ("pq:*",)),
 )
 GROUP_PUBLISH_PATTERN = "sl:{rg:*}:publish"
 GROUP_PUBLISH_COMMANDS = (f"evalsha|{GROUP_PUBLISH.sha}", "hmget", "hset", "pexpireat")

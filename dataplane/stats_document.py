@@ -26,6 +26,14 @@ def counter(counters: Mapping[bytes, Any], name: bytes) -> int:
     return int(counters.get(name, 0))
 
 
+PRIORITY_OUT = tuple(f"out_p{level}".encode() for level in range(10))  # dispatch.lua's
+
+
+def priority_counters(counters: Mapping[bytes, Any]) -> list[int]:
+    """Messages dispatched per priority 0..9 (``dispatch.lua``'s ``out_p<L>`` counters)."""
+    return [int(counters.get(name, 0)) for name in PRIORITY_OUT]
+
+
 def subscription_document(
     counters: Mapping[bytes, Any],
     sub_type: str,
@@ -39,11 +47,14 @@ def subscription_document(
     rate_expired: float | None = None,
     consumers: list[dict[str, Any]] | None = None,
     throttled: Mapping[str, int] | None = None,
+    priority_levels: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One subscription's part of the document, from its raw counters (``counters``: its
     stats hash) and what was measured.  ``rate_expired`` None (nothing measured it) leaves
     out the expiry rate and the eviction counter; ``throttled`` (the throttling events by
-    limiter, in the order given) defaults to none of ``THROTTLED_COUNTERS``."""
+    limiter, in the order given) defaults to none of ``THROTTLED_COUNTERS``;
+    ``priority_levels`` (Sluice, docs/priority.md): per priority (highest first) the messages
+    waiting, dispatched and their rate, only for a subscription that saw priorities."""
     expired = counter(counters, b"expired")
     if rate_expired is None:
         before: dict[str, Any] = {"totalMsgExpired": expired}
@@ -73,6 +84,7 @@ def subscription_document(
         **after,
         "consumers": consumers or [],
         **(dict.fromkeys(THROTTLED_COUNTERS, 0) if throttled is None else throttled),
+        **({} if priority_levels is None else {"priorityLevels": priority_levels}),
     }
 
 

@@ -29,6 +29,9 @@ from models.json_body import INT32_MAX, INT64_MAX, KnownFieldsBody, shown
 MAX_UNACKED_PER_SUBSCRIPTION = "maxUnackedMessagesPerSubscription"
 MAX_UNACKED_PER_CONSUMER = "maxUnackedMessagesPerConsumer"
 MESSAGE_TTL = "messageTTL"
+# Sluice: the starvation guard of message priority (docs/priority.md): every N-th message a
+# subscription hands out is its oldest waiting one (0 = strict priority).
+PRIORITY_OLDEST_EVERY = "priorityOldestEvery"
 BACKLOG_QUOTA_PREFIX = "backlogQuota."
 
 
@@ -45,6 +48,9 @@ class RetentionPolicy(StrEnum):
     PRODUCER_REQUEST_HOLD = "producer_request_hold"
     PRODUCER_EXCEPTION = "producer_exception"
     CONSUMER_BACKLOG_EVICTION = "consumer_backlog_eviction"
+    # Sluice: a send into a full backlog evicts the oldest message of the lowest priority
+    # below its own, or is refused as producer_exception refuses (docs/priority.md).
+    LOWEST_PRIORITY_EVICTION = "lowest_priority_eviction"
 
 
 _POLICY_NAMES = frozenset(p.value for p in RetentionPolicy)

@@ -59,6 +59,7 @@ from models.flow import (
     MAX_UNACKED_PER_CONSUMER,
     MAX_UNACKED_PER_SUBSCRIPTION,
     MESSAGE_TTL,
+    PRIORITY_OLDEST_EVERY,
     BacklogQuota,
     QuotaType,
     RetentionPolicy,
@@ -138,6 +139,8 @@ class FlowLimits:
     durable_acks: Resolved = Resolved(NO_DURABLE_ACKS, Level.BROKER)
     # seconds the limit advisor plans to drain a backlog in (topic > namespace > default)
     backlog_drain_target: Resolved = Resolved(DEFAULT_DRAIN_TARGET_SECONDS, Level.BROKER)
+    # int: every N-th message handed out is the oldest waiting (0 = strict priority)
+    priority_oldest_every: Resolved = Resolved(0, Level.BROKER)
 
     @property
     def unacked_limited(self) -> bool:
@@ -288,6 +291,7 @@ def resolve_flow(inputs: FlowInputs) -> FlowLimits:
         rates=resolve_client_rates(inputs),
         durable_acks=_first(inputs, DURABLE_ACKS, broker_durable_acks(inputs.broker)),
         backlog_drain_target=_first(inputs, BACKLOG_DRAIN_TARGET, DEFAULT_DRAIN_TARGET_SECONDS),
+        priority_oldest_every=_first(inputs, PRIORITY_OLDEST_EVERY, 0),
     )
 
 
@@ -296,7 +300,9 @@ def quota_breach(limits: FlowLimits, backlog: Backlog) -> Breach | None:
 
     ``destination_storage`` checks ``limitSize`` (bytes) and ``limitMessages``;
     ``message_age`` checks ``limitTime`` against the oldest unacknowledged entry.  An empty
-    backlog never breaches, whatever the limits.
+    backlog never breaches, whatever the limits.  ``limitMessages`` under
+    ``lowest_priority_eviction`` is no breach here: ``produce.lua`` enforces it on every send
+    (``priority_eviction_limit``).
     """
     if backlog.messages <= 0:
         return None
@@ -305,7 +311,11 @@ def quota_breach(limits: FlowLimits, backlog: Backlog) -> Breach | None:
         return Breach(
             QuotaType.DESTINATION_STORAGE, "size", storage.policy, storage.limit_size, backlog.bytes
         )
-    if storage.limit_messages >= 0 and backlog.messages >= storage.limit_messages:
+    if (
+        storage.limit_messages >= 0
+        and backlog.messages >= storage.limit_messages
+        and storage.policy is not RetentionPolicy.LOWEST_PRIORITY_EVICTION
+    ):
         return Breach(
             QuotaType.DESTINATION_STORAGE,
             "messages",
@@ -328,6 +338,15 @@ def quota_breach(limits: FlowLimits, backlog: Backlog) -> Breach | None:
 def needs_age(limits: FlowLimits) -> bool:
     """True when a time quota applies (only then is the oldest entry's age worth reading)."""
     return bool(limits.quotas[QuotaType.MESSAGE_AGE].value.limit_time >= 0)
+
+
+def priority_eviction_limit(limits: FlowLimits) -> int:
+    """``limitMessages`` + 1 of the destination_storage quota when its policy is
+    ``lowest_priority_eviction`` (what ``produce.lua`` reads from ``sl:{P}:limits``), else 0."""
+    storage: BacklogQuota = limits.quotas[QuotaType.DESTINATION_STORAGE].value
+    if storage.policy is RetentionPolicy.LOWEST_PRIORITY_EVICTION and storage.limit_messages >= 0:
+        return storage.limit_messages + 1
+    return 0
 
 
 def eviction_target(limit: int) -> int:

@@ -40,6 +40,7 @@ from sluice.errors import (
 )
 from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.message import EMPTY_PROPERTIES, Message, MessageId
+from sluice.priority import DEFAULT_PRIORITY, entry_priority
 from sluice.protocol import keys
 from sluice.protocol.connection import raw_rows
 from sluice.protocol.frames import range_notice, unpack_batch, unpack_packets
@@ -413,6 +414,7 @@ class Consumer:
         pairs = iter(flat)
         fields = dict(zip(pairs, pairs, strict=False))
         publish = fields.get(b"t", b"0")
+        priority = entry_priority(fields) if b"u" in fields else DEFAULT_PRIORITY
         if b"n" in fields:
             batch = unpack_batch(fields[b"d"])
             self._acks.expect_batch(part, entry, len(batch))
@@ -429,6 +431,7 @@ class Consumer:
                     event or 0,
                     i,
                     len(batch),
+                    priority,
                 )
                 for i, (payload, key, props, event) in enumerate(batch)
             )
@@ -447,6 +450,7 @@ class Consumer:
                 key.decode() if key is not None else None,
                 orjson.loads(props) if props else EMPTY_PROPERTIES,
                 int(event) if event is not None else 0,
+                priority=priority,
             )
         )
 
@@ -493,7 +497,10 @@ class Consumer:
                 "ORIGIN_MESSAGE_ID": str(m.message_id()),
             }
             self._dlq_producer.send(
-                m.data(), properties=props, partition_key=m.partition_key() or None
+                m.data(),
+                properties=props,
+                partition_key=m.partition_key() or None,
+                priority=m.priority(),
             )
         part.pending_acks.append(messages[0].message_id().stream_id)
         self._flush_acks()

@@ -101,6 +101,7 @@ class Message:
         "_id",
         "_index",
         "_key",
+        "_priority",
         "_properties",
         "_publish_time",
         "_redelivery_count",
@@ -121,6 +122,7 @@ class Message:
         event_time: int = 0,
         batch: int = -1,
         batch_size: int = 1,
+        priority: int = 4,
     ) -> None:
         self._data = data
         self._entry = entry
@@ -133,11 +135,17 @@ class Message:
         self._event_time = event_time
         self._batch = batch
         self.batch_size = batch_size
+        self._priority = priority
         self._id: MessageId | None = None
 
     def data(self) -> bytes:
         """The payload."""
         return self._data
+
+    def priority(self) -> int:
+        """The message's priority, 0 (lowest) to 9 (highest); 4 when it was sent with none
+        (Sluice, ``sluice.priority``)."""
+        return self._priority
 
     def value(self) -> bytes:
         """The payload (no schema: bytes)."""

@@ -76,6 +76,7 @@ from sluice.errors import (
 )
 from sluice.group_publish import GroupPublishGate
 from sluice.message import MessageId
+from sluice.priority import DEFAULT_PRIORITY, PRIORITY_FIELD, check_priority
 from sluice.protocol.abuse import DURABLE_ACKS_REQUIRED, PUBLISH_RATE_LIMITED
 from sluice.protocol.frames import pack_batch
 from sluice.protocol.names import TopicName
@@ -123,6 +124,7 @@ class _Pending:
     sequence: int = -1
     deliver_at: int | None = None  # ms since the epoch (delayed delivery)
     ordering_key: str | None = None  # Key_Shared routes by it before the partition key
+    priority: int = DEFAULT_PRIORITY  # stored only when not the default
     future: Future = field(default_factory=Future)
 
 
@@ -253,14 +255,18 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
+        priority: int = DEFAULT_PRIORITY,
     ) -> MessageId:
         """Publish one message and wait until it is stored; return its id.
 
         ``disable_replication`` has nothing to do: Sluice never replicates.  ``deliver_at``
         (ms since the epoch) or ``deliver_after`` (a ``timedelta`` from now) delays its
         delivery on Shared and Key_Shared subscriptions (``sluice.delivery``); ``ordering_key``
-        routes it on Key_Shared subscriptions before ``partition_key``."""
+        routes it on Key_Shared subscriptions before ``partition_key``.  ``priority``: 0
+        (lowest) to 9 (highest), default 4; a subscription hands out higher priorities first
+        (``sluice.priority``); out of range raises ``ValueError``."""
         _check_unsupported(replication_clusters)
+        priority = check_priority(priority)
         at = delivery_time(deliver_at, deliver_after)
         future = self._enqueue(
             content,
@@ -271,6 +277,7 @@ class Producer:
             inline=True,
             deliver_at=at,
             ordering_key=ordering_key,
+            priority=priority,
         )
         try:
             return future.result(timeout=self._send_timeout + 1)
@@ -290,6 +297,7 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
+        priority: int = DEFAULT_PRIORITY,
     ) -> None:
         """Publish one message without waiting; ``callback(result, message_id)`` runs once
         it is stored (or failed), on the producer's sender thread.
@@ -297,8 +305,9 @@ class Producer:
         Returns at once, unless the pending queue is full and ``block_if_queue_full`` is set
         (then it waits for room); when full without it, ``callback`` gets
         ``Result.ProducerQueueIsFull`` before this returns.  The other arguments are
-        ``send``'s."""
+        ``send``'s (an out-of-range ``priority`` raises ``ValueError`` here)."""
         _check_unsupported(replication_clusters)
+        priority = check_priority(priority)
         at = delivery_time(deliver_at, deliver_after)
         try:
             future = self._enqueue(
@@ -310,6 +319,7 @@ class Producer:
                 inline=False,
                 deliver_at=at,
                 ordering_key=ordering_key,
+                priority=priority,
             )
         except ProducerQueueIsFull:
             if callback is not None:
@@ -351,6 +361,7 @@ class Producer:
         inline,
         deliver_at=None,
         ordering_key=None,
+        priority=DEFAULT_PRIORITY,
     ) -> Future:
         if self._closed:
             raise AlreadyClosed("producer is closed")
@@ -368,6 +379,7 @@ class Producer:
             event_time,
             deliver_at=deliver_at,
             ordering_key=ordering_key,
+            priority=priority,
         )
         if tracing and span is not None:
             tracing.sent(span, pending.future)
@@ -400,6 +412,8 @@ class Producer:
         )
         if target.batch and target.batch_bytes + size > max_size:
             self._send_batch(target, force=True)  # the batch is sent before it is too big
+        elif target.batch and target.batch[0].priority != priority:
+            self._send_batch(target, force=True)  # a batch holds one priority
         batch_limit = min(self._batch_max_bytes, max_size)
         with self._lock:
             if not target.batch:
@@ -505,6 +519,8 @@ class Producer:
                 fields += ["k", first.key]
             if first.ordering_key:
                 fields += ["o", first.ordering_key]
+            if first.priority != DEFAULT_PRIORITY:
+                fields += [PRIORITY_FIELD, str(first.priority)]
         else:
             [only] = messages
             fields = ["d", only.payload, *common]
@@ -518,6 +534,8 @@ class Producer:
                 fields += ["a", str(only.deliver_at)]
             if only.ordering_key:
                 fields += ["o", only.ordering_key]
+            if only.priority != DEFAULT_PRIORITY:
+                fields += [PRIORITY_FIELD, str(only.priority)]
         args = [*target.head, 1, len(fields) // 2, *fields]
         try:
             [entry_id] = self._call_with_retry(target.keys, args, target.name)

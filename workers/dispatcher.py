@@ -332,6 +332,7 @@ class Dispatcher:
             reads=config.reads_per_call,
             delay_margin_ms=self._delay_margin(config),
             key_shared=self.sub_type == KEY_SHARED,
+            priority_oldest_every=self.flow.priority_oldest_every.value if self.flow else 0,
         )
 
     async def _call(

@@ -20,6 +20,8 @@ from __future__ import annotations
 import logging
 import time
 
+from redis.exceptions import ResponseError
+
 from models.flow import QuotaType, RetentionPolicy
 from models.flow_resolution import (
     Backlog,
@@ -27,6 +29,7 @@ from models.flow_resolution import (
     FlowLimits,
     eviction_target,
     needs_age,
+    priority_eviction_limit,
     quota_breach,
 )
 from sluice.protocol import keys
@@ -39,7 +42,19 @@ log = logging.getLogger(__name__)
 
 QUOTA_FLAG_TTL_SECONDS = 10  # a refused producer is let go if no worker renews the flag
 SKIP_BATCH = 10_000  # most entries one skip.lua call passes (the rest go next tick)
-REFUSING = (RetentionPolicy.PRODUCER_REQUEST_HOLD, RetentionPolicy.PRODUCER_EXCEPTION)
+# lowest_priority_eviction refuses like producer_exception on what produce.lua cannot check
+# itself (limitSize, limitTime); its limitMessages is produce.lua's (docs/priority.md).
+REFUSING = (
+    RetentionPolicy.PRODUCER_REQUEST_HOLD,
+    RetentionPolicy.PRODUCER_EXCEPTION,
+    RetentionPolicy.LOWEST_PRIORITY_EVICTION,
+)
+
+
+def _parts(stream_id: bytes | str) -> tuple[int, int]:
+    text = stream_id.decode() if isinstance(stream_id, bytes) else stream_id
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq or 0)
 
 
 def _ms(stream_id: bytes | str) -> int:
@@ -62,6 +77,7 @@ class PartitionFlow:
         self.breach: Breach | None = None
         self.flag_set: bool | None = None  # None: unknown (clear it on the first tick)
         self.evicted_entries = 0
+        self.priority_index = False  # the partition's "pq:<level>" index may exist
 
     def _skip_call(
         self, subscription: str, cutoff: str, budget: int, include_pending: bool, field: str
@@ -92,6 +108,7 @@ class PartitionFlow:
     ) -> None:
         """Compare the slowest subscription's backlog with the quotas and act on a breach
         (``msg_in`` / ``bytes_in``: what was published so far, for the average size)."""
+        await self._tidy_priority_index()
         if not self.context.policy.setting("backlogQuotaCheckEnabled"):
             await self._set_flag(None)
             return
@@ -113,6 +130,43 @@ class PartitionFlow:
         await self._set_flag(None)
         if breach is not None:
             await self._evict(limits, backlogs, avg_size)
+
+    async def _tidy_priority_index(self) -> None:
+        """Keep the partition's priority index (``produce.lua`` writes it under
+        ``lowest_priority_eviction``) to the entries some subscription may still need; drop
+        it when the policy is gone."""
+        redis = self.context.redis
+        index = [keys.partition_prefix(self.partition) + f"pq:{level}" for level in range(10)]
+        if not priority_eviction_limit(self.limits):
+            if self.priority_index:
+                await redis.delete(*index)
+                self.priority_index = False
+            return
+        self.priority_index = True
+        stream = keys.log(self.partition)
+        try:
+            groups = await redis.xinfo_groups(stream)
+        except ResponseError:
+            return  # no stream yet
+        keep: tuple[int, int, bool] | None = None  # (ms, seq, inclusive) of the first needed
+        for group in groups:
+            name = group["name"]
+            if group.get("pending"):
+                summary = await redis.xpending(stream, name)
+                first = (*_parts(summary["min"]), True)
+            else:
+                first = (*_parts(group["last-delivered-id"]), False)
+            if keep is None or first[:2] < keep[:2] or (first[:2] == keep[:2] and first[2]):
+                keep = first
+        if keep is None:
+            upto = "+"
+        else:
+            ms, seq, inclusive = keep
+            upto = ("(" if inclusive else "[") + f"{ms:013d}-{seq:010d}"
+        async with redis.pipeline(transaction=False) as pipe:
+            for key in index:
+                pipe.zremrangebylex(key, "-", upto)
+            await pipe.execute()
 
     async def _set_flag(self, breach: Breach | None) -> None:
         redis = self.context.redis

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from redis.exceptions import RedisError, ResponseError
 
-from models.flow_resolution import FlowLimits
+from models.flow_resolution import FlowLimits, priority_eviction_limit
 from models.resolution import ResolvedRate
 from models.resource_groups import GroupBinding, GroupRates
 from sluice.protocol import keys
@@ -82,6 +82,7 @@ def _limit_values(flow: FlowLimits) -> dict[str, int]:
         "subscribeRatePeriodPerConsumerInSecond": period,
         "durableAckReplicas": durable.replicas,
         "durableAckTimeoutMs": durable.timeoutMs,
+        "priorityEvictionLimit": priority_eviction_limit(flow),
     }
 
 

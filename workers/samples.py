@@ -47,3 +47,5 @@ class SubscriptionSample:
     lag: int
     pending: int
     consumers: list[tuple[str, int, int, dict]]  # id, permits, unacked, info
+    # Messages waiting in the priority index per priority 0..9 (None: no index).
+    waiting: list[int] | None = None

@@ -25,7 +25,12 @@ import orjson
 from redis.exceptions import RedisError
 
 from dataplane.backlog import read_backlogs
-from dataplane.stats_document import counter, subscription_document, topic_document
+from dataplane.stats_document import (
+    counter,
+    priority_counters,
+    subscription_document,
+    topic_document,
+)
 from models.flow import QuotaType
 from models.stats import (
     SNAPSHOT_FIELD,
@@ -83,6 +88,7 @@ class StatsPublisher:
         self.out_meters: dict[tuple[str, str], RateMeter] = {}
         self.redeliver_meters: dict[tuple[str, str], RateMeter] = {}
         self.expire_meters: dict[tuple[str, str], RateMeter] = {}
+        self.level_meters: dict[tuple[str, str], list[RateMeter]] = {}
         self.baselines: dict[tuple[str, str], Baseline] = {}
         self.docs: dict[str, dict] = {}
         # Per partition: sends the publish rate held back, as counted when the current stats
@@ -297,7 +303,9 @@ class StatsPublisher:
         lag = {name: b.entries - b.pending for name, b in backlogs[partition.full].items()}
         per_sub = [row for reply in replies for row in reply[2:]]
         samples = {}
-        for name, (stats, pending, permits, info) in zip(names, per_sub, strict=True):
+        for name, row in zip(names, per_sub, strict=True):
+            stats, pending, permits, info = row[:4]
+            waiting = [int(n) for n in row[4]] if len(row) > 4 and row[4] else None
             per_consumer = {
                 c[0].decode(): int(c[1]) for c in (pending[3] if pending else None) or []
             }
@@ -312,7 +320,11 @@ class StatsPublisher:
                 for cid, p in _pairs(permits).items()
             ]
             samples[name] = SubscriptionSample(
-                _pairs(stats), lag.get(name, 0), int(pending[0]) if pending else 0, consumers
+                _pairs(stats),
+                lag.get(name, 0),
+                int(pending[0]) if pending else 0,
+                consumers,
+                waiting,
             )
         return samples
 
@@ -384,7 +396,27 @@ class StatsPublisher:
                 for cid, permits, unacked, info in sample.consumers
             ],
             throttled=_throttled(dispatcher),
+            priority_levels=self._priority_levels(key, sample, now),
         )
+
+    def _priority_levels(self, key: tuple[str, str], sample, now: float) -> dict | None:
+        """Per priority, a subscription's waiting messages (its priority index), messages
+        dispatched and their rate; None for a subscription that never saw a priority."""
+        out = priority_counters(sample.counters)
+        if sample.waiting is None and not any(out):
+            return None
+        meters = self.level_meters.setdefault(key, [RateMeter() for _ in range(10)])
+        waiting = sample.waiting or [0] * 10
+        levels = {}
+        for level in range(9, -1, -1):
+            meters[level].add(now, out[level], 0)
+            if waiting[level] or out[level]:
+                levels[str(level)] = {
+                    "msgBacklog": waiting[level],
+                    "msgOutCounter": out[level],
+                    "msgRateOut": meters[level].rate().msg_per_second,
+                }
+        return levels
 
     def _snapshots(self, runner: PartitionRunner, samples, interval_ms: int) -> list[StatsSnapshot]:
         partition = runner.partition

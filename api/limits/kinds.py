@@ -245,6 +245,12 @@ INT_KINDS = tuple(
         ),
         (flow.MESSAGE_TTL, _ns_topic(TTL, TTL), values.ttl, "message_ttl"),
         (
+            flow.PRIORITY_OLDEST_EVERY,
+            _ns_topic(flow.PRIORITY_OLDEST_EVERY, flow.PRIORITY_OLDEST_EVERY),
+            values.count,
+            "priority_oldest_every",
+        ),
+        (
             abuse.MAX_TOPICS_PER_NAMESPACE,
             {NAMESPACE: abuse.MAX_TOPICS_PER_NAMESPACE},
             values.count,

@@ -163,6 +163,7 @@ class FlowControls(Document):
     publishRate: ResolvedPublishRate
     subscribeRate: ResolvedSubscribeRate
     durableAcks: ResolvedDurableAcks
+    priorityOldestEvery: ResolvedInt
 
 
 class EffectiveFlowControls(Document):

@@ -29,6 +29,7 @@ from api.responses import no_content
 from api.routing import SluiceRoute
 from api.topics.router import TopicDep
 from dataplane.cursors import MAX_POSITION, Entry, pulsar_position
+from sluice.priority import entry_priority
 from sluice.protocol.frames import parse_position
 
 router = APIRouter(tags=["topic operations"], route_class=SluiceRoute)
@@ -202,6 +203,8 @@ def message_response(entry: Entry) -> Response:
         value = _header(text[field]) if field in text else None
         if value is not None:
             headers[f"X-Pulsar-{name}"] = value
+    # Sluice: the message's priority (docs/priority.md), 4 when it carries none.
+    headers["X-Sluice-Priority"] = str(entry_priority(text))
     if "n" in text:
         headers["X-Pulsar-num-batch-message"] = text["n"]
         headers["X-Pulsar-batch-size"] = str(len(fields.get("d", b"")))

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from sluice.message import Message, MessageId
+from sluice.priority import check_priority
 
 
 class WsError(IntEnum):
@@ -90,7 +91,7 @@ def event_time_ms(value: object) -> int | None:
 
 def producer_message(frame: dict[str, Any]) -> dict[str, Any]:
     """The fields of a producer's send frame, checked: payload bytes, properties, key,
-    event time, deliverAt and deliverAfterMs."""
+    event time, deliverAt, deliverAfterMs and Sluice's priority (0..9, default 4)."""
     payload = frame.get("payload")
     if not isinstance(payload, str):
         raise FrameError(WsError.PayloadEncodingError, "payload is required (base64)")
@@ -118,7 +119,7 @@ def producer_message(frame: dict[str, Any]) -> dict[str, Any]:
     for name, value in (("deliverAt", deliver_at), ("deliverAfterMs", deliver_after)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
             raise FrameError(WsError.PayloadEncodingError, f"{name} must be an integer")
-    return {
+    fields = {
         "content": data,
         "properties": properties or None,
         "partition_key": key,
@@ -126,6 +127,12 @@ def producer_message(frame: dict[str, Any]) -> dict[str, Any]:
         "deliver_at": deliver_at,
         "deliver_after": deliver_after,
     }
+    if frame.get("priority") is not None:
+        try:
+            fields["priority"] = check_priority(frame["priority"])
+        except ValueError as exc:
+            raise FrameError(WsError.PayloadEncodingError, str(exc)) from None
+    return fields
 
 
 def send_ok(message_id: MessageId, context: object) -> bytes:

@@ -58,6 +58,9 @@ LIMIT_FIELDS = (
     "resourceGroupId",
     "resourceGroupPublishInMsg",
     "resourceGroupPublishInByte",
+    # The backlog quota's limitMessages plus one when its policy is lowest_priority_eviction,
+    # which produce.lua enforces itself (0 = off; docs/priority.md).
+    "priorityEvictionLimit",
 )
 # Fields that mean nothing while another is 0 (a period without a rate, a timeout without
 # replicas): not compared with the defaults.

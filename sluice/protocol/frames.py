@@ -181,6 +181,8 @@ class DispatchArgs:
     # many ms before its deliver-at time a delayed entry may go (0 = strictly at its time).
     delay_margin_ms: int = -1
     key_shared: bool = False  # entries go by key (a Key_Shared subscription)
+    priority_lookahead: int = 10_000  # entries a subscription reads ahead to order by priority
+    priority_oldest_every: int = 0  # starvation guard: every N-th is the oldest (0 = strict)
 
     def argv(self) -> list[Any]:
         """The script's ARGV."""
@@ -213,6 +215,8 @@ class DispatchArgs:
         argv.append("" if self.clock_ms is None else repr(float(self.clock_ms)))
         argv.append(self.delay_margin_ms)
         argv.append(1 if self.key_shared else 0)
+        argv.append(self.priority_lookahead)
+        argv.append(self.priority_oldest_every)
         return argv
 
 

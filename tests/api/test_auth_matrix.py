@@ -207,6 +207,7 @@ for _path, _read, _body in (
             "maxConsumersPerTopic",
             "maxConsumersPerSubscription",
             "backlogDrainTargetSeconds",
+            "priorityOldestEvery",
         )
     ),
     *(
@@ -221,6 +222,7 @@ for _path, _read, _body in (
             "maxConsumersPerSubscription",
             "maxMessageSize",
             "backlogDrainTargetSeconds",
+            "priorityOldestEvery",
         )
     ),
 ):

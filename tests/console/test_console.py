@@ -79,8 +79,9 @@ class Traffic:
 
     def _run(self) -> None:
         while not self.stop.is_set():
-            for _ in range(10):
-                self.producer.send(b"x" * 64)
+            for i in range(10):
+                # Three priorities: the topic view shows its subscriptions per priority.
+                self.producer.send(b"x" * 64, priority=3 + i % 3)
             for consumer in self.consumers:
                 for _ in range(20):
                     try:
@@ -285,6 +286,11 @@ def test_story_1_browse_with_live_stats(standalone: Standalone, page):
     topic_row = page.locator("table", has=page.get_by_text("Topic (live)")).locator("tbody tr")
     cells = topic_row.locator("td").all_inner_texts()
     assert float(cells[1]) > 0 and int(cells[4]) > 0, cells  # rate in, consumers
+    levels = page.locator("table", has=page.get_by_text("Priority levels (live)"))
+    for priority in ("5", "4", "3"):
+        expect(
+            levels.locator("tr", has_text="billing").filter(has_text=priority).first
+        ).to_be_visible()
     shot(page, "1-topic")
 
 

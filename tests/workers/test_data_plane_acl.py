@@ -492,3 +492,29 @@ def test_sessions_survive_a_redis_restart(world: World) -> None:
     # transactions as the default user, which is off but keeps its rights (dataplane.acl).
     log = keys.log(TopicName.from_full(GRANTED))
     assert b"before" in [fields[b"d"] for _id, fields in world.redis.xrange(log)]
+
+
+def test_a_producer_alone_can_evict_by_priority_but_not_read(world: World) -> None:
+    """Under ``lowest_priority_eviction`` a role with only ``produce`` sends into a full
+    backlog (evicting the oldest lowest-priority message) and is refused when nothing lower
+    waits; its credentials still read no entry."""
+    topic = "persistent://acme/orders/evicting"
+    path = "/persistent/acme/orders/evicting"
+    world.call("PUT", path)
+    quota = {"limitMessages": 2, "policy": "lowest_priority_eviction"}
+    world.call("POST", path + "/backlogQuota", quota)
+    world.call("POST", path + "/permissions/evictor", ["produce"])  # earlier tests revoke
+    with world.client(ROOT) as root:
+        root.subscribe(topic, "slow").close()
+    with world.client("evictor") as client:
+        producer = client.create_producer(topic, max_send_attempts=1)
+        producer.send(b"low", priority=1)
+        producer.send(b"mid", priority=5)
+        producer.send(b"high", priority=9)  # evicts "low"
+        with pytest.raises(sluice.ProducerBlockedQuotaExceededException):
+            producer.send(b"lower", priority=2)
+        raw = _raw(client)
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            raw.xrange(keys.log(TopicName.from_full(topic)))
+    stream = keys.log(TopicName.from_full(topic))
+    assert [f[b"d"] for _, f in world.redis.xrange(stream)] == [b"mid", b"high"]

@@ -227,3 +227,31 @@ def test_deliver_after_and_key_shared_over_websocket(admin_server, http, namespa
         assert all(len(names) == 1 for names in owners.values()), owners
         assert set().union(*owners.values()) == {"one", "two"}  # 10 keys, both have some
         assert late_at is not None and late_at >= 1.5
+
+
+def test_priority_over_websocket_and_in_peek(admin_server, http, namespace, worker, client):
+    """The producer frame's ``priority`` (0..9): out of range is a send error and stores
+    nothing; in range, the backlog goes highest first, and peek shows each priority."""
+    client.subscribe(TOPIC, "prio", consumer_type=sluice.ConsumerType.Shared).close()
+    with connect(ws_url(admin_server, "producer")) as producer:
+        for bad in (10, -1, "9", 2.5, True):
+            producer.send(json.dumps({"payload": b64(b"x"), "priority": bad, "context": "c"}))
+            answer = frame(producer)
+            assert answer["result"] == "send-error:7" and "priority" in answer["errorMsg"]
+        for payload, priority in ((b"low", 1), (b"plain", None), (b"high", 8)):
+            body = {"payload": b64(payload)}
+            if priority is not None:
+                body["priority"] = priority
+            producer.send(json.dumps(body))
+            assert frame(producer)["result"] == "ok"
+    sub = f"{ADMIN}/persistent/acme/orders/ws/subscription/prio"
+    priorities = [http.get(f"{sub}/position/{n}").headers["X-Sluice-Priority"] for n in (1, 2, 3)]
+    assert priorities == ["1", "4", "8"]
+    consumer = client.subscribe(TOPIC, "prio", consumer_type=sluice.ConsumerType.Shared)
+    got = []
+    for _ in range(3):
+        message = consumer.receive(timeout_millis=10_000)
+        got.append(message.data())
+        consumer.acknowledge(message)
+    assert got == [b"high", b"plain", b"low"]
+    consumer.close()

@@ -288,11 +288,22 @@ async function viewTopic(ctx, tenant, ns, topic) {
         Fmt.int(ss.unacked), Fmt.int(ss.consumers), badge(Throttle.check(key + "#" + name,
           ss.throttles))];
     });
+    // Subscriptions that saw message priorities: one row per priority, highest first.
+    const levelRows = [];
+    for (const [name, raw] of Object.entries(stats.subscriptions || {}).sort()) {
+      for (const [level, l] of Object.entries(raw.priorityLevels || {})) {
+        levelRows.push([{ th: name }, level, Fmt.rate(l.msgRateOut), Fmt.int(l.msgBacklog),
+          Fmt.int(l.msgOutCounter)]);
+      }
+    }
     live.replaceChildren(
       table("Topic (live)", ["Topic", "Partitions", "Msg rate in (msg/s)",
         "Msg rate out (msg/s)", "Backlog (msgs)", "Consumers", "Throttled"], topicRow, "live stack"),
       table("Subscriptions (live)", ["Subscription", "Type", "Msg rate out (msg/s)",
-        "Backlog (msgs)", "Unacked", "Consumers", "Throttled"], subRows, "live stack"));
+        "Backlog (msgs)", "Unacked", "Consumers", "Throttled"], subRows, "live stack"),
+      ...(levelRows.length ? [table("Priority levels (live)", ["Subscription", "Priority",
+        "Msg rate out (msg/s)", "Waiting (msgs)", "Dispatched (msgs)"], levelRows,
+        "live stack")] : []));
   };
   await refresh();
   ctx.after(1000, refresh);  // a second sample soon: the throttle badge needs two

@@ -4,6 +4,7 @@ policy kinds of ``policy_kinds`` (dispatch rates, abuse limits, publish and subs
 from __future__ import annotations
 
 from sluice.admin_cli.client import segment
+from sluice.admin_cli.commands.backlog_quota import register_backlog_quota
 from sluice.admin_cli.commands.common import add_command, add_force, add_group, csv_list
 from sluice.admin_cli.commands.permissions import register_permissions
 from sluice.admin_cli.commands.policy_kinds import NAMESPACE, register_kinds
@@ -67,6 +68,9 @@ def register(commands, parents) -> None:
 
     register_kinds(group, parents, NAMESPACE)
     register_namespace_verbs(group, parents)
+    register_backlog_quota(
+        group, parents, ("namespace", "tenant/namespace"), _ns, topic=False, global_flag=False
+    )
     register_permissions(
         group,
         parents,

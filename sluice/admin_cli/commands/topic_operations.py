@@ -109,6 +109,8 @@ def _messages(response) -> list[dict[str, Any]]:
         "publishTime": _epoch_ms(headers.get("X-Pulsar-publish-time")),
         "eventTime": _epoch_ms(headers.get("X-Pulsar-event-time")) or 0,
     }
+    if headers.get("X-Sluice-Priority") is not None:
+        common["priority"] = int(headers["X-Sluice-Priority"])
     if "X-Pulsar-num-batch-message" not in headers:
         properties = json.loads(headers.get("X-Sluice-Properties", "{}"))
         message = {"messageId": position, **common}

@@ -38,6 +38,23 @@
 --          do not count against the max-unacked limits.  Only for Shared (ARGV[9] = "").
 -- ARGV[27] Key_Shared (optional): "1" = entries go by key (see "Key_Shared" below; KEYS[13]
 --          the subscription's key-shared state hash, KEYS[14] its consumer info hash)
+-- ARGV[28] priority look-ahead (optional, default 10000): see "Priority" below
+-- ARGV[29] starvation guard (optional, default 0 = strict priority): every N-th message handed
+--          out of the priority index is the oldest one at the head of a list, whatever its
+--          priority (the turn is kept in KEYS[5] "prio_turn")
+-- Priority: while the partition holds entries of a priority other than the default (field
+-- "u", 0..9, absent = 4; counted as priority_entries in KEYS[9]), a Shared, Exclusive or
+-- Failover subscription reads new entries ahead into the group for the holder "~held"
+-- (uncharged, up to the look-ahead counted with what is indexed already, and per call up to
+-- the call's read cap in payload bytes: the next call goes on) and indexes them in
+-- the subscription's lists "prio:<priority>" (next to KEYS[4]), one per priority, members
+-- "<id>:<payload size>:<messages>" in the order they were read (stream order).  Entries go
+-- out from the highest non-empty list first, as first deliveries (delivery count 1, claimed
+-- in one XCLAIM per consumer, which returns them, sent as a packet like redeliveries), under
+-- the same budgets; redeliveries still go first.  A delayed entry read ahead is held as before, and
+-- joins the index when it comes due.  Entries of the index count in msgBacklog (pending) and
+-- not against max-unacked.  Per level, messages handed out are counted in KEYS[5] "out_p<L>".
+-- Key_Shared ignores priorities (stream order per key).
 -- Key_Shared: an entry's key is its ordering key "o", else its partition key "k" (a batch entry
 -- carries its first message's); its slot is murmur3_32(key) mod 65536.  Each slot belongs to
 -- one consumer: by consistent hashing of the consumer ids (100 points each on the 0..65535
@@ -93,6 +110,9 @@ local HOLDER = '~held'
 local key_shared = ARGV[27] == '1' and active == ''
 local margin = tonumber(ARGV[26] or '-1') or -1
 local delaying = margin >= 0 and active == ''
+local PRIO = string.sub(KEYS[4], 1, -10) .. 'prio:'
+local lookahead = tonumber(ARGV[28] or '') or 10000
+local oldest_every = tonumber(ARGV[29] or '') or 0
 if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
   return redis.error_reply('FENCED partition lease lost')
 end
@@ -428,15 +448,18 @@ end
 
 -- Fast path: without a byte budget and without batch entries in the partition, the entry
 -- count alone bounds every budget, so entries are read once, by XREADGROUP itself.
+local pflags = call('HMGET', KEYS[9], 'batch_entries', 'delayed_entries', 'priority_entries')
+local prio_on = pflags[3] and not key_shared
 local fast = byte_budget < 0 and ARGV[12] ~= '1' and not key_shared
-  and not call('HGET', KEYS[9], 'batch_entries')
-  and not (delaying and call('HGET', KEYS[9], 'delayed_entries'))
+  and not pflags[1]
+  and not (delaying and pflags[2])
+  and not prio_on
 
 -- Slow path: look at the entries first.  A caught-up subscription (everything left fits in
 -- one read) may skip the budgets.
 local fresh = {}
 local unthrottled = 0
-if not fast then
+if not fast and not prio_on then
   fresh = call('XRANGE', KEYS[1], '(' .. cursor, '+', 'COUNT', max_entries + 1)
   if ARGV[12] == '1' and #fresh <= max_entries then
     msg_budget, byte_budget, unthrottled = -1, -1, 1
@@ -451,6 +474,28 @@ local function fields_size(fields)
     elseif f == 'n' then n = tonumber(fields[i + 1]) end
   end
   return size, n
+end
+
+-- An entry's priority (0..9, 4 without the field).
+local function priority_of(fields)
+  for f = 1, #fields, 2 do
+    if fields[f] == 'u' then
+      local p = tonumber(fields[f + 1])
+      if p and p >= 0 and p <= 9 then return math.floor(p) end
+      return 4
+    end
+  end
+  return 4
+end
+-- A member of the priority index: the entry's id, payload size and message count (what the
+-- budgets need), "<id>:<size>:<n>".
+local function index_member(id, fields)
+  local size, n = fields_size(fields)
+  return id .. ':' .. size .. ':' .. n
+end
+local function from_member(member)
+  local id, size, n = string.match(member, '^([^:]+):(%d+):(%d+)$')
+  return id, tonumber(size), tonumber(n)
 end
 
 -- An entry's deliver-at time (ms), or nil.
@@ -548,6 +593,10 @@ for _, id in ipairs(due) do
     -- Trimmed, deleted or acknowledged meanwhile: nothing left to deliver.
     call('ZREM', KEYS[4], id)
     call('XACK', KEYS[1], group, id)
+  elseif prio_on and p[1][2] == HOLDER then
+    -- A held (delayed) entry come due waits in the priority index with the others.
+    call('RPUSH', PRIO .. priority_of(found[1][2]), index_member(id, found[1][2]))
+    call('ZREM', KEYS[4], id)
   else
     -- A held entry (delayed) goes out for the first time: a new entry for the limits.
     local held = p[1][2] == HOLDER
@@ -568,6 +617,178 @@ for _, id in ipairs(due) do
 end
 for consumer, run in pairs(runs) do
   call('RPUSH', qprefix .. consumer, cmsgpack.pack(run))
+end
+
+-- 1b. Priority: read new entries ahead into the index, then hand out from it, highest first.
+local by_level = {}
+if prio_on and not stop then
+  -- The new entries of this call all come from the index: as many as the fast path's reads.
+  max_entries = max_entries * math.max(tonumber(ARGV[24] or '1') or 1, 1)
+  read_cap = read_cap * math.max(tonumber(ARGV[24] or '1') or 1, 1)
+  local waiting = {}
+  local total = 0
+  for level = 0, 9 do
+    waiting[level] = call('LLEN', PRIO .. level)
+    total = total + waiting[level]
+  end
+  local room = lookahead - total
+  local read_all = true
+  local pushes = {}
+  for level = 0, 9 do pushes[level] = {} end
+  -- Read ahead in reads of at most 1,000 entries while the look-ahead has room and what was
+  -- read stays under the call's read cap (so large payloads do not fill Redis's memory).
+  local read_bytes = 0
+  while room > 0 do
+    local want = math.min(room, 1000)
+    local reply = call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', want,
+      'STREAMS', KEYS[1], '>')
+    local got = reply and reply[1] and reply[1][2] or {}
+    for k = 1, #got do
+      local id, fields = got[k][1], got[k][2]
+      local at = delaying and deliver_at(fields) or nil
+      if at and at - margin > now then
+        call('ZADD', KEYS[4], at - margin, id)
+      else
+        local level = priority_of(fields)
+        local list = pushes[level]
+        local member = index_member(id, fields)
+        list[#list + 1] = member
+        read_bytes = read_bytes + tonumber(string.match(member, ':(%d+):%d+$'))
+        if #list >= 1000 then
+          call('RPUSH', PRIO .. level, unpack(list))
+          waiting[level] = waiting[level] + #list
+          pushes[level] = {}
+        end
+      end
+    end
+    if #got > 0 then cursor = got[#got][1] end
+    room = room - #got
+    if #got < want then break end
+    if room <= 0 or read_bytes >= read_cap then
+      read_all = false
+      break
+    end
+  end
+  if room <= 0 then read_all = false end
+  for level = 0, 9 do
+    local list = pushes[level]
+    if #list > 0 then
+      call('RPUSH', PRIO .. level, unpack(list))
+      waiting[level] = waiting[level] + #list
+    end
+  end
+  local prio_runs = {}
+  local claims = {}  -- consumer -> {{id, size, n, level}, ...} taken, not yet claimed
+  local claim_order = {}
+  -- Take one member of the index for the next consumer (charged now, claimed in a batch by
+  -- flush_claims); false when it may not go now (reason and stop set).
+  local function take(member, level)
+    local id, size, n = from_member(member)
+    local why = refuse(size, true)
+    if why ~= nil then reason, stop = why, true return false end
+    local c = pick()
+    if not c then reason, stop = nobody(), true return false end
+    local list = claims[c[1]]
+    if not list then
+      list = {}
+      claims[c[1]] = list
+      claim_order[#claim_order + 1] = c
+    end
+    list[#list + 1] = {id, size, n, level}
+    charge(c, size, n, true)
+    by_level[level] = (by_level[level] or 0) + n
+    return true
+  end
+  -- Claim what was taken, one XCLAIM per consumer: Redis claims (and returns) only what is
+  -- still pending and in the stream (Redis 7 drops deleted entries from the group on a
+  -- claim); what it did not claim is given back to the budgets.
+  local function flush_claims()
+    for _, c in ipairs(claim_order) do
+      local list = claims[c[1]]
+      local args = {KEYS[1], group, c[1], 0}
+      for k = 1, #list do args[#args + 1] = list[k][1] end
+      args[#args + 1] = 'RETRYCOUNT'
+      args[#args + 1] = 1
+      local claimed = {}
+      for _, entry in ipairs(call('XCLAIM', unpack(args))) do claimed[entry[1]] = entry[2] end
+      local run = prio_runs[c[1]]
+      if not run then run = {} prio_runs[c[1]] = run end
+      for k = 1, #list do
+        local id, size, n, level = list[k][1], list[k][2], list[k][3], list[k][4]
+        local fields = claimed[id]
+        if fields then
+          -- Into the consumer's packet, as a first delivery (delivery count 1).
+          run[#run + 1] = {id, fields, 1}
+        else
+          c[2], c[3], c[4] = c[2] + n, c[3] - 1, c[4] - n
+          if c[5] >= 0 then c[5] = c[5] + 1 end
+          if sub_room >= 0 then sub_room = sub_room + 1 end
+          entries, messages, bytes = entries - 1, messages - n, bytes - size
+          units = units - (count_entries and 1 or n)
+          by_level[level] = by_level[level] - n
+        end
+      end
+    end
+    claims, claim_order = {}, {}
+  end
+  if oldest_every <= 0 then
+    -- Strict priority: each level in its order, highest first, a read of it at a time.
+    for level = 9, 0, -1 do
+      while not stop and waiting[level] > 0 do
+        local members = call('LRANGE', PRIO .. level, 0, max_entries - 1)
+        if #members == 0 then break end
+        local done = 0
+        for m = 1, #members do
+          if not take(members[m], level) then break end
+          done = done + 1
+        end
+        if done > 0 then
+          call('LTRIM', PRIO .. level, done, -1)
+          waiting[level] = waiting[level] - done
+        end
+      end
+      if stop then break end
+    end
+    flush_claims()
+  else
+    -- Starvation guard: every oldest_every-th message sent is the oldest waiting one.
+    local turn = tonumber(call('HGET', KEYS[5], 'prio_turn') or '0') or 0
+    while not stop do
+      local level, member = nil, nil
+      if (turn + 1) % oldest_every == 0 then
+        for l = 0, 9 do
+          if waiting[l] > 0 then
+            local head = call('LINDEX', PRIO .. l, 0)
+            if head and (not member or id_lt(from_member(head), from_member(member))) then
+              level, member = l, head
+            end
+          end
+        end
+      else
+        for l = 9, 0, -1 do
+          if waiting[l] > 0 then
+            level, member = l, call('LINDEX', PRIO .. l, 0)
+            break
+          end
+        end
+      end
+      if not member then break end
+      local before = entries
+      if not take(member, level) then break end
+      call('LPOP', PRIO .. level)
+      waiting[level] = waiting[level] - 1
+      flush_claims()
+      if entries > before then turn = turn + 1 end
+    end
+    call('HSET', KEYS[5], 'prio_turn', turn % oldest_every)
+  end
+  for consumer, run in pairs(prio_runs) do
+    if #run > 0 then call('RPUSH', qprefix .. consumer, cmsgpack.pack(run)) end
+  end
+  if not stop and not read_all then
+    -- The look-ahead was full: more entries wait in the stream.
+    reason, stop = 0, true
+  end
 end
 
 -- 2a. Fast path: per consumer run, XREADGROUP exactly as many entries as may go.
@@ -728,6 +949,7 @@ if entries > 0 then
   call('HINCRBY', KEYS[5], 'msg_out', messages)
   call('HINCRBY', KEYS[5], 'bytes_out', bytes)
   if redelivered > 0 then call('HINCRBY', KEYS[5], 'redelivered', redelivered) end
+  for level, n in pairs(by_level) do call('HINCRBY', KEYS[5], 'out_p' .. level, n) end
 end
 if pending_total >= 0 then pending_total = pending_total + entries - redelivered end
 local exhausted, wait_ms = settle(units, bytes, unthrottled == 1)

@@ -81,6 +81,8 @@ call('XGROUP', 'DESTROY', KEYS[1], group)
 call('XGROUP', 'CREATE', KEYS[1], group, target, 'ENTRIESREAD', added - after)
 call('SET', KEYS[3], target)
 call('DEL', KEYS[4])
+-- The priority index (dispatch.lua) lists pending entries of the group made again: gone too.
+for level = 0, 9 do call('DEL', string.sub(KEYS[4], 1, -10) .. 'prio:' .. level) end
 
 -- Receiver queues: take back what consumers have not fetched, give the permits back.
 local returned = 0

@@ -4,7 +4,9 @@
 -- (its name ARGV[i]): KEYS[3i] stats hash, KEYS[3i+1] permits hash, KEYS[3i+2] info hash.
 -- Returns {partition stats (flat HGETALL), XINFO GROUPS of the log ({} when it has none),
 -- then per subscription {stats (flat), XPENDING summary (false when the group is gone),
--- permits (flat), info (flat)}}.
+-- permits (flat), info (flat), messages waiting in its priority index per priority 0..9
+-- (false when none waits; the lists "prio:<priority>" next to its stats hash,
+-- dispatch.lua's)}}.
 local groups = redis.pcall('XINFO', 'GROUPS', KEYS[2])
 if type(groups) ~= 'table' or groups.err then groups = {} end
 local out = {redis.call('HGETALL', KEYS[1]), groups}
@@ -12,11 +14,19 @@ for i = 1, #ARGV do
   local base = 3 * i
   local pending = redis.pcall('XPENDING', KEYS[2], ARGV[i])
   if type(pending) ~= 'table' or pending.err then pending = false end
+  local prio = string.sub(KEYS[base], 1, -6) .. 'prio:'
+  local levels, any = {}, false
+  for level = 0, 9 do
+    levels[level + 1] = redis.call('LLEN', prio .. level)
+    if levels[level + 1] > 0 then any = true end
+  end
+  if not any then levels = false end
   out[#out + 1] = {
     redis.call('HGETALL', KEYS[base]),
     pending,
     redis.call('HGETALL', KEYS[base + 1]),
     redis.call('HGETALL', KEYS[base + 2]),
+    levels,
   }
 end
 return out

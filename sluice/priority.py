@@ -1,0 +1,40 @@
+"""Message priority: an integer 0 (lowest) to 9 (highest), 4 when a send names none.
+
+The scale and the default are JMS's.  A message of the default priority carries nothing (a
+topic that never uses priorities stores and reads exactly what it did before); any other
+priority travels as the entry field ``u`` (``PRIORITY_FIELD``).  A batch entry holds
+messages of one priority only: the producer sends the batch it is building before a message
+of another priority joins it.  Dispatch, eviction and stats: docs/priority.md.
+"""
+
+from __future__ import annotations
+
+MIN_PRIORITY = 0
+MAX_PRIORITY = 9
+DEFAULT_PRIORITY = 4
+PRIORITY_FIELD = "u"
+
+
+def check_priority(priority: object) -> int:
+    """``priority`` as an int, or ``ValueError`` naming the accepted range."""
+    if (
+        isinstance(priority, bool)
+        or not isinstance(priority, int)
+        or not MIN_PRIORITY <= priority <= MAX_PRIORITY
+    ):
+        raise ValueError(
+            f"priority must be an integer from {MIN_PRIORITY} (lowest) to {MAX_PRIORITY} "
+            f"(highest), got {priority!r}"
+        )
+    return priority
+
+
+def entry_priority(fields: dict) -> int:
+    """The priority of a stream entry from its fields (bytes or str keys)."""
+    raw = fields.get(PRIORITY_FIELD, fields.get(PRIORITY_FIELD.encode()))
+    if raw is None:
+        return DEFAULT_PRIORITY
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return DEFAULT_PRIORITY
