@@ -30,3 +30,12 @@ def test_the_check_finds_a_long_function():
 
 def test_no_product_function_is_longer_than_80_lines():
     assert long_functions() == []
+
+
+def test_every_file_the_suite_runs_first_exists():
+    """``tests/conftest.py``'s ``SLOW_FIRST`` names files that are there (a renamed one would
+    quietly go back to the end of the run)."""
+    from tests.conftest import SLOW_FIRST
+
+    root = Path(__file__).resolve().parents[1]
+    assert [name for name in SLOW_FIRST if not (root / name).is_file()] == []

@@ -200,8 +200,10 @@ def test_a_limit_changed_while_dispatching_never_oversells(http, namespace, work
     # period had left (at most the old period's 200).
     after = [t - changed for t in everything if t >= changed]
     assert excess(after, 50) <= 200, after[:60]
+    # Counted from a moment that is no period's start (2 s after the change), a window of T
+    # seconds may hold the end of one period and floor(T) + 1 whole ones: one period more.
     late = [t for t in after if t >= 2.0]
-    assert excess([t - 2.0 for t in late], 50) <= 0
+    assert excess([t - 2.0 for t in late], 50) <= 50
 
 
 def test_the_group_combines_with_a_stricter_namespace_limit(http, namespace, worker, redis_server):
