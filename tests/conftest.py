@@ -41,6 +41,7 @@ STATEFUL_TABLES = (
     "outbox_events",
     "rate_report",
     "backlog_report",
+    "advice_report",
     "report_runs",
     "broker_config",
     "dispatch_rate_policies",

@@ -153,6 +153,7 @@ class FlowControls(Document):
     maxUnackedMessagesPerSubscription: ResolvedInt
     maxUnackedMessagesPerConsumer: ResolvedInt
     messageTTL: ResolvedInt
+    priorityOldestEvery: ResolvedInt
     maxTopicsPerNamespace: ResolvedInt
     maxSubscriptionsPerTopic: ResolvedInt
     maxProducersPerTopic: ResolvedInt
@@ -163,7 +164,6 @@ class FlowControls(Document):
     publishRate: ResolvedPublishRate
     subscribeRate: ResolvedSubscribeRate
     durableAcks: ResolvedDurableAcks
-    priorityOldestEvery: ResolvedInt
 
 
 class EffectiveFlowControls(Document):

@@ -126,6 +126,7 @@ def test_an_unknown_enum_value_names_the_allowed_ones(namespace, path):
     assert answer.status_code == 400, answer.text
     assert answer.json() == {
         "reason": "Invalid request: policy: 'producer_excepton' is not one of "
-        "producer_request_hold, producer_exception, consumer_backlog_eviction"
+        "producer_request_hold, producer_exception, consumer_backlog_eviction, "
+        "lowest_priority_eviction"
     }
     assert http.get(f"{NS}/backlogQuotaMap").json() == {}

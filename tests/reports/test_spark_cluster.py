@@ -212,7 +212,11 @@ def test_report_jobs_on_a_standalone_cluster_match_the_local_run(
     # Three subscriptions, each with 60 minutes, 1 hour and 1 day.
     windows = len(SUBSCRIPTIONS) * (INTERVALS // 6 + 1 + 1)
     for ran in (local, on_cluster, submitted):
-        assert [(r["job"], r["rows"]) for r in ran] == [("rates", windows), ("backlog", windows)]
+        assert [(r["job"], r["rows"]) for r in ran] == [
+            ("rates", windows),
+            ("backlog", windows),
+            ("advice", len(SUBSCRIPTIONS)),  # one span row per subscription
+        ]
     for how, rows in got.items():
         for job in ("rates", "backlog"):
             assert len(expected[job]) == windows, job
