@@ -227,7 +227,7 @@ def test_report_jobs_on_a_standalone_cluster_match_the_local_run(
                 assert not differ, (how, job, local_row["window"], differ)
     with db.connect() as connection:
         runs = connection.execute(select(ReportRun.status)).scalars().all()
-    assert runs == ["succeeded"] * 6
+    assert runs == ["succeeded"] * 9  # three runs of three jobs
 
     # The cluster did the work: the master lists both drivers' applications as finished, and
     # both workers ran an executor of each.
