@@ -15,6 +15,7 @@ call (``produce_head``, ``ack_argv``, ``flow_argv``, ``DispatchArgs.argv``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -77,6 +78,14 @@ def _key(
     return _PARTITION_KEYS[role](partition)
 
 
+INCLUDE = re.compile(r"^-- include (lib/[a-z_]+\.lua)$", re.MULTILINE)
+
+
+def _lua_text(path: str) -> str:
+    """A file of ``sluice/protocol/lua/`` (``path`` relative to it)."""
+    return resources.files("sluice.protocol.lua").joinpath(path).read_text()
+
+
 @dataclass(frozen=True, eq=False)
 class ScriptSpec:
     """One Lua script: its name, its KEYS layout, its call builder and who may call it."""
@@ -103,8 +112,9 @@ class ScriptSpec:
 
     @cached_property
     def source(self) -> str:
-        """The script's Lua text."""
-        return resources.files("sluice.protocol.lua").joinpath(f"{self.name}.lua").read_text()
+        """The script's Lua text, each ``-- include lib/<piece>.lua`` line replaced by that
+        piece (Lua that several scripts share: Redis runs each script as one text)."""
+        return INCLUDE.sub(lambda line: _lua_text(line.group(1)), _lua_text(f"{self.name}.lua"))
 
     @cached_property
     def sha(self) -> str:

@@ -33,6 +33,7 @@
 -- producer_exception) and are counted in KEYS[2]'s quota_rejected, evicted entries in its
 -- priority_evicted.  While it is on, every entry is indexed by priority in the partition's
 -- zsets "pq:<priority>" (score 0, member the id zero-padded "%013d-%010d", so oldest first).
+-- include lib/publish_window.lua
 local prefix = string.sub(KEYS[1], 1, -4)
 local limits = KEYS[5] or (prefix .. 'limits')
 local lim = redis.call('HMGET', limits, 'maxMessageSize', 'priorityEvictionLimit')
@@ -201,24 +202,11 @@ local rate = redis.call('HMGET', limits, 'publishThrottlingRateInMsg',
 local rate_m, rate_b = tonumber(rate[1]) or 0, tonumber(rate[2]) or 0
 if rate_m > 0 or rate_b > 0 then
   local window = KEYS[6] or (string.sub(KEYS[1], 1, -4) .. 'pubrate')
-  local w = redis.call('HMGET', window, 'e', 'm', 'b')
-  local ends, used_m, used_b = tonumber(w[1]), tonumber(w[2]) or 0, tonumber(w[3]) or 0
-  if not ends or now_ms >= ends then ends, used_m, used_b = now_ms + 1000, 0, 0 end
-  if (rate_m > 0 and used_m + call_msgs > rate_m) or
-      (rate_b > 0 and used_b + call_bytes > rate_b) then
-    if used_m > 0 or used_b > 0 then
-      redis.call('HINCRBY', KEYS[2], 'publish_throttled', 1)
-      return redis.error_reply('PublishRateLimited ' .. (ends - now_ms) .. ' ' .. used_m ..
-        ' of ' .. rate_m .. ' messages and ' .. used_b .. ' of ' .. rate_b ..
-        ' bytes (0 = no limit) used in this second')
-    end
-    local windows = 1
-    if rate_m > 0 then windows = math.max(windows, math.ceil(call_msgs / rate_m)) end
-    if rate_b > 0 then windows = math.max(windows, math.ceil(call_bytes / rate_b)) end
-    ends = ends + (windows - 1) * 1000
+  local refused = take_publish_window(window, now_ms, call_msgs, call_bytes, rate_m, rate_b)
+  if refused then
+    redis.call('HINCRBY', KEYS[2], 'publish_throttled', 1)
+    return redis.error_reply('PublishRateLimited ' .. refused .. ' used in this second')
   end
-  redis.call('HSET', window, 'e', ends, 'm', used_m + call_msgs, 'b', used_b + call_bytes)
-  redis.call('PEXPIREAT', window, ends)
 end
 for _, v in ipairs(victims) do
   for _, name in ipairs(v[4]) do redis.call('XACK', KEYS[1], name, v[1]) end
