@@ -26,6 +26,7 @@ from sluice.admin_cli.commands.common import (
     add_global,
     dry_run_params,
 )
+from sluice.admin_cli.names import topic_path
 
 POLICIES = (
     "producer_request_hold",
@@ -130,3 +131,15 @@ def register_backlog_quota(
     add_dry_run(parser)
     if global_flag:
         add_global(parser)
+
+
+def register_topic_backlog_quota(group, parents, *, global_flag: bool) -> None:
+    """The three commands for a topic (``topics``, and ``topicPolicies`` with ``-g``)."""
+    register_backlog_quota(
+        group,
+        parents,
+        ("topic", "persistent://tenant/namespace/topic"),
+        lambda args: topic_path(args.topic),
+        topic=True,
+        global_flag=global_flag,
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from sluice.admin_cli.client import AdminError, segment
-from sluice.admin_cli.commands.backlog_quota import register_backlog_quota
+from sluice.admin_cli.commands.backlog_quota import register_topic_backlog_quota
 from sluice.admin_cli.commands.client_rates import register_topic_rates
 from sluice.admin_cli.commands.common import add_command, add_force, add_group
 from sluice.admin_cli.commands.limits import register_topic_limits
@@ -122,14 +122,7 @@ def register(commands, parents) -> None:
     _subscription_and_stats_commands(group, parents)
     register_rate_commands(group, parents, global_flag=False)
     register_topic_limits(group, parents, global_flag=False)
-    register_backlog_quota(
-        group,
-        parents,
-        ("topic", "persistent://tenant/namespace/topic"),
-        lambda args: topic_path(args.topic),
-        topic=True,
-        global_flag=False,
-    )
+    register_topic_backlog_quota(group, parents, global_flag=False)
     register_topic_rates(group, parents, global_flag=False)
     register_operation_commands(group, parents)
     register_topic_verbs(group, parents)
