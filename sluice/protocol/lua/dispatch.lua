@@ -123,30 +123,12 @@ if not tnow then
   local clock = call('TIME')
   tnow = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
 end
+-- include lib/quota_window.lua
 local buckets = {}
 local function bucket(key, prefix, flag, permits, period, relative)
   if permits <= 0 then return end
-  local f = {prefix .. 'pm', prefix .. 'pp', prefix .. 'ws', prefix .. 'av', prefix .. 'lu',
-    prefix .. 'fl'}
-  local s = call('HMGET', key, f[1], f[2], f[3], f[4], f[5], f[6])
-  local b = {key = key, f = f, flag = flag, pm = permits, pp = period}
-  local opm, opp = tonumber(s[1]), tonumber(s[2])
-  if not opm or not opp or opp <= 0 then
-    b.ws, b.av, b.lu, b.fl = tnow, permits, -1, 0
-  else
-    b.ws, b.av, b.lu = tonumber(s[3]), tonumber(s[4]), tonumber(s[5]) or -1
-    b.fl = tonumber(s[6]) or 0
-    -- Periods that ended under the limit in force then, then the new limit (if changed).
-    if tnow >= b.ws + opp then
-      local passed = math.floor((tnow - b.ws) / opp)
-      b.av = math.min(opm, b.av + passed * opm)
-      b.ws = b.ws + passed * opp
-    end
-    if opm ~= permits or opp ~= period then
-      if opp ~= period or not relative then b.ws = tnow end
-      b.av = permits - math.min(opm - b.av, permits)
-    end
-  end
+  local b = read_quota_window(key, prefix, permits, period, relative, tnow)
+  b.flag = flag
   buckets[#buckets + 1] = b
   return b
 end

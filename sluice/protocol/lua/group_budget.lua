@@ -47,29 +47,10 @@ if not now then
 end
 local TTL = 3600000
 
+-- include lib/quota_window.lua
 local function load(prefix, permits)
   if permits <= 0 then return nil end
-  local f = {prefix .. 'pm', prefix .. 'pp', prefix .. 'ws', prefix .. 'av', prefix .. 'lu',
-    prefix .. 'fl'}
-  local s = call('HMGET', KEYS[1], f[1], f[2], f[3], f[4], f[5], f[6])
-  local b = {f = f, p = prefix, pm = permits, pp = period}
-  local opm, opp = tonumber(s[1]), tonumber(s[2])
-  if not opm or not opp or opp <= 0 then
-    b.ws, b.av, b.lu, b.fl = now, permits, -1, 0
-  else
-    b.ws, b.av, b.lu = tonumber(s[3]), tonumber(s[4]), tonumber(s[5]) or -1
-    b.fl = tonumber(s[6]) or 0
-    if now >= b.ws + opp then
-      local passed = math.floor((now - b.ws) / opp)
-      b.av = math.min(opm, b.av + passed * opm)
-      b.ws = b.ws + passed * opp
-    end
-    if opm ~= permits or opp ~= period then
-      b.ws = now
-      b.av = permits - math.min(opm - b.av, permits)
-    end
-  end
-  return b
+  return read_quota_window(KEYS[1], prefix, permits, period, false, now)
 end
 local bm = load('m', tonumber(ARGV[3]))
 local bb = load('b', tonumber(ARGV[4]))
