@@ -139,6 +139,12 @@ async def get_resource_group_attachments(resourcegroup: str, uow: UowDep) -> lis
 # --- attachments ----------------------------------------------------------------------------
 
 
+async def _group_of(uow: UnitOfWork, member: Member) -> str | None:
+    """The name of the group ``member`` is attached to, or None."""
+    attached = await service.read_attachment(uow.session, member)
+    return str(attached["resourceGroup"]) if attached else None
+
+
 async def _answer(uow: UnitOfWork, member: Member) -> Response:
     if not uow.dry_run:
         return no_content()
@@ -157,8 +163,7 @@ async def _answer(uow: UnitOfWork, member: Member) -> Response:
 async def get_namespace_resource_group(tenant: str, namespace: str, uow: UowDep) -> str | None:
     """The group's name, or null."""
     member = await service.namespace_member(uow, tenant, namespace)
-    attached = await service.read_attachment(uow.session, member)
-    return str(attached["resourceGroup"]) if attached else None
+    return await _group_of(uow, member)
 
 
 @router.post(
@@ -208,8 +213,7 @@ async def get_topic_resource_group(
     tenant)."""
     member = await service.topic_member(uow, TopicName.parse(tenant, namespace, topic))
     if not applied:
-        attached = await service.read_attachment(uow.session, member)
-        return str(attached["resourceGroup"]) if attached else None
+        return await _group_of(uow, member)
     namespace_name = member.name.removeprefix("persistent://").rsplit("/", 1)[0]
     members = [
         member,
@@ -266,8 +270,7 @@ async def remove_topic_resource_group(
 async def get_tenant_resource_group(tenant: str, uow: UowDep) -> str | None:
     """The group's name, or null (Sluice: Pulsar planned tenant groups, never shipped them)."""
     member = await service.tenant_member(uow, tenant)
-    attached = await service.read_attachment(uow.session, member)
-    return str(attached["resourceGroup"]) if attached else None
+    return await _group_of(uow, member)
 
 
 @router.post(

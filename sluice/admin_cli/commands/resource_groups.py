@@ -137,19 +137,23 @@ def register_attach_verbs(
     add_dry_run(parser)
 
 
+def _attached_by_path(base_path: Callable[[argparse.Namespace], str]) -> dict:
+    """The paths of a level that attaches by ``POST {base}/{group}`` (namespaces, tenants)."""
+    return {
+        "attach_path": lambda args, rg: ("POST", f"{base_path(args)}/{segment(rg)}", None),
+        "base_path": base_path,
+    }
+
+
 def register_namespace_verbs(group, parents) -> None:
     """The ``namespaces`` verbs."""
-    base = "/admin/v2/namespaces/{}/resourcegroup"
     register_attach_verbs(
         group,
         parents,
         target=("namespace", "tenant/namespace"),
-        attach_path=lambda args, rg: (
-            "POST",
-            base.format(namespace_path(args.namespace)) + "/" + segment(rg),
-            None,
+        **_attached_by_path(
+            lambda args: f"/admin/v2/namespaces/{namespace_path(args.namespace)}/resourcegroup"
         ),
-        base_path=lambda args: base.format(namespace_path(args.namespace)),
     )
 
 
@@ -167,15 +171,9 @@ def register_topic_verbs(group, parents) -> None:
 
 def register_tenant_verbs(group, parents) -> None:
     """The ``tenants`` verbs (Sluice: a tenant-wide group)."""
-    base = "/admin/v2/tenants/{}/resourcegroup"
     register_attach_verbs(
         group,
         parents,
         target=("tenant", "tenant name"),
-        attach_path=lambda args, rg: (
-            "POST",
-            base.format(segment(args.tenant)) + "/" + segment(rg),
-            None,
-        ),
-        base_path=lambda args: base.format(segment(args.tenant)),
+        **_attached_by_path(lambda args: f"/admin/v2/tenants/{segment(args.tenant)}/resourcegroup"),
     )
