@@ -9,6 +9,7 @@ Prometheus text format (names follow Pulsar's, with the ``sluice_`` prefix; writ
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
@@ -20,7 +21,14 @@ from sluice.protocol.names import TopicName
 from workers.metrics import CONTENT_TYPE, render
 
 if TYPE_CHECKING:
+    from models.resource_groups import GroupBinding
     from workers.worker import Worker
+
+
+def _group_of(worker: Worker) -> Callable[[str], GroupBinding | None]:
+    """The resource group of a partition, by full name, as the policy snapshot has it now."""
+    groups = worker.policy.groups
+    return lambda partition: groups.binding_for(TopicName.from_full(partition))
 
 
 def create_http_app(worker: Worker) -> Starlette:
@@ -39,7 +47,12 @@ def create_http_app(worker: Worker) -> Starlette:
         dormancy = worker.dormancy
         owned = len(worker.runners) + len(dormancy)
         body = await asyncio.to_thread(
-            render, worker.stats.docs, owned, len(dormancy), dormancy.woken
+            render,
+            worker.stats.docs,
+            owned,
+            len(dormancy),
+            dormancy.woken,
+            _group_of(worker) if worker.policy.groups.groups else None,
         )
         return Response(body, media_type=CONTENT_TYPE)
 

@@ -15,11 +15,13 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
 
 import sluice
-from tests.workers.conftest import ADMIN, WorkerThread, rate
+from tests.workers.conftest import ADMIN, WorkerThread, rate, wait_until
 from tests.workers.test_strict_bound import excess
+from workers.http import create_http_app
 
 GROUPS = f"{ADMIN}/resourcegroups"
 LIMIT = 100
@@ -231,6 +233,55 @@ def test_tenant_and_topic_attachments_limit_too(http, namespace, worker, redis_s
     assert len(times) >= 0.9 * 50 * 4
     if level == "tenant":
         assert http.delete(f"{ADMIN}/tenants/acme/resourcegroup").status_code == 204
+
+
+def test_the_worker_exports_each_group_s_sums_and_limits(http, namespace, worker, redis_server):
+    """``/metrics`` of a worker: per group, what its topics here published and dispatched,
+    the dispatches its budget cut short, and its limits; the group's budget is a reason of
+    the subscriptions' throttled-dispatch counters."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    group = make_group(http, 50)
+    topics = [member_namespace(http, group), member_namespace(http, group, partitions=2)]
+    runs = run_members(redis_server.url, topics, 3.0, count=200)
+    delivered = sum(len(times) for times in runs)
+    app = create_http_app(worker.worker)
+
+    async def scrape():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://worker") as c:
+            return (await c.get("/metrics")).text
+
+    def samples() -> dict:
+        text = worker.call(lambda _w: scrape())
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for f in text_string_to_metric_families(text)
+            for s in f.samples
+        }
+
+    label = (("resource_group", group),)
+
+    def caught_up() -> bool:  # the stats documents are refreshed every second
+        found = samples()
+        return (
+            found.get(("sluice_resource_group_msg_in_total", label)) == 400
+            and found.get(("sluice_resource_group_msg_out_total", label), 0) >= delivered
+        )
+
+    wait_until(caught_up, 10)
+    found = samples()
+    assert found[("sluice_resource_group_bytes_out_total", label)] >= 16 * delivered
+    assert found[("sluice_resource_group_dispatch_throttled_msg_events_total", label)] > 0
+    assert found[("sluice_resource_group_dispatch_rate_limit_msgs", label)] == 50
+    assert found[("sluice_resource_group_publish_rate_limit_msgs", label)] == -1
+    by_group = [
+        value
+        for (name, labels), value in found.items()
+        if name == "sluice_subscription_dispatch_throttled_msg_events_total"
+        and ("reason", "resource_group") in labels
+    ]
+    assert len(by_group) == 3 and sum(by_group) > 0  # three partitions, one subscription each
 
 
 def test_the_group_publish_limit_slows_every_producer_of_the_group(

@@ -291,7 +291,7 @@ def test_metrics_text_is_prometheus_exposition_with_escaped_labels():
     assert samples[("sluice_subscription_consumers_count", key)] == 2
     assert samples[("sluice_subscription_back_log", key)] == 7
     throttled = [k for k in samples if k[0].startswith("sluice_subscription_dispatch_throttled")]
-    assert len(throttled) == 2 * 2 * 3  # msg and bytes, two subscriptions, three reasons
+    assert len(throttled) == 2 * 2 * 4  # msg and bytes, two subscriptions, four reasons
     assert samples[("sluice_worker_owned_partitions", ())] == 3
     assert samples[("sluice_worker_dormant_partitions", ())] == 2
     assert samples[("sluice_worker_partition_wakeups_total", ())] == 3
