@@ -134,6 +134,10 @@ def test_every_panel_query_returns_data_from_a_real_standalone(tmp_path):
             assert admin.put(topic).status_code == 204
             rate = {"dispatchThrottlingRateInMsg": 50, "ratePeriodInSecond": 1}
             assert admin.post(f"{topic}/dispatchRate", json=rate).status_code == 204
+            group = {"dispatchRateInMsgs": 1000}
+            assert admin.put("/admin/v2/resourcegroups/dash", json=group).status_code == 204
+            attach = "/admin/v2/namespaces/acme/dash/resourcegroup/dash"
+            assert admin.post(attach).status_code == 204
             traffic = Traffic(standalone)
             targets = {
                 "sluice-api": f"127.0.0.1:{standalone.port}",
