@@ -15,6 +15,7 @@ This package is Sluice's public face: the producer/consumer client whose API mir
     consumer.acknowledge(msg)
 """
 
+from sluice.batching import BatchingType
 from sluice.client import Client
 from sluice.consumer import Consumer, ConsumerType, DeadLetterPolicy, InitialPosition
 from sluice.errors import (
@@ -54,6 +55,7 @@ __all__ = [
     "AuthenticationError",
     "AuthenticationToken",
     "AuthorizationError",
+    "BatchingType",
     "Client",
     "ConnectError",
     "Consumer",

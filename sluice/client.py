@@ -23,6 +23,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 
 from sluice.backoff import Backoff, Clock
+from sluice.batching import BatchingType, as_batching_type
 from sluice.consumer import (
     DEFAULT_CONSUMER_TIMEOUT_MS,
     Consumer,
@@ -98,7 +99,6 @@ PRODUCER_DEFAULTS: dict[str, object] = {
     "compression_type": "NONE",
     "chunking_enabled": False,
     "lazy_start_partitioned_producers": False,
-    "batching_type": "Default",
     "encryption_key": None,
     "crypto_key_reader": None,
     "access_mode": "Shared",
@@ -318,7 +318,7 @@ class Client:
         message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution,
         lazy_start_partitioned_producers: bool = False,
         properties: dict[str, str] | None = None,
-        batching_type: object = "Default",
+        batching_type: object = BatchingType.Default,
         encryption_key: str | None = None,
         crypto_key_reader: object = None,
         access_mode: object = "Shared",
@@ -336,7 +336,9 @@ class Client:
         """A producer on ``topic`` (created on first use when auto-creation is allowed).
 
         The defaults are pulsar-client's (batching off, a pending queue of 1000 messages
-        that ``send_async`` does not block on).  ``backoff_*`` shape the retries of sends a
+        that ``send_async`` does not block on).  ``batching_type=BatchingType.KeyBased`` batches
+        each key's messages apart (``sluice.batching``); another value than a ``BatchingType``
+        raises ``InvalidConfiguration``.  ``backoff_*`` shape the retries of sends a
         backlog quota refuses (``producer_exception`` gives up after ``max_send_attempts``
         attempts); ``clock`` replaces time and sleep.  ``durable_ack_replicas`` (a Sluice
         extension): each send waits for that many replicas (``sluice.durable``).
@@ -345,6 +347,7 @@ class Client:
         refuse_non_defaults(
             "create_producer", PRODUCER_DEFAULTS, {**locals(), "schema": _bytes_schema(schema)}
         )
+        kind = as_batching_type(batching_type)
         name = parse_topic(topic)
         backoff = _backoff(backoff_initial_ms, backoff_multiplier, backoff_jitter, backoff_max_ms)
         partitions = self.lookup_partitions(name, "produce")
@@ -355,6 +358,7 @@ class Client:
             producer_name=producer_name,
             send_timeout_ms=send_timeout_millis,
             batching=batching_enabled,
+            batching_type=kind,
             batch_max_messages=batching_max_messages,
             batch_max_bytes=batching_max_allowed_size_in_bytes,
             batch_delay_ms=batching_max_publish_delay_ms,

@@ -4,8 +4,10 @@ Mirrors ``pulsar.Producer``: ``send`` (blocking, returns the ``MessageId``), ``s
 (callback ``(result, message_id)``), ``flush``, ``close``.  With batching enabled several
 messages of one partition share one stream entry; the batch goes out when it is full or
 ``batching_max_publish_delay_ms`` after its first message; a blocking ``send`` sends the
-batch it joined at once instead of waiting out the delay.  A send that cannot reach Redis is
-retried until ``send_timeout_millis`` and then fails with ``Timeout``.
+batch it joined at once instead of waiting out the delay.  With
+``batching_type=BatchingType.KeyBased`` a partition's batch is one per key, each its own entry
+(``sluice.batching``).  A send that cannot reach Redis is retried until ``send_timeout_millis``
+and then fails with ``Timeout``.
 
 ``send_async`` never waits for Redis: it hands the message (or a full batch) to the producer's
 sender thread, which writes entries one at a time, in order.  What waits there counts against
@@ -62,6 +64,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sluice.backoff import Backoff, Clock
+from sluice.batching import BatchContainer, BatchingType
 from sluice.delivery import delivery_time
 from sluice.durable import NONE, Durability, DurableWriter
 from sluice.errors import (
@@ -134,10 +137,19 @@ class _Target:
     name: TopicName
     keys: list[str]  # produce.lua's KEYS, and the ARGV every call starts with
     head: list
-    batch: list[_Pending] = field(default_factory=list)
-    batch_bytes: int = 0
-    batch_started: float = 0.0
+    batch: BatchContainer[_Pending]  # the messages waiting to be batched
     pending: int = 0  # messages accepted and not yet stored or failed
+
+    @classmethod
+    def of(cls, index: int, name: TopicName, batching_type: BatchingType) -> _Target:
+        """Partition ``name`` (``index``, -1 on a non-partitioned topic), nothing batched."""
+        return cls(
+            index,
+            name,
+            PRODUCE_SCRIPT.keys(name),
+            produce_head(name),
+            BatchContainer(batching_type),
+        )
 
 
 class Producer:
@@ -152,6 +164,7 @@ class Producer:
         producer_name: str | None,
         send_timeout_ms: int,
         batching: bool,
+        batching_type: BatchingType = BatchingType.Default,
         batch_max_messages: int,
         batch_max_bytes: int,
         batch_delay_ms: int,
@@ -177,13 +190,7 @@ class Producer:
         self._router = Router(partitions, routing_mode, router)
         names = [topic.partition(i) for i in range(partitions)] if partitions else [topic]
         self._targets = [
-            _Target(
-                i if partitions else -1,
-                name,
-                PRODUCE_SCRIPT.keys(name),
-                produce_head(name),
-            )
-            for i, name in enumerate(names)
+            _Target.of(i if partitions else -1, n, batching_type) for i, n in enumerate(names)
         ]
         # pulsar-client: each partition's queue holds at most max_pending_messages, and all
         # of them together at most max_pending_messages_across_partitions; 0 is no limit.
@@ -402,7 +409,7 @@ class Producer:
                         # Nothing queued before it: written from the caller's thread.
                         self._write(target, [pending], batched=False)
                         return pending.future
-            self._submit(target, [pending], batched=False)
+            self._submit(target, [[pending]], batched=False)
             return pending.future
         size = (
             len(pending.payload)
@@ -410,19 +417,19 @@ class Producer:
             + len(pending.properties or "")
             + BATCH_MESSAGE_OVERHEAD
         )
-        if target.batch and target.batch_bytes + size > max_size:
-            self._send_batch(target, force=True)  # the batch is sent before it is too big
-        elif target.batch and target.batch[0].priority != priority:
+        container = target.batch
+        group = container.group_key(key, ordering_key)
+        joined = container.group(group)
+        if container and container.size + size > max_size:
+            # Sent before it is too big (with key-based batching, every key's batch: the
+            # limits are the container's, as in pulsar-client).
+            self._send_batch(target, force=True)
+        elif joined and joined[0].priority != priority:
             self._send_batch(target, force=True)  # a batch holds one priority
         batch_limit = min(self._batch_max_bytes, max_size)
         with self._lock:
-            if not target.batch:
-                target.batch_started = time.monotonic()
-            target.batch.append(pending)
-            target.batch_bytes += size
-            full = (
-                len(target.batch) >= self._batch_max_messages or target.batch_bytes >= batch_limit
-            )
+            container.add(group, pending, size, time.monotonic())
+            full = container.count >= self._batch_max_messages or container.size >= batch_limit
         if full or inline:
             # A blocking send does not wait out the batch delay: it sends the batch it joined
             # (as Pulsar's Java client flushes on a synchronous send).
@@ -452,19 +459,20 @@ class Producer:
     def _flush_due(self) -> None:
         now = time.monotonic()
         for target in self._targets:
-            if target.batch and now - target.batch_started >= self._batch_delay:
+            if target.batch and now - target.batch.started >= self._batch_delay:
                 self._send_batch(target, force=True)
 
     def _send_batch(self, target: _Target, force: bool) -> None:
         with self._lock:
-            batch, target.batch, target.batch_bytes = target.batch, [], 0
-        if batch:
-            self._submit(target, batch, batched=True)
+            # Taken and handed over under one lock, so a batch taken later never goes first.
+            batches = target.batch.take()  # one entry per key with key-based batching
+            if batches:
+                self._submit(target, batches, batched=True)
 
-    def _submit(self, target: _Target, messages: list[_Pending], batched: bool) -> None:
-        """Hand an entry to the sender thread (started on first use)."""
+    def _submit(self, target: _Target, entries: list[list[_Pending]], batched: bool) -> None:
+        """Hand entries to the sender thread (started on first use), to be written in order."""
         with self._outbox_ready:
-            self._outbox.append((target, messages, batched))
+            self._outbox.extend((target, messages, batched) for messages in entries)
             if self._sender is None:
                 self._sender = threading.Thread(
                     target=self._send_loop, name=f"sluice-producer-{self._name}", daemon=True
@@ -544,7 +552,10 @@ class Producer:
             for m in messages:
                 m.future.set_exception(exc)
             return
-        self._last_sequence = messages[-1].sequence
+        # Key-based batches are written in the order of their first messages, so an entry's
+        # last sequence id may be below one already stored: the highest stays (as in Pulsar's
+        # Java client).
+        self._last_sequence = max(self._last_sequence, max(m.sequence for m in messages))
         self._release(target, len(messages))
         stream_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
         for index, m in enumerate(messages):

@@ -5,7 +5,8 @@ and ``send_async`` (pulsar-client 3.x, written down here) are walked: each is in
 signature, and each one Sluice does not implement raises ``NotSupported`` naming it when given a
 non-default value.  ``deliver_at``, ``deliver_after``, ``ordering_key`` and
 ``key_shared_policy`` (delayed delivery, Key_Shared) are tested in
-``test_delayed_delivery.py`` and ``test_key_shared.py``.
+``test_delayed_delivery.py`` and ``test_key_shared.py``, ``batching_type`` (key-based
+batching) in ``test_key_based_batching.py``.
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ PULSAR_SEND = [
 ]  # fmt: skip
 PULSAR_SEND_ASYNC = ["content", "callback", *PULSAR_SEND[1:]]
 
-# Implemented and tested in their own files (delayed delivery, Key_Shared).
-IMPLEMENTED_ELSEWHERE = {"deliver_at", "deliver_after", "ordering_key", "key_shared_policy"}
+# Implemented and tested in their own files (delayed delivery, Key_Shared, key-based batching).
+IMPLEMENTED_ELSEWHERE = {
+    "deliver_at", "deliver_after", "ordering_key", "key_shared_policy", "batching_type",
+}  # fmt: skip
 
 # Implemented by Sluice (each has its own tests in tests/workers; authentication in
 # test_data_plane_acl.py), or, for log_conf_file_path, without effect in pulsar-client itself.
@@ -88,7 +91,7 @@ NON_DEFAULT = {
     "listener_name": "external", "tls_private_key_file_path": "/k.pem",
     "tls_certificate_file_path": "/c.pem", "schema": Foreign(), "compression_type": Foreign(),
     "chunking_enabled": True, "lazy_start_partitioned_producers": True,
-    "batching_type": Foreign(), "encryption_key": "k", "crypto_key_reader": Foreign(),
+    "encryption_key": "k", "crypto_key_reader": Foreign(),
     "access_mode": Foreign(), "broker_consumer_stats_cache_time_ms": 1,
     "is_read_compacted": True, "properties": {"a": "b"}, "pattern_auto_discovery_period": 5,
     "replicate_subscription_state_enabled": True, "max_pending_chunked_message": 3,
