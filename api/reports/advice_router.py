@@ -3,8 +3,9 @@ topic) and of the limit simulator (``POST /admin/v2/reports/simulate``)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
+from api.auth import require_tenant_admin
 from api.deps import StateDep, UowDep
 from api.reports import advice_service, simulate_service
 from api.reports.advice_schemas import AdviceDocument, SimulateRequest, SimulationDocument
@@ -30,9 +31,11 @@ async def topic_advice(tenant: str, namespace: str, topic: str, uow: UowDep) -> 
 
 
 @router.post("/simulate", response_model=SimulationDocument)
-async def simulate(body: SimulateRequest, uow: UowDep, state: StateDep) -> dict:
+async def simulate(body: SimulateRequest, request: Request, uow: UowDep, state: StateDep) -> dict:
     """Replay a past window's recorded traffic under a proposed dispatch limit: what the
-    backlog, the delivered rate and the throttled time would have been."""
+    backlog, the delivered rate and the throttled time would have been.  For super-users and
+    the admins of the body's tenant."""
+    await require_tenant_admin(request, body.tenant)
     check_namespace(body.tenant, body.namespace)
     lake = state.settings.effective_lake_path
     return await simulate_service.simulation(uow, state.redis, lake, body)

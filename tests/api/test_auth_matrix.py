@@ -134,7 +134,7 @@ SPECS: dict[tuple[str, str], Spec] = {
     ("GET", "/admin/v2/reports/advice/{tenant}/{namespace}"): spec(TENANT),
     ("GET", "/admin/v2/reports/advice/{tenant}/{namespace}/{topic}"): spec(TENANT),
     ("POST", "/admin/v2/reports/simulate"): spec(
-        SUPER,
+        TENANT,  # of the body's tenant
         200,
         {"tenant": "acme", "namespace": "ns", "dispatchThrottlingRateInMsg": 7, "since": "1h"},
     ),
