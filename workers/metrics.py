@@ -19,7 +19,7 @@ REASONS = (
     ("broker", "Broker"),
     ("topic", "Topic"),
     ("subscription", "Subscription"),
-    ("resource_group", "ResourceGroup"),
+    ("group", "ResourceGroup"),
 )
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # (name, type, help, field of the document), in the order they are written.

@@ -279,7 +279,7 @@ def test_the_worker_exports_each_group_s_sums_and_limits(http, namespace, worker
         value
         for (name, labels), value in found.items()
         if name == "sluice_subscription_dispatch_throttled_msg_events_total"
-        and ("reason", "resource_group") in labels
+        and ("reason", "group") in labels
     ]
     assert len(by_group) == 3 and sum(by_group) > 0  # three partitions, one subscription each
 
