@@ -203,11 +203,13 @@ def _live(
         subscriptions[name] = _subscription_document()
     for name, sub in subscriptions.items():
         stats = _pairs(subscription_counters.get(name))
+        delayed = int(stats.pop(b"msg_delayed", 0))  # stats_live.lua's, not a stored counter
         # (A subscription with neither counters nor a group is being deleted: as it was.)
         if stats or name in backlogs:
             for field, raw in _LIVE_SUBSCRIPTION:
                 if field in sub or field == "totalMsgExpired":
                     sub[field] = counter(stats, raw)
+            sub["msgDelayed"] = delayed
         backlog = backlogs.get(name)
         if backlog is not None:
             sub["msgBacklog"] = sub["msgBacklogNoDelayed"] = backlog.entries
@@ -296,6 +298,7 @@ SUMMED_SUBSCRIPTION = (
     "msgRateRedeliver",
     "msgBacklog",
     "msgBacklogNoDelayed",
+    "msgDelayed",
     "backlogSize",
     "unackedMessages",
     "msgAckCounter",

@@ -71,6 +71,7 @@ SET_ELSEWHERE = {
     "message_ttl_in_seconds": "messageTTL",
     "max_unacked_messages_per_consumer": "maxUnackedMessagesPerConsumer",
     "max_unacked_messages_per_subscription": "maxUnackedMessagesPerSubscription",
+    "delayed_delivery_policies": "delayedDelivery",
 }
 PULSAR_ONLY_POLICIES = (
     "auth_policies",
@@ -87,7 +88,6 @@ PULSAR_ONLY_POLICIES = (
     "retention_policies",
     "deleted",
     "encryption_required",
-    "delayed_delivery_policies",
     "inactive_topic_policies",
     "subscription_auth_mode",
     "max_producers_per_topic",
@@ -195,6 +195,7 @@ class PoliciesDocument(Document):
     message_ttl_in_seconds: int | None
     max_unacked_messages_per_subscription: int | None
     max_unacked_messages_per_consumer: int | None
+    delayed_delivery_policies: dict[str, Any] | None  # Pulsar's DelayedDeliveryPolicies
     clusterDispatchRate: dict[str, DispatchRateDocument]
     topicDispatchRate: dict[str, DispatchRateDocument]
     subscriptionDispatchRate: dict[str, DispatchRateDocument]

@@ -74,6 +74,8 @@ def subscription_document(
         "msgRateRedeliver": rate_redeliver,
         "msgBacklog": backlog,
         "msgBacklogNoDelayed": backlog,
+        # Messages held for their delivery time (read live by the admin service's stats).
+        "msgDelayed": counter(counters, b"msg_delayed"),
         "backlogSize": backlog_size,
         "unackedMessages": unacked,
         "msgAckCounter": counter(counters, b"acked"),

@@ -177,7 +177,8 @@ _KEYS: tuple[ConfigKey, ...] = (
         True,
         True,
         "honour deliver_at / deliver_after on Shared and Key_Shared subscriptions (false: "
-        "deliver at once); Pulsar's is static, Sluice's dynamic",
+        "deliver at once) on topics whose topic and namespace set no delayedDelivery policy; "
+        "Pulsar's is static, Sluice's dynamic",
     ),
     ConfigKey(
         "delayedDeliveryTickTimeMillis",
@@ -185,7 +186,19 @@ _KEYS: tuple[ConfigKey, ...] = (
         1000,
         True,
         "with isDelayedDeliveryDeliverAtTimeStrict=false, a delayed message may go up to this "
-        "many ms before its time; Pulsar's is static, Sluice's dynamic",
+        "many ms before its time (topics without a delayedDelivery policy); Pulsar's is "
+        "static, Sluice's dynamic",
+        minimum=0,
+        maximum=INT64_MAX,
+    ),
+    ConfigKey(
+        "delayedDeliveryMaxDelayInMillis",
+        int,
+        0,
+        True,
+        "the longest delay a send may ask for (ms; 0: no limit) on topics whose topic and "
+        "namespace set no delayedDelivery policy; a send asking more is refused; Pulsar's is "
+        "static, Sluice's dynamic",
         minimum=0,
         maximum=INT64_MAX,
     ),

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from models import client_rates
+from models.delayed_delivery import DELAYED_DELIVERY, DelayedDeliveryPolicies
 from models.dispatch_rate import describe_validation_error
 from models.durable_acks import DURABLE_ACKS, DurableAcks
 from models.errors import InvalidInput, PreconditionFailed
@@ -190,6 +191,8 @@ def value_from_json(kind: str, stored: Any) -> Any:
         return client_rates.value_from_json(kind, stored)
     if kind == DURABLE_ACKS:
         return DurableAcks.model_validate(stored)
+    if kind == DELAYED_DELIVERY:
+        return DelayedDeliveryPolicies.model_validate(stored)
     return int(stored)
 
 
@@ -200,7 +203,8 @@ def value_to_json(value: Any) -> Any:
         BacklogQuota
         | client_rates.PublishRateLimit
         | client_rates.SubscribeRateLimit
-        | DurableAcks,
+        | DurableAcks
+        | DelayedDeliveryPolicies,
     ):
         return value.to_json()
     return value

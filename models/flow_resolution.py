@@ -16,6 +16,11 @@ the flow limits (``FlowLimits.abuse``) to the API's provenance and to the worker
 ``durable_acks`` (``models.durable_acks``) is the topic's value, else the namespace's, else
 the broker's ``durableAckReplicas`` (0: none asked for).
 
+``delayed_delivery`` (``models.delayed_delivery``) is the topic's policy, else the namespace's,
+else the broker's ``delayedDeliveryEnabled``, ``delayedDeliveryTickTimeMillis`` and
+``delayedDeliveryMaxDelayInMillis`` (Pulsar's topic-policy resolution; a write sets all three
+fields, so the policy resolves as a whole).
+
 ``resolve_client_rates`` resolves the publish and subscribe rates (``models.client_rates``):
 topic > namespace > broker, where, as in Pulsar, a stored rate that limits nothing is unset and
 falls through to the next level.
@@ -47,6 +52,13 @@ from models.client_rates import (
     SUBSCRIBE_RATE,
     PublishRateLimit,
     SubscribeRateLimit,
+)
+from models.delayed_delivery import (
+    BROKER_ENABLED,
+    BROKER_MAX_DELAY,
+    BROKER_TICK,
+    DELAYED_DELIVERY,
+    DelayedDeliveryPolicies,
 )
 from models.durable_acks import (
     BROKER_DURABLE_REPLICAS,
@@ -137,6 +149,10 @@ class FlowLimits:
     rates: ClientRates
     # DurableAcks: how many replicas a send waits for (topic > namespace > broker)
     durable_acks: Resolved = Resolved(NO_DURABLE_ACKS, Level.BROKER)
+    # DelayedDeliveryPolicies: delivery times honoured, tick, max delay (topic > ns > broker)
+    delayed_delivery: Resolved = Resolved(
+        DelayedDeliveryPolicies(active=True, tickTime=1000), Level.BROKER
+    )
     # seconds the limit advisor plans to drain a backlog in (topic > namespace > default)
     backlog_drain_target: Resolved = Resolved(DEFAULT_DRAIN_TARGET_SECONDS, Level.BROKER)
     # int: every N-th message handed out is the oldest waiting (0 = strict priority)
@@ -191,6 +207,15 @@ def broker_durable_acks(broker: BrokerConfig) -> DurableAcks:
     if replicas <= 0:
         return NO_DURABLE_ACKS
     return DurableAcks(replicas=replicas, timeoutMs=broker.get(BROKER_DURABLE_TIMEOUT))
+
+
+def broker_delayed_delivery(broker: BrokerConfig) -> DelayedDeliveryPolicies:
+    """What a topic whose namespace and topic set no ``delayedDelivery`` gets from the broker."""
+    return DelayedDeliveryPolicies(
+        active=broker.get(BROKER_ENABLED),
+        tickTime=broker.get(BROKER_TICK),
+        maxDeliveryDelayInMillis=broker.get(BROKER_MAX_DELAY),
+    )
 
 
 def broker_quota(broker: BrokerConfig, quota_type: QuotaType) -> BacklogQuota:
@@ -290,6 +315,7 @@ def resolve_flow(inputs: FlowInputs) -> FlowLimits:
         abuse=resolve_abuse(inputs),
         rates=resolve_client_rates(inputs),
         durable_acks=_first(inputs, DURABLE_ACKS, broker_durable_acks(inputs.broker)),
+        delayed_delivery=_first(inputs, DELAYED_DELIVERY, broker_delayed_delivery(inputs.broker)),
         backlog_drain_target=_first(inputs, BACKLOG_DRAIN_TARGET, DEFAULT_DRAIN_TARGET_SECONDS),
         priority_oldest_every=_first(inputs, PRIORITY_OLDEST_EVERY, 0),
     )

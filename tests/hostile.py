@@ -60,6 +60,7 @@ VALID_BODIES: dict[str, Any] = {
     "PublishRateDocument": {"publishThrottlingRateInMsg": 7},
     "SubscribeRateDocument": {"subscribeThrottlingRatePerConsumer": 7},
     "DurableAcksDocument": {"replicas": 1, "timeoutMs": 500},
+    "DelayedDeliveryDocument": {"active": True, "tickTime": 1000, "maxDeliveryDelayInMillis": 0},
     "ResetCursorData": {"ledgerId": -1, "entryId": -1},
     "integer": 7,
     "object": {},

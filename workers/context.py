@@ -53,9 +53,7 @@ class DispatchSettings:
     round_robin_chunk: int
     skip_when_caught_up: bool
     reads_per_call: int
-    delayed_delivery: bool = True
-    delayed_tick_ms: int = 1000
-    delayed_strict: bool = True
+    delayed_strict: bool = True  # the tick of the topic's delayedDelivery applies when false
 
     @classmethod
     def of(cls, policy: PolicyView, settings: Settings) -> DispatchSettings:
@@ -67,8 +65,6 @@ class DispatchSettings:
             round_robin_chunk=policy.setting("dispatcherMaxRoundRobinBatchSize"),
             skip_when_caught_up=not policy.setting("dispatchThrottlingOnNonBacklogConsumerEnabled"),
             reads_per_call=settings.worker_reads_per_call,
-            delayed_delivery=policy.setting("delayedDeliveryEnabled"),
-            delayed_tick_ms=policy.setting("delayedDeliveryTickTimeMillis"),
             delayed_strict=policy.setting("isDelayedDeliveryDeliverAtTimeStrict"),
         )
 

@@ -389,12 +389,13 @@ class Dispatcher:
             )
 
     def _delay_margin(self, config: DispatchSettings) -> int:
-        """Delayed delivery as ``dispatch.lua`` takes it: -1 = deliver at once (turned off,
-        or an Exclusive or Failover subscription, as in Pulsar), else how early a delayed
-        entry may go (the tick, or 0 when strict)."""
-        if not config.delayed_delivery or self.sub_type in SINGLE_CONSUMER_TYPES:
+        """Delayed delivery as ``dispatch.lua`` takes it: -1 = deliver at once (the topic's
+        resolved ``delayedDelivery`` inactive, or an Exclusive or Failover subscription, as in
+        Pulsar), else how early a delayed entry may go (its tick, or 0 when strict)."""
+        policy = self.flow.delayed_delivery.value if self.flow is not None else None
+        if policy is None or not policy.active or self.sub_type in SINGLE_CONSUMER_TYPES:
             return -1
-        return 0 if config.delayed_strict else config.delayed_tick_ms
+        return 0 if config.delayed_strict else policy.tickTime
 
     def _unacked_limits(self, max_entries: int) -> tuple[int, int]:
         """The (subscription, consumer) limits to check in this call; 0 = do not check."""

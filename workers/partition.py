@@ -82,6 +82,7 @@ def _limit_values(flow: FlowLimits) -> dict[str, int]:
         "subscribeRatePeriodPerConsumerInSecond": period,
         "durableAckReplicas": durable.replicas,
         "durableAckTimeoutMs": durable.timeoutMs,
+        "delayedDeliveryMaxDelayInMillis": flow.delayed_delivery.value.max_delay_ms,
         "priorityEvictionLimit": priority_eviction_limit(flow),
     }
 

@@ -19,6 +19,7 @@ from api.limits import reads, values
 from api.limits.levels import NAMESPACE, SUBSCRIPTION, TOPIC
 from api.limits.provenance import flow_provenance_for, provenance_for
 from api.limits.schemas import (
+    DelayedDeliveryDocument,
     DurableAcksDocument,
     FlowDryRun,
     PublishRateDocument,
@@ -29,7 +30,7 @@ from api.limits.store import flow_slot, rate_slot
 from api.policy_store.store import Slot
 from api.policy_store.target import PolicyTarget
 from api.schemas import BacklogQuotaDocument, DispatchRateDocument
-from models import abuse, advice, client_rates, durable_acks, flow
+from models import abuse, advice, client_rates, delayed_delivery, durable_acks, flow
 from models.flow import QuotaType, parse_quota_type, quota_kind, value_to_json
 from models.flow_resolution import FlowLimits, Resolved
 from models.orm import DISPATCH_RATE, SUBSCRIPTION_DISPATCH_RATE
@@ -323,7 +324,29 @@ DURABLE_ACKS = PolicyKind(
     resolved=attrgetter("durable_acks"),
     naming=by_segment,
 )
-KINDS = (*DISPATCH_KINDS, BACKLOG_QUOTA, *INT_KINDS, *CLIENT_RATE_KINDS, DURABLE_ACKS)
+# Pulsar's DelayedDeliveryPolicies (``models.delayed_delivery``): topic > namespace > the
+# broker's delayedDeliveryEnabled, delayedDeliveryTickTimeMillis, delayedDeliveryMaxDelayInMillis.
+DELAYED_DELIVERY = PolicyKind(
+    name=delayed_delivery.DELAYED_DELIVERY,
+    segments=_ns_topic(delayed_delivery.DELAYED_DELIVERY, delayed_delivery.DELAYED_DELIVERY),
+    family=FLOW,
+    tag=FLOW_TAG,
+    response_model=DelayedDeliveryDocument | None,
+    body=values.raw_body,
+    parse=values.parsed_by(delayed_delivery.DelayedDeliveryPolicies.from_json),
+    applied_levels=frozenset({TOPIC}),
+    request_body=values.object_body(DelayedDeliveryDocument),
+    resolved=attrgetter("delayed_delivery"),
+    naming=by_segment,
+)
+KINDS = (
+    *DISPATCH_KINDS,
+    BACKLOG_QUOTA,
+    *INT_KINDS,
+    *CLIENT_RATE_KINDS,
+    DURABLE_ACKS,
+    DELAYED_DELIVERY,
+)
 
 
 def flow_controls_json(limits: FlowLimits) -> dict[str, Any]:

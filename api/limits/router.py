@@ -19,6 +19,7 @@ from api.deps import CallerDep, StateDep, UowDep
 from api.limits.kinds import (
     BACKLOG_QUOTA,
     CLIENT_RATE_KINDS,
+    DELAYED_DELIVERY,
     DISPATCH_KINDS,
     DISPATCH_TAG,
     DURABLE_ACKS,
@@ -139,7 +140,7 @@ def add_kinds(kinds: tuple[PolicyKind, ...], *, level_by_level: bool = False) ->
 
 
 # The published routes, in their order: dispatch rates, their provenance, flow controls,
-# their provenance, publish and subscribe rates, durable acknowledgements.
+# their provenance, publish and subscribe rates, durable acknowledgements, delayed delivery.
 add_kinds(DISPATCH_KINDS)
 
 
@@ -173,3 +174,4 @@ async def effective_flow_controls(target: TopicDep, uow: UowDep) -> dict:
 
 add_kinds(CLIENT_RATE_KINDS)
 add_kinds((DURABLE_ACKS,))
+add_kinds((DELAYED_DELIVERY,))

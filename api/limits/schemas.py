@@ -117,6 +117,23 @@ class ResolvedDurableAcks(Document):
     source: str
 
 
+class DelayedDeliveryDocument(Document):
+    """Pulsar's ``DelayedDeliveryPolicies``: whether delivery times are honoured, the tick (ms
+    a delayed message may go early when not strict), the longest delay a send may ask (ms, 0:
+    no limit)."""
+
+    tickTime: int
+    active: bool
+    maxDeliveryDelayInMillis: int
+
+
+class ResolvedDelayedDelivery(Document):
+    """Delayed delivery policies and the level they came from."""
+
+    value: DelayedDeliveryDocument
+    source: str
+
+
 class ResolvedPublishRate(Document):
     """A publish rate and the level it came from."""
 
@@ -164,6 +181,7 @@ class FlowControls(Document):
     publishRate: ResolvedPublishRate
     subscribeRate: ResolvedSubscribeRate
     durableAcks: ResolvedDurableAcks
+    delayedDelivery: ResolvedDelayedDelivery
 
 
 class EffectiveFlowControls(Document):

@@ -7,6 +7,7 @@ from sqlalchemy import select
 from api.permissions.service import namespace_auth, note_roles_granted
 from api.schemas import NamespacePolicies
 from api.unit_of_work import UnitOfWork
+from models.delayed_delivery import DELAYED_DELIVERY
 from models.errors import Conflict, PreconditionFailed
 from models.flow import (
     BACKLOG_QUOTA_PREFIX,
@@ -97,6 +98,7 @@ async def read_policies(uow: UnitOfWork, tenant: str, namespace: str, local: str
         "message_ttl_in_seconds": flow.get(MESSAGE_TTL),
         "max_unacked_messages_per_subscription": flow.get(MAX_UNACKED_PER_SUBSCRIPTION),
         "max_unacked_messages_per_consumer": flow.get(MAX_UNACKED_PER_CONSUMER),
+        "delayed_delivery_policies": value_to_json(flow.get(DELAYED_DELIVERY)),
         "clusterDispatchRate": per_cluster(topic_rate),
         "topicDispatchRate": per_cluster(topic_rate),
         "subscriptionDispatchRate": per_cluster(sub_rate),

@@ -14,7 +14,9 @@ force.  The scripts read the hash atomically with what they check:
 * ``produce.lua``: each entry against ``maxMessageSize`` (``MessageTooBig``), and each call
   against the publish rate (``PublishRateLimited``: not written, try again after the wait it
   names), and each call that does not promise to wait for ``durableAckReplicas`` replicas
-  (``DurableAcks``: not written, the producer learns the policy and sends again);
+  (``DurableAcks``: not written, the producer learns the policy and sends again), and each
+  entry whose delivery time is further ahead than ``delayedDeliveryMaxDelayInMillis``
+  (``NotAllowed`` "Exceeds max allowed delivery delay of N milliseconds": not written);
 * ``subscribe.lua`` again: each subscribe request of a consumer name from a client host
   against the subscribe rate (``SubscribeRateLimited``, Pulsar's ``NotAllowed`` "Subscribe
   limited by subscribe rate limit per consumer.").
@@ -53,6 +55,9 @@ LIMIT_FIELDS = (
     # and for how long.
     "durableAckReplicas",
     "durableAckTimeoutMs",
+    # The longest delay a send may ask for (``delayedDelivery``'s maxDeliveryDelayInMillis
+    # while the policy is active; 0 = no limit): produce.lua refuses a send asking more.
+    "delayedDeliveryMaxDelayInMillis",
     # The partition's resource group when it limits publishing (its id, 0 = none), and the
     # group's publish rates per second (0 = no limit): what ``sluice.group_publish`` reads.
     "resourceGroupId",

@@ -21,6 +21,8 @@ one of them, which plain hashing would leave to chance.  Keys::
     sl:{P}:s:{S}:redeliver         zset: entry id -> due time (ms); also entries held back
                                    (delayed, or waiting for their Key_Shared consumer), which
                                    the group's pending list has under the consumer "~held"
+    sl:{P}:s:{S}:delayed           zset: the held entries waiting for their delivery time
+                                   (entry id -> due time), until handed on: msgDelayed
     sl:{P}:s:{S}:waitp             flag: the dispatcher waits for permits
     sl:{P}:s:{S}:waitack           flag: the dispatcher waits for acks (max unacked reached)
     sl:{P}:s:{S}:stats             hash: msg_out, bytes_out, redelivered, acked, throttled_*
@@ -322,6 +324,7 @@ SUB_KEYS = (
     "alive",
     "info",
     "redeliver",
+    "delayed",
     "waitp",
     "waitack",
     "stats",

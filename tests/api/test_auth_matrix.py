@@ -194,6 +194,8 @@ for _path, _read, _body in (
     (NS + "/backlogQuota", NS + "/backlogQuotaMap", QUOTA),
     (NS + "/durableAcks", NS + "/durableAcks", {"replicas": 1, "timeoutMs": 500}),
     (TOPIC + "/durableAcks", TOPIC + "/durableAcks", {"replicas": 1, "timeoutMs": 500}),
+    (NS + "/delayedDelivery", NS + "/delayedDelivery", {"active": False, "tickTime": 5}),
+    (TOPIC + "/delayedDelivery", TOPIC + "/delayedDelivery", {"active": False, "tickTime": 5}),
     (TOPIC + "/backlogQuota", TOPIC + "/backlogQuotaMap", QUOTA),
     *(
         (NS + f"/{name}", NS + f"/{name}", 100)

@@ -14,6 +14,9 @@ Values: dispatch rates take ``-md``/``-bd``/``-dt`` (and ``-rp``); a count limit
 TOPIC`` work on the default of all its subscriptions, or with ``-s SUB`` on one subscription
 (Pulsar's PIP-152 per-subscription rate).  ``set-durable-acks`` (a Sluice extension)
 ``-r/--replicas`` (default 1) and ``-t/--timeout-ms`` (default 1000).
+``set-delayed-delivery`` ``-e/--enable`` or ``-d/--disable`` (one of them), ``-t/--time`` the
+tick (default ``1s``) and ``-md/--maxDelay`` the longest delay a send may ask (default ``0``:
+no limit), times as ``30s``, ``5m``, ``1h``, ``1d`` (seconds without a unit), as pulsar-admin.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice.admin_cli.client import segment
+from sluice.admin_cli.commands.backlog_quota import time_seconds
 from sluice.admin_cli.commands.common import add_rate_flags, rate_body
 from sluice.admin_cli.commands.verbs import Policy, no_flags, register_policy
 from sluice.admin_cli.names import namespace_path, topic_path
@@ -145,6 +149,41 @@ durable_acks = flags(
 )
 
 
+def delayed_delivery(_suffix: str):
+    """Pulsar's ``DelayedDeliveryPolicies`` flags: ``-e``/``-d``, ``-t`` tick, ``-md`` max."""
+
+    def add_flags(parser) -> None:
+        # pulsar-admin: "Need to specify either --enable or --disable".
+        switch = parser.add_mutually_exclusive_group(required=True)
+        switch.add_argument("-e", "--enable", action="store_true", help="enable delayed delivery")
+        switch.add_argument("-d", "--disable", action="store_true", help="disable delayed delivery")
+        parser.add_argument(
+            "-t",
+            "--time",
+            type=time_seconds,
+            default=1,
+            help="the tick: how early a delayed message may go when not strict "
+            "(e.g. 1s, 10s, 1m; default 1s)",
+        )
+        parser.add_argument(
+            "-md",
+            "--maxDelay",
+            dest="max_delay",
+            type=time_seconds,
+            default=0,
+            help="the longest delay a send may ask for (e.g. 1s, 1m, 5h, 3d; default 0: no limit)",
+        )
+
+    def body_of(args) -> dict:
+        return {
+            "active": args.enable,
+            "tickTime": args.time * 1000,
+            "maxDeliveryDelayInMillis": args.max_delay * 1000,
+        }
+
+    return add_flags, body_of
+
+
 @dataclass(frozen=True)
 class CliKind:
     """One kind at one level.  ``subscription_segment``: the verbs take ``-s SUB``, and with
@@ -195,6 +234,14 @@ KINDS = (
         "durableAcks",
         durable_acks,
         what="the durable acknowledgements (replicas a send waits for)",
+    ),
+    CliKind(
+        NAMESPACE,
+        RATES,
+        "delayed-delivery",
+        "delayedDelivery",
+        delayed_delivery,
+        what="the delayed delivery policy",
     ),
     CliKind(
         NAMESPACE,
@@ -258,6 +305,15 @@ KINDS = (
         durable_acks,
         applied=True,
         what="the durable acknowledgements (replicas a send waits for)",
+    ),
+    CliKind(
+        TOPIC,
+        RATES,
+        "delayed-delivery",
+        "delayedDelivery",
+        delayed_delivery,
+        applied=True,
+        what="the delayed delivery policy",
     ),
 )
 

@@ -36,6 +36,9 @@
 --          minus the margin, uncharged.  When due it goes out like a redelivery (charged then)
 --          but as a first delivery (delivery count 1, not counted as redelivered).  Held entries
 --          do not count against the max-unacked limits.  Only for Shared (ARGV[9] = "").
+--          An entry held for its time is also in the subscription's "delayed" zset (next to
+--          KEYS[4], same score) until it comes due and is handed on: the entries of both are
+--          the stats' msgDelayed (stats_live.lua).
 -- ARGV[27] Key_Shared (optional): "1" = entries go by key (see "Key_Shared" below; KEYS[13]
 --          the subscription's key-shared state hash, KEYS[14] its consumer info hash)
 -- ARGV[28] priority look-ahead (optional, default 10000): see "Priority" below
@@ -111,6 +114,7 @@ local key_shared = ARGV[27] == '1' and active == ''
 local margin = tonumber(ARGV[26] or '-1') or -1
 local delaying = margin >= 0 and active == ''
 local PRIO = string.sub(KEYS[4], 1, -10) .. 'prio:'
+local DELAYED = string.sub(KEYS[4], 1, -10) .. 'delayed'
 local lookahead = tonumber(ARGV[28] or '') or 10000
 local oldest_every = tonumber(ARGV[29] or '') or 0
 if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
@@ -574,11 +578,13 @@ for _, id in ipairs(due) do
   elseif #found == 0 or #p == 0 then
     -- Trimmed, deleted or acknowledged meanwhile: nothing left to deliver.
     call('ZREM', KEYS[4], id)
+    call('ZREM', DELAYED, id)
     call('XACK', KEYS[1], group, id)
   elseif prio_on and p[1][2] == HOLDER then
     -- A held (delayed) entry come due waits in the priority index with the others.
     call('RPUSH', PRIO .. priority_of(found[1][2]), index_member(id, found[1][2]))
     call('ZREM', KEYS[4], id)
+    call('ZREM', DELAYED, id)
   else
     -- A held entry (delayed) goes out for the first time: a new entry for the limits.
     local held = p[1][2] == HOLDER
@@ -590,6 +596,7 @@ for _, id in ipairs(due) do
     local count = held and 1 or p[1][4] + 1
     call('XCLAIM', KEYS[1], group, c[1], 0, id, 'RETRYCOUNT', count, 'JUSTID')
     call('ZREM', KEYS[4], id)
+    if held then call('ZREM', DELAYED, id) end
     local run = runs[c[1]]
     if not run then run = {} runs[c[1]] = run end
     run[#run + 1] = {id, found[1][2], count}
@@ -630,6 +637,7 @@ if prio_on and not stop then
       local at = delaying and deliver_at(fields) or nil
       if at and at - margin > now then
         call('ZADD', KEYS[4], at - margin, id)
+        call('ZADD', DELAYED, at - margin, id)
       else
         local level = priority_of(fields)
         local list = pushes[level]
@@ -842,9 +850,9 @@ if key_shared and not stop then
   while i <= #fresh do
     local entry = fresh[i]
     local at = delaying and deliver_at(entry[2]) or nil
-    local hold_at = nil
+    local hold_at, delayed = nil, false
     if at and at - margin > now then
-      hold_at = at - margin
+      hold_at, delayed = at - margin, true
     else
       local size, n = fields_size(entry[2])
       local why = refuse(size, true)
@@ -871,6 +879,7 @@ if key_shared and not stop then
       flush()
       call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', 1, 'STREAMS', KEYS[1], '>')
       call('ZADD', KEYS[4], hold_at, entry[1])
+      if delayed then call('ZADD', DELAYED, hold_at, entry[1]) end
       cursor = entry[1]
       held_now = held_now + 1
     end
@@ -892,6 +901,7 @@ while not key_shared and not stop and i <= #fresh do
       flush()
       call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', 1, 'STREAMS', KEYS[1], '>')
       call('ZADD', KEYS[4], at - margin, entry[1])
+      call('ZADD', DELAYED, at - margin, entry[1])
       cursor = entry[1]
     else
       local size, n = fields_size(entry[2])

@@ -19,6 +19,10 @@
 -- the caller tries again after <wait ms>, when the window has ended; or
 -- "DurableAcks <replicas> <timeout ms>" when the caller said it waits for fewer replicas than
 -- the partition's durableAckReplicas (limits hash): it waits for those and calls again.
+-- "NotAllowed Exceeds max allowed delivery delay of <N> milliseconds" when an entry's
+-- deliver-at time (field "a", ms) is more than the limits hash's delayedDeliveryMaxDelayInMillis
+-- (N > 0: the delayedDelivery policy is active and limits the delay) ahead of the publish
+-- time (Redis's clock), as Pulsar's broker refuses it.
 -- Publish rate: at most publishThrottlingRateInMsg messages (a batch entry counts its "n") and
 -- publishThrottlingRateInByte payload bytes per window of one second (limits hash; 0 or absent
 -- = no limit).  A window opens with the first call after the previous one ended, so by T
@@ -36,9 +40,12 @@
 -- include lib/publish_window.lua
 local prefix = string.sub(KEYS[1], 1, -4)
 local limits = KEYS[5] or (prefix .. 'limits')
-local lim = redis.call('HMGET', limits, 'maxMessageSize', 'priorityEvictionLimit')
+local lim = redis.call('HMGET', limits, 'maxMessageSize', 'priorityEvictionLimit',
+  'delayedDeliveryMaxDelayInMillis')
 local max_size = tonumber(lim[1]) or 5242880
 local evict_limit = (tonumber(lim[2]) or 0) - 1
+local max_delay = tonumber(lim[3]) or 0
+local latest_at = nil
 local pos = 4
 local call_msgs, call_bytes = 0, 0
 for i = 1, tonumber(ARGV[3]) do
@@ -53,7 +60,11 @@ for i = 1, tonumber(ARGV[3]) do
         return redis.error_reply('MessageTooBig a payload of ' .. #value ..
           ' bytes exceeds maxMessageSize (' .. max_size .. ' bytes)')
       end
-    elseif field == 'n' then n = tonumber(value) or 1 end
+    elseif field == 'n' then n = tonumber(value) or 1
+    elseif field == 'a' and max_delay > 0 then
+      local at = tonumber(value)
+      if at and (latest_at == nil or at > latest_at) then latest_at = at end
+    end
   end
   call_msgs = call_msgs + n
   if size > max_size + 10240 then
@@ -68,6 +79,13 @@ if promised then
   local required = tonumber(d[1]) or 0
   if required > promised then
     return redis.error_reply('DurableAcks ' .. required .. ' ' .. (tonumber(d[2]) or 1000))
+  end
+end
+if latest_at then
+  local clock = redis.call('TIME')
+  if latest_at - (clock[1] * 1000 + math.floor(clock[2] / 1000)) > max_delay then
+    return redis.error_reply('NotAllowed Exceeds max allowed delivery delay of ' ..
+      max_delay .. ' milliseconds')
   end
 end
 if KEYS[4] then

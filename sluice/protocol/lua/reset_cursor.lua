@@ -80,7 +80,7 @@ local dropped = tonumber(call('XPENDING', KEYS[1], group)[1])
 call('XGROUP', 'DESTROY', KEYS[1], group)
 call('XGROUP', 'CREATE', KEYS[1], group, target, 'ENTRIESREAD', added - after)
 call('SET', KEYS[3], target)
-call('DEL', KEYS[4])
+call('DEL', KEYS[4], string.sub(KEYS[4], 1, -10) .. 'delayed')
 -- The priority index (dispatch.lua) lists pending entries of the group made again: gone too.
 for level = 0, 9 do call('DEL', string.sub(KEYS[4], 1, -10) .. 'prio:' .. level) end
 

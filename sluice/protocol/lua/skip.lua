@@ -38,6 +38,7 @@ if ARGV[4] == '1' and budget > 0 then
     end
     call('XACK', KEYS[1], group, unpack(ids))
     call('ZREM', KEYS[3], unpack(ids))
+    call('ZREM', string.sub(KEYS[3], 1, -10) .. 'delayed', unpack(ids))
     entries = entries + #ids
     budget = budget - #ids
   end

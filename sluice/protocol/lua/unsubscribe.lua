@@ -14,8 +14,8 @@ end
 if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then return 0 end
 for _, c in ipairs(redis.call('HKEYS', KEYS[5])) do redis.call('DEL', ARGV[3] .. 'q:' .. c) end
 for _, c in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do redis.call('DEL', ARGV[3] .. 'q:' .. c) end
-for _, name in ipairs({'meta', 'cursor', 'permits', 'alive', 'info', 'redeliver', 'waitp', 'waitack',
-    'stats', 'lim', 'ks', 'prio:0', 'prio:1', 'prio:2', 'prio:3', 'prio:4', 'prio:5', 'prio:6',
+for _, name in ipairs({'meta', 'cursor', 'permits', 'alive', 'info', 'redeliver', 'delayed', 'waitp',
+    'waitack', 'stats', 'lim', 'ks', 'prio:0', 'prio:1', 'prio:2', 'prio:3', 'prio:4', 'prio:5', 'prio:6',
     'prio:7', 'prio:8', 'prio:9'}) do
   redis.call('DEL', ARGV[3] .. name)
 end
