@@ -97,6 +97,8 @@ class Settings(BaseSettings):
     # A partition whose stats did not change for this many seconds, and that has nothing to do
     # until a client acts, goes dormant: no runner, no per-second work (workers.dormancy).
     worker_dormant_after_seconds: float = 7.0
+    # OpenTelemetry spans of dispatch calls through the global TracerProvider (workers.tracing).
+    worker_tracing: bool = False
     # Seconds between full resynchronisations of policies from the database.
     worker_resync_seconds: float = 30.0
     # Connections a worker opens to Redis at most (its dispatchers wait for a free one).

@@ -24,6 +24,7 @@ from workers.gate import DispatchGate
 from workers.limiter import RateLimiter
 from workers.policy import PolicyView
 from workers.scriptcall import PackedScript
+from workers.tracing import DispatchTracer
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,8 @@ class SharedDispatch:
     settings: DispatchSettings
     # group_budget.lua, for the dispatchers of partitions in a resource group (None: none).
     group_script: PackedScript | None = None
+    # The dispatch spans (workers.tracing), when SLUICE_WORKER_TRACING is on.
+    tracer: DispatchTracer | None = None
     # Each owned partition's abuse limits as last written to Redis (awake or dormant), so a
     # runner that starts again or a policy change writes only what changed.
     limits_written: dict[str, dict[str, int]] = field(default_factory=dict)

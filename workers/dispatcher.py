@@ -234,6 +234,8 @@ class Dispatcher:
                 return
             now = time.monotonic()
         reserved = self._reserve_broker(now)
+        tracer = self.shared.tracer
+        started = time.time_ns() if tracer is not None else 0
         try:
             result = await self._call(self._call_args(reserved, grant), reserved)
         except BaseException:
@@ -241,6 +243,8 @@ class Dispatcher:
                 group.pending = Settlement(grant, 0, 0)  # handed back by the next call
             raise
         self._note(result, reserved)
+        if tracer is not None:
+            tracer.dispatched(self.partition.full, self.subscription, started, result)
         if group is not None and grant is not None:
             await self._settle_group(group, grant, result)
         await self._after(result)

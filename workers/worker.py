@@ -47,6 +47,7 @@ from workers.partition import PartitionRunner, limit_values
 from workers.policy import PolicyState
 from workers.scriptcall import PackedScript
 from workers.stats import StatsPublisher, fingerprint
+from workers.tracing import DispatchTracer
 from workers.wakeups import listen_for_wakeups
 
 __all__ = ["DispatchSettings", "Worker", "WorkerMetrics"]
@@ -93,6 +94,7 @@ class Worker:
             script=PackedScript(redis, DISPATCH.source),
             settings=DispatchSettings.of(self.policy, settings),
             group_script=PackedScript(redis, GROUP_BUDGET.source),
+            tracer=DispatchTracer.global_provider() if settings.worker_tracing else None,
         )
         self.catalog = Catalog(self.context, sessions, on_changed=self.claim_partitions)
         self.stats = StatsPublisher(self.context)

@@ -84,3 +84,37 @@ def test_tracing_is_off_by_default(http, namespace, worker, settings, spans):
         message = consumer.receive(10_000)
     assert "traceparent" not in message.properties()
     assert exporter.get_finished_spans() == ()
+
+
+def test_the_worker_traces_its_dispatch_calls(http, namespace, worker, settings, spans):
+    """With a tracer (SLUICE_WORKER_TRACING), each dispatch call that handed out messages or
+    met a limit is a span, with the messaging attributes; without one, none is made."""
+    from workers.tracing import DispatchTracer
+
+    provider, exporter = spans
+    assert http.put(f"{ADMIN}/persistent/acme/orders/traced").status_code == 204
+    rate = {"dispatchThrottlingRateInMsg": 5, "ratePeriodInSecond": 1}
+    path = f"{ADMIN}/persistent/acme/orders/traced/dispatchRate"
+    assert http.post(path, json=rate).status_code == 204
+    worker.call(lambda w: setattr(w.shared, "tracer", DispatchTracer(provider)))
+    with sluice.Client(settings.redis_url) as client:  # the client itself traces nothing
+        consumer = client.subscribe(TOPIC, "audit", consumer_type=sluice.ConsumerType.Shared)
+        producer = client.create_producer(TOPIC)
+        for i in range(8):
+            producer.send(f"m{i}".encode())
+        got = [consumer.receive(10_000) for _ in range(8)]
+        worker.call(lambda w: setattr(w.shared, "tracer", None))
+        producer.send(b"untraced")
+        consumer.receive(10_000)
+    assert len(got) == 8
+    spans_made = exporter.get_finished_spans()
+    assert spans_made and all(s.name == f"dispatch {TOPIC}" for s in spans_made)
+    assert all(s.kind is SpanKind.INTERNAL for s in spans_made)
+    delivered = [s for s in spans_made if s.attributes["sluice.dispatch.entries"] > 0]
+    assert sum(s.attributes["messaging.batch.message_count"] for s in delivered) == 8
+    assert any(s.attributes.get("sluice.throttled") == "messages" for s in spans_made)
+    for span in spans_made:
+        assert span.attributes["messaging.system"] == "sluice"
+        assert span.attributes["messaging.operation.name"] == "dispatch"
+        assert span.attributes["messaging.destination.subscription.name"] == "audit"
+        assert span.end_time >= span.start_time
