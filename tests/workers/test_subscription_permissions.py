@@ -1,9 +1,9 @@
 """Subscription permissions on the data plane: a token-authenticated role with ``consume``
 subscribes with a subscription name only when the namespace lists no roles for it, or lists
-the role (super-users are not restricted); taking a role out of the list refuses its next
-subscribe and closes its WebSocket consumers.  The secured deployment of
-``test_data_plane_acl`` (its ``world``), roles ``both`` and ``consumer`` granted ``consume`` on
-acme/orders."""
+the role (super-users and the tenant's admin roles are not restricted); taking a role out of
+the list refuses its next subscribe and closes its WebSocket consumers.  The secured
+deployment of ``test_data_plane_acl`` (its ``world``), roles ``both`` and ``consumer``
+granted ``consume`` on acme/orders."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from tests.workers.test_data_plane_acl import GRANTED, ROOT, World, world  # noq
 
 LISTED = "/namespaces/acme/orders/permissions/subscription/"
 REFUSED = "is not authorized to access subscription"
+STANDALONE = {"allowedClusters": ["standalone"]}
 
 
 def _subscribe_and_receive(world: World, client: sluice.Client, subscription: str) -> None:  # noqa: F811
@@ -51,6 +52,12 @@ def test_a_subscription_list_admits_only_its_roles(world: World) -> None:  # noq
         assert world.snapshot() == before  # refused before anything was written
         assert _outcome(world, "consumer", "payroll") == "ok"
         assert _outcome(world, ROOT, "payroll") == "ok"  # a super-user is not restricted
+        # Nor is an admin role of the tenant.
+        world.call("POST", "/tenants/acme", {"adminRoles": ["acme-admin"], **STANDALONE})
+        try:
+            assert _outcome(world, "acme-admin", "payroll") == "ok"
+        finally:
+            world.call("POST", "/tenants/acme", {"adminRoles": [], **STANDALONE})
         assert _outcome(world, "both", "unlisted") == "ok"  # no list: consume is enough
         # A role without consume is refused as before, whatever the list says.
         world.call("POST", LISTED + "payroll", ["producer"])
