@@ -64,31 +64,38 @@ class GrantedSockets:
 
     async def recheck(self, sessions: Any, database: Any = None) -> int:
         """Close every tracked connection whose role no longer holds its grant (or, for a
-        consumer, its subscription's role list no longer names it: ``database``, a session
+        consumer, whose subscription's role list no longer admits it: ``database``, a session
         factory, reads the lists); how many."""
         entries = list(self.open)
         if not entries or sessions is None:
             return 0
         grants = await sessions.grants(sorted({e.role for e in entries}))
         closed = 0
-        for entry in entries:
-            mine = grants.get(entry.role, [])
-            reason = f"Authorization revoked: {entry.role} may not {entry.action} {entry.topic}"
-            if may_use(mine, entry.topic, entry.action):
-                if entry.subscription is None or database is None:
+        async with contextlib.AsyncExitStack() as stack:
+            session = None
+            if database is not None and any(e.subscription for e in entries):
+                session = await stack.enter_async_context(database())
+            for entry in entries:
+                reason = await _refusal(entry, grants.get(entry.role, []), session)
+                if reason is None:
                     continue
-                try:
-                    async with database() as session:
-                        await check_subscribe(
-                            session, mine, entry.topic, entry.role, entry.subscription
-                        )
-                    continue
-                except Forbidden as exc:
-                    reason = f"Authorization revoked: {exc.reason}"
-            self.open.discard(entry)
-            closed += 1
-            log.info("websocket closed: %s", reason)
-            if entry.websocket.application_state is WebSocketState.CONNECTED:
-                with contextlib.suppress(Exception):
-                    await entry.websocket.close(code=POLICY_VIOLATION, reason=reason[:120])
+                self.open.discard(entry)
+                closed += 1
+                log.info("websocket closed: %s", reason)
+                if entry.websocket.application_state is WebSocketState.CONNECTED:
+                    with contextlib.suppress(Exception):
+                        await entry.websocket.close(code=POLICY_VIOLATION, reason=reason[:120])
         return closed
+
+
+async def _refusal(entry: GrantedSocket, grants: Any, session: Any) -> str | None:
+    """Why the connection may no longer stay open, or None while it may."""
+    if not may_use(grants, entry.topic, entry.action):
+        return f"Authorization revoked: {entry.role} may not {entry.action} {entry.topic}"
+    if entry.subscription is None or session is None:
+        return None
+    try:
+        await check_subscribe(session, grants, entry.topic, entry.role, entry.subscription)
+    except Forbidden as exc:
+        return f"Authorization revoked: {exc.reason}"
+    return None
