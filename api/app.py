@@ -246,7 +246,9 @@ async def _start(
     )
     state = app.state.sluice
     # A revoked grant closes the WebSocket connections it admitted (api.websocket.grants).
-    cache.on_permissions.append(lambda: state.websocket.granted.recheck(state.dataplane_acl))
+    cache.on_permissions.append(
+        lambda: state.websocket.granted.recheck(state.dataplane_acl, state.sessions)
+    )
     return tasks
 
 

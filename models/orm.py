@@ -9,6 +9,7 @@ from models.policies import (
     DispatchRatePolicy,
     FlowPolicy,
     PermissionGrant,
+    SubscriptionPermission,
 )
 from models.reports import BacklogReportRow, RateReportRow, ReportRun
 from models.resource_groups import ResourceGroup, ResourceGroupAttachment
@@ -32,6 +33,7 @@ __all__ = [
     "ResourceGroup",
     "ResourceGroupAttachment",
     "Subscription",
+    "SubscriptionPermission",
     "Tenant",
     "Topic",
 ]

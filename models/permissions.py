@@ -17,6 +17,11 @@ may do on a topic is the union of its namespace grant and its topic grant.
   ``models.db.make_session_factory``); they read, never write, and leave the transaction to
   the caller.  Grants come sorted by tenant, namespace, then topic (namespace grant first).
 
+Subscription permissions (Pulsar's ``permissions/subscription``) narrow ``consume`` further:
+a namespace may list the roles that may use a subscription name
+(``models.policies.SubscriptionPermission``); ``subscription_allowed`` is the rule,
+``parse_roles`` reads a list of roles, ``subscription_roles`` reads the stored list.
+
 Super-users need no grant; a tenant's admin roles manage the grants (``api.auth``).
 """
 
@@ -32,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from models.errors import InvalidInput, PreconditionFailed, SluiceError
 from models.json_body import shown
-from models.policies import PermissionGrant
+from models.policies import PermissionGrant, SubscriptionPermission
 from models.tenancy import Namespace, Tenant, Topic
 from sluice.protocol.names import MAX_NAME_LENGTH, TopicName, has_control_character
 
@@ -176,6 +181,52 @@ async def all_grants(session: AsyncSession) -> dict[str, list[Grant]]:
     return grants
 
 
+def subscription_allowed(roles: Iterable[str] | None, role: str) -> bool:
+    """Whether ``role`` may use a subscription whose role list is ``roles`` (None: no list):
+    a subscription without a list, or with an empty one, is open to every role that may
+    consume (Pulsar's ``canConsumeAsync``)."""
+    listed = set(roles or ())
+    return not listed or role in listed
+
+
+def not_authorized_to_subscribe(role: str, subscription: str, topic: str) -> str:
+    """The refusal of a subscribe the subscription's role list does not allow."""
+    return (
+        f"Client is not authorized to subscribe: {role} is not authorized to access"
+        f" subscription {subscription} on topic {topic}"
+    )
+
+
+def parse_roles(body: Any) -> list[str]:
+    """The roles of a subscription permission's body (a JSON list such as ``["a", "b"]``),
+    sorted and without duplicates; 400 when it is not a list of strings, 412 for a string
+    that cannot name a role.  An empty list is taken (it restricts nothing, as in Pulsar)."""
+    if body is None:
+        raise InvalidInput('Request body is required: a JSON list of roles, e.g. ["billing"]')
+    if not isinstance(body, list):
+        raise InvalidInput(f"The body must be a JSON list of roles, not {shown(body)}")
+    for item in body:
+        if not isinstance(item, str):
+            raise InvalidInput(f"A role is a string, not {shown(item)}")
+    return sorted({check_role(item) for item in body})
+
+
+async def subscription_roles(
+    session: AsyncSession, tenant: str, namespace: str, subscription: str
+) -> list[str] | None:
+    """The role list of ``subscription`` in ``tenant``/``namespace``, None when it has none."""
+    return await session.scalar(
+        select(SubscriptionPermission.roles)
+        .join(Namespace, SubscriptionPermission.namespace_id == Namespace.id)
+        .join(Tenant, Namespace.tenant_id == Tenant.id)
+        .where(
+            Tenant.name == tenant,
+            Namespace.name == namespace,
+            SubscriptionPermission.subscription == subscription,
+        )
+    )
+
+
 __all__ = [
     "MAX_ROLE_LENGTH",
     "UNSUPPORTED_ACTIONS",
@@ -186,5 +237,9 @@ __all__ = [
     "check_role",
     "covers",
     "grants_for_role",
+    "not_authorized_to_subscribe",
     "parse_actions",
+    "parse_roles",
+    "subscription_allowed",
+    "subscription_roles",
 ]

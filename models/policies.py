@@ -153,3 +153,32 @@ class PermissionGrant(ScopedPolicy, Base):
     def stored_json(self) -> dict[str, Any]:
         """The grant as the audit log shows it: the role and its actions."""
         return {"role": self.role, "actions": list(self.actions)}
+
+
+class SubscriptionPermission(ScopedPolicy, Base):
+    """The roles that may use one subscription name in a namespace (Pulsar's
+    ``auth_policies.subscription_auth_roles``); ``topic_id`` is always None.
+
+    ``roles`` is the sorted JSON list of role names; an empty list restricts nothing, as in
+    Pulsar.  The row goes with its namespace (cascade).  ``scope_key`` makes (namespace,
+    subscription) unique.
+    """
+
+    __tablename__ = "subscription_permissions"
+
+    subscription: Mapped[str] = mapped_column(String(255))
+    roles: Mapped[list[str]] = mapped_column(Json)
+
+    @staticmethod
+    def key(namespace_id: int, subscription: str) -> str:
+        """The unique scope key of a (namespace, subscription) pair."""
+        return f"{namespace_id}//{subscription}"
+
+    @classmethod
+    def columns_for(cls, roles: list[str]) -> dict[str, Any]:
+        """Column values that store ``roles`` (already sorted role names)."""
+        return {"roles": list(roles)}
+
+    def stored_json(self) -> dict[str, Any]:
+        """The role list as the audit log shows it."""
+        return {"subscription": self.subscription, "roles": list(self.roles)}

@@ -428,7 +428,7 @@ class Client:
         _check_subscription(
             topics, subscription_name, receiver_queue_size, unacked_messages_timeout_ms
         )
-        partitions = self._partitions_of(topics)
+        partitions = self._partitions_of(topics, subscription_name)
         per_partition = _queue_per_partition(
             receiver_queue_size, max_total_receiver_queue_size_across_partitions, len(partitions)
         )
@@ -482,12 +482,13 @@ class Client:
         consumer = reader_consumer(self, topic, start_message_id, receiver_queue_size, reader_name)
         return Reader(self, consumer, start_message_id, start_message_id_inclusive)
 
-    def _partitions_of(self, topics: list[str]) -> list[TopicName]:
-        """Every partition of these topics (a non-partitioned topic stands for itself)."""
+    def _partitions_of(self, topics: list[str], subscription: str) -> list[TopicName]:
+        """Every partition of these topics (a non-partitioned topic stands for itself), each
+        topic looked up for a subscribe with ``subscription``."""
         partitions: list[TopicName] = []
         for each in topics:
             name = parse_topic(each)
-            count = self.lookup_partitions(name, "consume")
+            count = self.lookup_partitions(name, "consume", subscription)
             if count:
                 partitions.extend(name.partition(i) for i in range(count))
             else:
@@ -578,11 +579,17 @@ class Client:
 
     # --- topic metadata -------------------------------------------------------------------
 
-    def lookup_partitions(self, topic: TopicName, action: str | None = None) -> int:
+    def lookup_partitions(
+        self, topic: TopicName, action: str | None = None, subscription: str | None = None
+    ) -> int:
         """Partition count of ``topic`` (0 = non-partitioned), creating it when allowed;
-        ``action`` (``produce``, ``consume``) is what a refusal of a session user names."""
+        ``action`` (``produce``, ``consume``) is what a refusal of a session user names.  A
+        session user about to subscribe names its ``subscription``: the admin service checks
+        it against the namespace's subscription permissions (``AuthorizationError``)."""
         if not self._protocol_checked:
             self._check_protocol()
+        if subscription is not None and self._session is not None:
+            return self._session.partitions(topic, action, subscription)
         base = topic.base
         raw = self.redis.hget(keys.TOPICS, base.full)
         if raw is not None:

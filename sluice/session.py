@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 from redis.commands.core import Script
@@ -130,14 +131,22 @@ class Session:
             raise SluiceException(f"session not renewed: {_reason(response)}")
         return response.json().get("renewAfterSeconds")
 
-    def partitions(self, topic: TopicName, action: str | None = None) -> int:
+    def partitions(
+        self, topic: TopicName, action: str | None = None, subscription: str | None = None
+    ) -> int:
         """The partition count of ``topic`` (0: non-partitioned), created on first use;
-        ``action`` (``produce``, ``consume``) is what a refusal names."""
+        ``action`` (``produce``, ``consume``) is what a refusal names.  With
+        ``subscription``, the admin service also checks that the role may subscribe with
+        that name (its namespace's subscription permissions)."""
         base = topic.base
         path = f"/partitions/persistent/{base.tenant}/{base.namespace}/{base.local}"
+        if subscription is not None:
+            path += "?" + urlencode({"subscription": subscription})
         response = self._request("GET", path)
         reason = _reason(response)
         if response.status_code == 403:
+            if subscription is not None:
+                raise AuthorizationError(reason)
             if action is None:
                 raise AuthorizationError(f"Not authorized to use {topic.full}: {reason}")
             raise denied(topic.full, action, reason)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from api.permissions.service import namespace_auth, note_roles_granted
+from api.permissions.subscriptions import read_subscription_permissions
 from api.schemas import NamespacePolicies
 from api.unit_of_work import UnitOfWork
 from models.delayed_delivery import DELAYED_DELIVERY
@@ -90,8 +91,9 @@ async def read_policies(uow: UnitOfWork, tenant: str, namespace: str, local: str
         return {local: rate.to_json()} if rate is not None else {}
 
     grants = await namespace_auth(uow, tenant, namespace, row.id)
+    subscription_roles = await read_subscription_permissions(uow.session, row.id)
     return {
-        "auth_policies": {**grants, "subscription_auth_roles": {}},
+        "auth_policies": {**grants, "subscription_auth_roles": subscription_roles},
         "replication_clusters": row.policies.get("replication_clusters", [local]),
         "bundles": row.policies.get("bundles", DEFAULT_BUNDLES),
         "backlog_quota_map": quotas,

@@ -6,6 +6,12 @@ list of actions replaces that role's grant there (204), ``DELETE .../permissions
 revokes it (204; on a topic, 412 when the role has no topic-level grant).  A partition's
 grants are its partitioned topic's.  As for every policy write, ``dryRun=true`` answers 200
 with the permissions the write would leave and changes nothing.
+
+Subscription permissions (``api.permissions.subscriptions``): ``POST
+.../permissions/subscription/{subscription}`` with a JSON list of roles sets the roles that
+may use that subscription name in the namespace (204), ``DELETE
+.../permissions/{subscription}/{role}`` takes one role out (204; 404 when the subscription has
+no list), ``GET .../permissions/subscription`` answers subscription -> roles.
 """
 
 from typing import Annotated, Any
@@ -14,14 +20,14 @@ from fastapi import APIRouter, Body, Depends, Query
 from starlette.responses import Response
 
 from api.deps import UowDep
-from api.permissions import service
-from api.permissions.schemas import Permissions, PermissionsDryRun
+from api.permissions import service, subscriptions
+from api.permissions.schemas import Permissions, PermissionsDryRun, SubscriptionPermissions
 from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.responses import JsonResponse, no_content
 from api.routing import SluiceRoute
 from api.unit_of_work import UnitOfWork
-from models.permissions import Action, check_role, parse_actions
-from sluice.protocol.names import TopicName
+from models.permissions import Action, check_role, parse_actions, parse_roles
+from sluice.protocol.names import TopicName, check_subscription
 
 router = APIRouter(tags=["permissions"], route_class=SluiceRoute)
 
@@ -150,3 +156,75 @@ _add_routes(
         ),
     },
 )
+
+
+ROLES_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": 'the roles that may use the subscription, e.g. ["billing"]',
+                }
+            }
+        },
+    }
+}
+
+
+async def _subscription_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
+    """204, or for a dry run 200 with the subscription permissions the write leaves."""
+    if not uow.dry_run:
+        return no_content()
+    await uow.session.flush()
+    permissions = await subscriptions.read_subscription_permissions(
+        uow.session, target.namespace.id
+    )
+    return JsonResponse({"dryRun": True, "changed": target.entity, "permissions": permissions})
+
+
+@router.get(
+    NS + "/subscription",
+    summary="Get the subscription permissions of a namespace",
+    response_model=SubscriptionPermissions,
+)
+async def get_subscription_permissions(target: NamespaceDep, uow: UowDep) -> dict:
+    """Every subscription of the namespace with a role list, and its roles."""
+    return await subscriptions.read_subscription_permissions(uow.session, target.namespace.id)
+
+
+@router.post(
+    NS + "/subscription/{subscription}",
+    status_code=204,
+    summary="Set the roles that may use a subscription",
+    responses=DRY_RUN_ANSWER,
+    openapi_extra=ROLES_BODY,
+)
+async def grant_subscription_permission(
+    target: NamespaceDep,
+    subscription: str,
+    uow: UowDep,
+    body: Any = RAW_BODY,
+    dry_run: bool = DRY_RUN,
+) -> Response:
+    """Only these roles (besides super-users and the tenant's admins) may subscribe with
+    this subscription name in the namespace; replaces the list it had."""
+    roles = parse_roles(body)
+    await subscriptions.grant(uow, target, check_subscription(subscription), roles)
+    return await _subscription_answer(uow, target)
+
+
+@router.delete(
+    NS + "/{subscription}/{role}",
+    status_code=204,
+    summary="Revoke a role's access to a subscription",
+    responses=DRY_RUN_ANSWER,
+)
+async def revoke_subscription_permission(
+    target: NamespaceDep, subscription: str, role: str, uow: UowDep, dry_run: bool = DRY_RUN
+) -> Response:
+    """Take the role out of the subscription's role list (404 when it has none)."""
+    await subscriptions.revoke(uow, target, check_subscription(subscription), check_role(role))
+    return await _subscription_answer(uow, target)

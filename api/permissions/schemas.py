@@ -7,6 +7,8 @@ from models.permissions import Action
 
 # ``{"role": ["consume", "produce"], ...}``: every role and its actions, sorted.
 Permissions = dict[str, list[Action]]
+# ``{"subscription": ["role", ...], ...}``: every subscription with a role list, sorted.
+SubscriptionPermissions = dict[str, list[str]]
 
 
 class PermissionsDryRun(Document):

@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.responses import Response
 
-from api.deps import CallerDep, StateDep
+from api.deps import CallerDep, StateDep, UowDep
 from api.routing import SluiceRoute
 from api.sessions import service
 from api.sessions.schemas import PartitionsDocument, SessionDocument
@@ -18,6 +18,7 @@ from api.topics.router import TopicDep
 from dataplane.acl import ALL_TOPICS
 from dataplane.sessions import Grants, Issued, SessionNotFound, Sessions
 from models.errors import NotFound
+from sluice.protocol.names import check_subscription
 
 router = APIRouter(prefix="/admin/v2/dataplane", tags=["dataplane"], route_class=SluiceRoute)
 
@@ -99,14 +100,24 @@ async def close_session(
     "/partitions/persistent/{tenant}/{namespace}/{topic}", response_model=PartitionsDocument
 )
 async def topic_partitions(
-    topic: TopicDep, state: StateDep, caller: CallerDep, sessions: SessionsDep
+    topic: TopicDep,
+    state: StateDep,
+    caller: CallerDep,
+    sessions: SessionsDep,
+    uow: UowDep,
+    subscription: str | None = Query(None, max_length=255),
 ) -> PartitionsDocument:
     """The partition count of a topic the caller may produce to or consume from, creating it
-    on first use when the broker allows (``allowAutoTopicCreation``)."""
+    on first use when the broker allows (``allowAutoTopicCreation``).  With ``subscription``,
+    the caller is about to subscribe with that name: 403 unless it may consume with it (its
+    namespace's subscription permissions, Pulsar's ``permissions/subscription``)."""
     if sessions is None:
         grants: Grants = [(ALL_TOPICS, service.BOTH)]
     else:
         grants = (await sessions.grants([caller.role]))[caller.role]
+    if subscription is not None:
+        name = check_subscription(subscription)
+        await service.check_subscribe(uow.session, grants, topic, caller.role, name)
     count = await service.partitions(
         state.redis, state.data_plane.scripts, topic, grants, caller.role
     )

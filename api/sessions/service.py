@@ -6,6 +6,8 @@ every namespace of the tenant, any other role where ``models.permissions`` grant
 ``partitions`` answers a client's lookup of a topic it may produce to or consume from,
 creating it on first use as a client without ACLs does itself (``allowAutoTopicCreation``,
 ``maxTopicsPerNamespace``): a session user may read the topic registry but not write it.
+``check_subscribe`` is the subscribe-time check of a subscription's role list (Pulsar's
+``permissions/subscription``), for a client's subscribe and a WebSocket consumer alike.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ from dataplane.scripts import Scripts
 from dataplane.sessions import Grants
 from models.errors import Forbidden, NotFound, PreconditionFailed
 from models.orm import Tenant
-from models.permissions import all_grants, covers, grants_for_role
+from models.permissions import (
+    all_grants,
+    covers,
+    grants_for_role,
+    not_authorized_to_subscribe,
+    subscription_allowed,
+    subscription_roles,
+)
 from sluice.protocol import keys
 from sluice.protocol.abuse import NOT_ALLOWED, auto_create_call
 from sluice.protocol.names import TopicName
@@ -83,6 +92,31 @@ def may_use(grants: Grants, topic: TopicName, action: str | None = None) -> bool
         and covers(scope.tenant, scope.namespace, scope.base_topic, topic)
         for scope, actions in grants
     )
+
+
+def unrestricted(grants: Grants, topic: TopicName) -> bool:
+    """Whether ``grants`` cover ``topic`` as a super-user's or a tenant admin's do (a scope of
+    every namespace): subscription role lists do not apply to those roles."""
+    return any(
+        scope.namespace == "*" and covers(scope.tenant, scope.namespace, None, topic)
+        for scope, _actions in grants
+    )
+
+
+async def check_subscribe(
+    session: AsyncSession, grants: Grants, topic: TopicName, role: str, subscription: str
+) -> None:
+    """``Forbidden`` unless ``role`` (with ``grants``) may consume from ``topic`` with the
+    subscription name ``subscription``: a consume grant, and the role in the subscription's
+    role list when the namespace gives it a non-empty one."""
+    if not may_use(grants, topic, "consume"):
+        raise Forbidden(f"Role {role} may not consume from {topic.full}")
+    if unrestricted(grants, topic):
+        return
+    base = topic.base
+    roles = await subscription_roles(session, base.tenant, base.namespace, subscription)
+    if not subscription_allowed(roles, role):
+        raise Forbidden(not_authorized_to_subscribe(role, subscription, base.full))
 
 
 async def partitions(

@@ -19,7 +19,7 @@ from starlette.datastructures import QueryParams
 
 from api.auth import authorize_websocket
 from api.errors import reason_response
-from api.sessions.service import may_use
+from api.sessions.service import check_subscribe, may_use
 from api.state import AppState
 from api.websocket import sessions
 from api.websocket.frames import FrameError, decode_id
@@ -106,10 +106,13 @@ async def _refuse(websocket: WebSocket, status: int, reason: str) -> None:
         await websocket.close(code=1008, reason=reason[:120])
 
 
-async def _allowed(websocket: WebSocket, action: str) -> contextlib.AbstractContextManager | None:
+async def _allowed(
+    websocket: WebSocket, action: str, subscription: str | None = None
+) -> contextlib.AbstractContextManager | None:
     """``api.auth``'s policy for this handshake, or a grant of ``action`` (``produce``,
     ``consume``) on the path's topic to the role (``models.permissions``), as Pulsar's
-    WebSocket service checks; refused with 403 (None) otherwise.  Allowed, what to hold the
+    WebSocket service checks (a consumer's ``subscription`` also against the namespace's
+    subscription permissions); refused with 403 (None) otherwise.  Allowed, what to hold the
     connection in: for a grant, its tracking (``api.websocket.grants``: a revoke closes it)."""
     try:
         await authorize_websocket(websocket)
@@ -118,12 +121,21 @@ async def _allowed(websocket: WebSocket, action: str) -> contextlib.AbstractCont
         sessions = state.dataplane_acl
         role = websocket.scope.get("state", {}).get("role")
         params = websocket.path_params
+        reason = exc.reason
         if sessions is not None and role is not None:
             topic = TopicName.parse(params["tenant"], params["namespace"], params["topic"])
             grants = (await sessions.grants([role])).get(role, [])
             if may_use(grants, topic, action):
-                return state.websocket.granted.holding(websocket, role, topic, action)
-        await _refuse(websocket, 403, exc.reason)
+                try:
+                    if subscription is not None:
+                        async with state.sessions() as session:
+                            await check_subscribe(session, grants, topic, role, subscription)
+                    return state.websocket.granted.holding(
+                        websocket, role, topic, action, subscription
+                    )
+                except Forbidden as refused:
+                    reason = refused.reason
+        await _refuse(websocket, 403, reason)
         return None
     return contextlib.nullcontext()
 
@@ -210,7 +222,7 @@ async def consumer_socket(
     websocket: WebSocket, tenant: str, namespace: str, topic: str, subscription: str
 ) -> None:
     """A consumer: message frames out; acks, negative acks and permits in."""
-    held = await _allowed(websocket, "consume")
+    held = await _allowed(websocket, "consume", subscription)
     if held is None:
         return
     params = websocket.query_params

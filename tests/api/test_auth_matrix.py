@@ -255,6 +255,15 @@ for _path, _body in ((NS + "/permissions", ["consume"]), (TOPIC + "/permissions"
         TENANT, 204, undo=[("POST", _path + "/{role}", _body)]
     )
 
+# Subscription permissions: subscription sub of namespace ns lists role app
+# (``Admin.reset``); a write is undone by setting the list again.
+_SUB_ROLES = ("POST", NS + "/permissions/subscription/{subscription}", ["app"])
+SPECS[("GET", NS + "/permissions/subscription")] = spec(TENANT)
+SPECS[_SUB_ROLES[:2]] = spec(TENANT, 204, ["app", "other"], [_SUB_ROLES], subscription="sub")
+SPECS[("DELETE", NS + "/permissions/{subscription}/{role}")] = spec(
+    TENANT, 204, undo=[_SUB_ROLES], subscription="sub"
+)
+
 # Subscription and topic operations: subscription sub of topic t has no messages (peek and
 # examine find none) and no worker owns t (the lookup answers 503).
 SUB = TOPIC + "/subscription/{subName}"
@@ -424,6 +433,7 @@ class Admin:
         self.ok("PUT", "/admin/v2/persistent/acme/ns/t/subscription/sub")
         self.ok("POST", "/admin/v2/namespaces/acme/ns/permissions/app", ["consume"])
         self.ok("POST", "/admin/v2/persistent/acme/ns/t/permissions/app", ["produce"])
+        self.ok("POST", "/admin/v2/namespaces/acme/ns/permissions/subscription/sub", ["app"])
         self.ok("PUT", "/admin/v2/resourcegroups/rg", {"dispatchRateInMsgs": 100})
 
 

@@ -81,6 +81,17 @@ CASES = [
     ),
     ("namespaces revoke-permission tenant/ns --role r", {"role": "r", "dry_run": False}),
     ("namespaces permissions tenant/ns", {"namespace": "tenant/ns"}),
+    (
+        "namespaces grant-subscription-permission tenant/ns --subscription s --roles a,b",
+        {"namespace": "tenant/ns", "subscription": "s", "roles": ["a", "b"]},
+    ),
+    ("namespaces grant-subscription-permission tenant/ns -s s -rs a", {"roles": ["a"]}),
+    (
+        "namespaces revoke-subscription-permission tenant/ns --subscription s --role r",
+        {"subscription": "s", "role": "r", "dry_run": False},
+    ),
+    ("namespaces revoke-subscription-permission tenant/ns -s s -r r", {"role": "r"}),
+    ("namespaces subscription-permission tenant/ns", {"namespace": "tenant/ns"}),
     (f"topics grant-permission {T} --role r --actions consume", {"actions": ["consume"]}),
     (f"topics grant-permission {T} -r r -a produce,consume", {"role": "r"}),
     (f"topics revoke-permission {T} --role r", {"topic": T, "role": "r"}),
@@ -195,6 +206,8 @@ test_usage_errors = usage_error_test(
         "topics create-subscription persistent://t/ns/x",  # -s is required
         "namespaces grant-permission t/ns --role r",  # --actions is required
         "namespaces revoke-permission t/ns",  # --role is required
+        "namespaces grant-subscription-permission t/ns -s s",  # --roles is required
+        "namespaces revoke-subscription-permission t/ns --role r",  # -s is required
         "topics grant-permission persistent://t/ns/x --actions consume",  # --role too
         "brokers update-dynamic-config -c k",  # -v is required
         "namespaces set-dispatch-rate t/ns -md many",

@@ -68,3 +68,44 @@ def test_dot_names_are_sent_as_names_not_dot_segments(cli, ok, topic, namespace)
         assert refused.code == 1 and f"Subscription {name} not found" in refused.err, refused
     assert ok("namespaces", "list", "acme").json == [namespace]
     assert ok("topics", "subscriptions", topic).json == ["s1"]
+
+
+def test_subscription_permissions(ok, cli, namespace):
+    assert ok("namespaces", "subscription-permission", namespace).json == {}
+    out = ok(
+        "namespaces",
+        "grant-subscription-permission",
+        namespace,
+        "--subscription",
+        "payroll",
+        "--roles",
+        "billing,audit",
+    ).out
+    assert out == ""
+    ok("namespaces", "grant-subscription-permission", namespace, "-s", "other", "-rs", "ops")
+    assert ok("namespaces", "subscription-permission", namespace).json == {
+        "other": ["ops"],
+        "payroll": ["audit", "billing"],
+    }
+    dry = ok(
+        "namespaces",
+        "revoke-subscription-permission",
+        namespace,
+        "-s",
+        "payroll",
+        "-r",
+        "audit",
+        "--dry-run",
+    ).json
+    assert dry["dryRun"] is True and dry["permissions"]["payroll"] == ["billing"]
+    revoke = ("namespaces", "revoke-subscription-permission", namespace)
+    assert ok(*revoke, "--subscription", "payroll", "--role", "audit").out == ""
+    assert ok("namespaces", "subscription-permission", namespace).json["payroll"] == ["billing"]
+    # The namespace's produce/consume grants are another list.
+    assert ok("namespaces", "permissions", namespace).json == {}
+    missing = cli(*revoke, "-s", "unlisted", "-r", "audit")
+    assert missing.code == 1 and "(HTTP 404)" in missing.err
+    assert "Subscription unlisted has no permissions set" in missing.err
+    bad_role = cli("namespaces", "grant-subscription-permission", namespace, "-s", "x", "-rs", "..")
+    assert bad_role.code == 1 and "(HTTP 412)" in bad_role.err
+    assert "x" not in ok("namespaces", "subscription-permission", namespace).json

@@ -1,11 +1,21 @@
-"""The grant rule as a pure function, and the validation of roles and actions."""
+"""The grant rule and the subscription-list rule as pure functions, and the validation of
+roles and actions."""
 
 from __future__ import annotations
 
 import pytest
 
 from models.errors import InvalidInput, PreconditionFailed
-from models.permissions import Action, Grant, allowed, check_role, covers, parse_actions
+from models.permissions import (
+    Action,
+    Grant,
+    allowed,
+    check_role,
+    covers,
+    parse_actions,
+    parse_roles,
+    subscription_allowed,
+)
 from sluice.protocol.names import TopicName
 
 PRODUCE, CONSUME = Action.PRODUCE, Action.CONSUME
@@ -138,3 +148,29 @@ def test_covers_takes_a_star_for_any_tenant_or_namespace_and_no_partial_names():
     assert not covers("acme", "orders", "persistent://acme/orders/t2", partition)
     assert not covers("acme", "order", None, partition)
     assert not covers("acm", "*", None, partition)
+
+
+def test_a_subscription_list_admits_its_roles_and_an_empty_one_everybody():
+    assert subscription_allowed(None, "app")
+    assert subscription_allowed([], "app")
+    assert subscription_allowed(["app", "audit"], "app")
+    assert not subscription_allowed(["audit"], "app")
+    assert not subscription_allowed(["App"], "app")  # roles are compared exactly
+
+
+def test_parse_roles_sorts_deduplicates_and_refuses_what_names_no_role():
+    assert parse_roles(["b", "a", "b"]) == ["a", "b"]
+    assert parse_roles([]) == []
+    for body, error in (
+        (None, InvalidInput),
+        ("a", InvalidInput),
+        ({"roles": ["a"]}, InvalidInput),
+        ([1], InvalidInput),
+        (["a", None], InvalidInput),
+        ([""], PreconditionFailed),
+        ([" a"], PreconditionFailed),
+        (["..."], PreconditionFailed),
+        (["a\nb"], PreconditionFailed),
+    ):
+        with pytest.raises(error):
+            parse_roles(body)

@@ -1,4 +1,5 @@
-"""``namespaces``: list, create, delete, policies, topics, permissions, and the namespace
+"""``namespaces``: list, create, delete, policies, topics, permissions (subscription
+permissions too), and the namespace
 policy kinds of ``policy_kinds`` (dispatch rates, abuse limits, publish and subscribe rates)."""
 
 from __future__ import annotations
@@ -6,7 +7,10 @@ from __future__ import annotations
 from sluice.admin_cli.client import segment
 from sluice.admin_cli.commands.backlog_quota import register_backlog_quota
 from sluice.admin_cli.commands.common import add_command, add_force, add_group, csv_list
-from sluice.admin_cli.commands.permissions import register_permissions
+from sluice.admin_cli.commands.permissions import (
+    register_permissions,
+    register_subscription_permissions,
+)
 from sluice.admin_cli.commands.policy_kinds import NAMESPACE, register_kinds
 from sluice.admin_cli.commands.resource_groups import register_namespace_verbs
 from sluice.admin_cli.names import namespace_path
@@ -78,3 +82,4 @@ def register(commands, parents) -> None:
         path_of=_ns,
         short_flags=False,
     )
+    register_subscription_permissions(group, parents, path_of=_ns)

@@ -4,6 +4,10 @@
 
 The actions are sent as given: the server refuses an unknown one, or one Sluice does not
 grant (``functions``, ``sources``, ``sinks``, ``packages``), with a reason naming it.
+
+``grant-subscription-permission``, ``revoke-subscription-permission`` and
+``subscription-permission`` under ``namespaces``: the roles that may use a subscription name
+(``-s/--subscription``, ``-rs/--roles r1,r2``, ``-r/--role``, as ``pulsar-admin``).
 """
 
 from __future__ import annotations
@@ -84,3 +88,66 @@ def register_permissions(
     parser.add_argument(target[0], help=target[1])
     role_flag(parser, "client role whose permissions to revoke")
     dry_run_flag(parser)
+
+
+def register_subscription_permissions(
+    group: argparse._SubParsersAction, parents, *, path_of: PathOf
+) -> None:
+    """Add the three subscription permission commands of a namespace to ``group``;
+    ``path_of(args)`` is the namespace's REST path."""
+
+    def get_lists(args, admin):
+        return admin.request("GET", f"{path_of(args)}/permissions/subscription")
+
+    def grant(args, admin):
+        path = f"{path_of(args)}/permissions/subscription/{segment(args.subscription)}"
+        return admin.request("POST", path, body=args.roles, params=dry_run_params(args))
+
+    def revoke(args, admin):
+        path = f"{path_of(args)}/permissions/{segment(args.subscription)}/{segment(args.role)}"
+        return admin.request("DELETE", path, params=dry_run_params(args))
+
+    def common(parser: argparse.ArgumentParser, verb: str) -> None:
+        parser.add_argument("namespace", help="tenant/namespace")
+        parser.add_argument("-s", "--subscription", required=True, help=f"subscription name {verb}")
+
+    parser = add_command(
+        group,
+        "subscription-permission",
+        "Get the roles that may use each subscription name of a namespace",
+        get_lists,
+        parents,
+    )
+    parser.add_argument("namespace", help="tenant/namespace")
+
+    parser = add_command(
+        group,
+        "grant-subscription-permission",
+        "Set the roles that may use a subscription name in a namespace",
+        grant,
+        parents,
+    )
+    common(parser, "whose roles to set")
+    parser.add_argument(
+        "-rs",
+        "--roles",
+        type=csv_list,
+        required=True,
+        help="client roles, comma-separated (replaces the subscription's roles)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="change nothing; print the lists it would leave"
+    )
+
+    parser = add_command(
+        group,
+        "revoke-subscription-permission",
+        "Take a role out of the roles that may use a subscription name",
+        revoke,
+        parents,
+    )
+    common(parser, "whose role to revoke")
+    parser.add_argument("-r", "--role", required=True, help="client role to take out")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="change nothing; print the lists it would leave"
+    )
