@@ -40,21 +40,19 @@ DRY_RUN_ANSWER: dict[int | str, dict] = {
         "description": "dryRun=true: the permissions the write would leave",
     }
 }
-# The body is read raw, so that each wrong action is refused with a reason naming it.
-ACTIONS_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "array",
-                    "items": {"type": "string", "enum": [a.value for a in Action]},
-                    "description": 'the actions granted to the role, e.g. ["produce", "consume"]',
-                }
-            }
-        },
-    }
-}
+
+
+def array_body(items: dict, description: str) -> dict:
+    """The OpenAPI request body of a route that reads a JSON array raw (so that each wrong
+    element is refused with a reason naming it)."""
+    schema = {"type": "array", "items": items, "description": description}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+ACTIONS_BODY = array_body(
+    {"type": "string", "enum": [a.value for a in Action]},
+    'the actions granted to the role, e.g. ["produce", "consume"]',
+)
 RAW_BODY = Body(None)
 
 
@@ -158,20 +156,9 @@ _add_routes(
 )
 
 
-ROLES_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": 'the roles that may use the subscription, e.g. ["billing"]',
-                }
-            }
-        },
-    }
-}
+ROLES_BODY = array_body(
+    {"type": "string"}, 'the roles that may use the subscription, e.g. ["billing"]'
+)
 
 
 async def _subscription_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
