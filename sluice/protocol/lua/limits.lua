@@ -7,8 +7,8 @@
 -- maxConsumersPerSubscription, maxMessageSize, publishThrottlingRateInMsg,
 -- publishThrottlingRateInByte, subscribeThrottlingRatePerConsumer,
 -- subscribeRatePeriodPerConsumerInSecond, durableAckReplicas, durableAckTimeoutMs,
--- delayedDeliveryMaxDelayInMillis, resourceGroupId, resourceGroupPublishInMsg, resourceGroupPublishInByte,
--- priorityEvictionLimit)
+-- delayedDeliveryMaxDelayInMillis, resourceGroupId, resourceGroupPublishInMsg,
+-- resourceGroupPublishInByte, priorityEvictionLimit)
 -- Replaces the hash; no pairs (the defaults: no limit, 5 MB messages) leave no hash.
 -- Returns 1, or the error "FENCED" (nothing written).
 if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then
