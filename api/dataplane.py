@@ -212,7 +212,8 @@ def _live(
             sub["msgDelayed"] = delayed
         backlog = backlogs.get(name)
         if backlog is not None:
-            sub["msgBacklog"] = sub["msgBacklogNoDelayed"] = backlog.entries
+            sub["msgBacklog"] = backlog.entries
+            sub["msgBacklogNoDelayed"] = max(backlog.entries - sub.get("msgDelayed", 0), 0)
             sub["unackedMessages"] = backlog.pending
             sub["backlogSize"] = int(backlog.entries * average)
     subs = subscriptions.values()

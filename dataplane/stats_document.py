@@ -56,6 +56,7 @@ def subscription_document(
     ``priority_levels`` (Sluice, docs/priority.md): per priority (highest first) the messages
     waiting, dispatched and their rate, only for a subscription that saw priorities."""
     expired = counter(counters, b"expired")
+    delayed = counter(counters, b"msg_delayed")
     if rate_expired is None:
         before: dict[str, Any] = {"totalMsgExpired": expired}
         after: dict[str, Any] = {}
@@ -73,9 +74,9 @@ def subscription_document(
         "msgOutCounter": counter(counters, b"msg_out"),
         "msgRateRedeliver": rate_redeliver,
         "msgBacklog": backlog,
-        "msgBacklogNoDelayed": backlog,
-        # Messages held for their delivery time (read live by the admin service's stats).
-        "msgDelayed": counter(counters, b"msg_delayed"),
+        "msgBacklogNoDelayed": max(backlog - delayed, 0),
+        # Messages held for their delivery time (stats_read.lua and stats_live.lua count them).
+        "msgDelayed": delayed,
         "backlogSize": backlog_size,
         "unackedMessages": unacked,
         "msgAckCounter": counter(counters, b"acked"),

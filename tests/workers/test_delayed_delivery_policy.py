@@ -103,7 +103,7 @@ def test_max_delay_refuses_a_longer_send_and_stores_nothing(http, namespace, cli
     consumer.close()
 
 
-def test_msg_delayed_counts_the_waiting_messages(http, namespace, client):
+def test_msg_delayed_counts_the_waiting_messages(http, namespace, worker, client):
     assert http.put(PATH).status_code == 204
     consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
     producer = client.create_producer(TOPIC)
@@ -117,7 +117,15 @@ def test_msg_delayed_counts_the_waiting_messages(http, namespace, client):
     assert [m.data() for _, m in got] == [b"plain"]
     # (Acknowledgements go grouped, every 100 ms.)
     wait_until(lambda: sub_stats(http, PATH)["msgBacklog"] == 4)
-    assert sub_stats(http, PATH)["msgDelayed"] == 4
+    answer = sub_stats(http, PATH)
+    assert (answer["msgDelayed"], answer["msgBacklogNoDelayed"]) == (4, 0)
+
+    # The worker's own stats document (reports, metrics) counts them too.
+    def documented():
+        doc = worker.call(lambda w: w.stats.docs.get(TOPIC))
+        return doc and doc["subscriptions"]["s"]["msgDelayed"]
+
+    wait_until(lambda: documented() == 4)
     # The one due in 3 s goes and is no longer counted.
     got = receive(consumer, 1, 10)
     assert [m.data() for _, m in got] == [b"soon"]

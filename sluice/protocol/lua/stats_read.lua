@@ -3,7 +3,8 @@
 -- KEYS[1] the partition's stats hash, KEYS[2] its log (stream); then per subscription i
 -- (its name ARGV[i]): KEYS[3i] stats hash, KEYS[3i+1] permits hash, KEYS[3i+2] info hash.
 -- Returns {partition stats (flat HGETALL), XINFO GROUPS of the log ({} when it has none),
--- then per subscription {stats (flat), XPENDING summary (false when the group is gone),
+-- then per subscription {stats (flat, followed by the pair "msg_delayed" N as stats_live.lua
+-- counts it), XPENDING summary (false when the group is gone),
 -- permits (flat), info (flat), messages waiting in its priority index per priority 0..9
 -- (false when none waits; the lists "prio:<priority>" next to its stats hash,
 -- dispatch.lua's)}}.
@@ -21,8 +22,13 @@ for i = 1, #ARGV do
     if levels[level + 1] > 0 then any = true end
   end
   if not any then levels = false end
+  local stats = redis.call('HGETALL', KEYS[base])
+  local held = string.sub(KEYS[base], 1, -6)
+  stats[#stats + 1] = 'msg_delayed'
+  stats[#stats + 1] = redis.call('ZCARD', held .. 'delayed') > 0
+    and redis.call('ZINTERCARD', 2, held .. 'delayed', held .. 'redeliver') or 0
   out[#out + 1] = {
-    redis.call('HGETALL', KEYS[base]),
+    stats,
     pending,
     redis.call('HGETALL', KEYS[base + 1]),
     redis.call('HGETALL', KEYS[base + 2]),
