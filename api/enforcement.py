@@ -31,6 +31,7 @@ from sluice.protocol import keys
 from sluice.protocol.frames import parse_position
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import FLEET_READ, LEASE_FENCE
+from sluice.waits import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +114,7 @@ class Enforcement:
                     return Outcome(fenced=missing)
                 end = time.monotonic() + min(RECHECK_SECONDS, left)
                 while time.monotonic() < end and any(self._behind(w, target) for w in missing):
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._changed.wait(), end - time.monotonic())
+                    await wait_event(self._changed, end - time.monotonic())
         except RedisError as exc:
             log.warning("cannot confirm enforcement (Redis unavailable): %s", exc)
             return Outcome(pending=f"Redis unavailable: {exc}")

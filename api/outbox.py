@@ -15,7 +15,6 @@ replicas are serialised by a database lock.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from models.base import utcnow
 from models.journal import WrittenEvent
 from models.orm import OutboxEvent
+from sluice.waits import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +125,7 @@ class OutboxRelay:
         """Sweep on every failure report and at least every ``sweep_seconds``, until
         cancelled."""
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.sweep_seconds)
+            await wait_event(self._wake, self.sweep_seconds)
             self._wake.clear()
             urgent, self._urgent = self._urgent, False
             try:

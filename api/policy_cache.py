@@ -41,6 +41,7 @@ from models.resolution import resolve_limits
 from models.snapshot import PolicySnapshot
 from sluice.protocol.errors import PreconditionFailed
 from sluice.protocol.names import PERSISTENT, TopicName
+from sluice.waits import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -173,11 +174,7 @@ class PolicyCache:
         retry = RETRY_FIRST_SECONDS
         try:
             while True:
-                woken = True
-                try:
-                    await asyncio.wait_for(self._wake.wait(), self.max_age)
-                except TimeoutError:
-                    woken = False
+                woken = await wait_event(self._wake, self.max_age)
                 self._wake.clear()
                 started = time.monotonic()
                 try:

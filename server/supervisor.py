@@ -22,6 +22,7 @@ from pathlib import Path
 
 from server.processes import wait_or_kill
 from sluice.backoff import Backoff as Curve
+from sluice.waits import wait_event
 
 log = logging.getLogger("sluice.supervisor")
 
@@ -62,8 +63,7 @@ def describe_exit(returncode: int) -> str:
 
 async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
     """Wait up to ``seconds``; True when ``stop`` was set meanwhile."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), seconds)
+    await wait_event(stop, seconds)
     return stop.is_set()
 
 

@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 from dataplane.events import ChangeEvent, ChangeFollower
 from sluice.protocol import keys
 from sluice.protocol.frames import parse_position
+from sluice.waits import wait_event
 from workers.gate import DispatchGate
 
 log = logging.getLogger(__name__)
@@ -105,9 +106,7 @@ class EventFollower:
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            try:
-                await asyncio.wait_for(self._advanced.wait(), left)
-            except TimeoutError:
+            if not await wait_event(self._advanced, left):
                 return False
         return True
 

@@ -76,6 +76,7 @@ from sluice.protocol.connection import is_cluster
 from sluice.protocol.frames import lease_holder
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import LEASE_ACQUIRE, LEASE_RELEASE, WORKER_HEARTBEAT
+from sluice.waits import wait_event
 from workers.context import OwnershipHooks, WorkerContext
 from workers.heartbeat import Beat, HeartbeatThread, beat_of, queue_renewal
 from workers.jobs import every, guarded
@@ -257,8 +258,7 @@ class LeaseOwnership:
 
     async def _reconcile_loop(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.interval)
+            await wait_event(self._wake, self.interval)
             self._wake.clear()
             await guarded(self.reconcile, "lease ")
 

@@ -20,11 +20,11 @@ when the call returns, so concurrent dispatchers can never oversell the shared l
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass
 
 from models.quota_bucket import QuotaBucket
 from models.resolution import Limiter, ResolvedRate
+from sluice.waits import wait_event
 
 UNLIMITED = -1
 __all__ = ["UNLIMITED", "Budget", "QuotaBucket", "RateLimiter"]
@@ -128,9 +128,7 @@ class RateLimiter:
 
     async def wait_changed(self, timeout: float) -> None:
         """Wait until a reservation settles or the limit changes (or ``timeout``)."""
-        event = self._changed
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+        await wait_event(self._changed, timeout)
 
     def _notify(self) -> None:
         event, self._changed = self._changed, asyncio.Event()

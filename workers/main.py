@@ -15,6 +15,7 @@ from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
 from sluice.protocol.connection import connect_async
 from sluice.protocol.version import ProtocolMismatch
+from sluice.waits import wait_event
 from workers.http import create_http_app
 from workers.worker import Worker
 
@@ -94,11 +95,9 @@ async def run_worker(
             except Exception as exc:  # database or Redis not there yet
                 log.warning("worker start failed (%s); retrying in 2 s", exc)
                 await worker.stop()
-                try:
-                    await asyncio.wait_for(stop.wait(), 2)
+                if await wait_event(stop, 2):
                     return
-                except TimeoutError:
-                    continue
+                continue
         await until_stopped(stop, worker)
     finally:
         log.info("worker %s stopping", worker.id)
