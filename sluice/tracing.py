@@ -27,20 +27,29 @@ SYSTEM = "sluice"
 CONTEXT_KEYS = ("traceparent", "tracestate")
 
 
+def opentelemetry_trace(what: str) -> Any:
+    """OpenTelemetry's ``trace`` module; ``InvalidConfiguration`` naming ``what`` needs it
+    when the ``tracing`` extra is not installed."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        raise InvalidConfiguration(
+            f"{what} needs OpenTelemetry: pip install 'sluice-client[tracing]'"
+        ) from None
+    return trace
+
+
 class Tracing:
     """The spans of one client (made only when tracing is on)."""
 
     def __init__(self, provider: object) -> None:
-        try:
-            from opentelemetry import propagate, trace
-        except ImportError:
-            raise InvalidConfiguration(
-                "tracing needs OpenTelemetry: pip install 'sluice-client[tracing]'"
-            ) from None
+        trace = opentelemetry_trace("tracing")
+        from opentelemetry import propagate
+
         self._trace = trace
         self._propagate = propagate
-        source = trace.get_tracer_provider() if provider is True else provider
-        self._tracer = source.get_tracer("sluice")  # type: ignore[attr-defined]
+        source: Any = trace.get_tracer_provider() if provider is True else provider
+        self._tracer = source.get_tracer("sluice")
 
     def send(self, topic: str, properties: dict[str, str], size: int) -> Any:
         """Start a send span and put its context into ``properties``; the span."""

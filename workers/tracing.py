@@ -20,10 +20,10 @@ span's child).
 
 from __future__ import annotations
 
-from sluice.errors import InvalidConfiguration
 from sluice.protocol.frames import DispatchReason, DispatchResult
-from sluice.tracing import SYSTEM
+from sluice.tracing import SYSTEM, opentelemetry_trace
 
+WHAT = "SLUICE_WORKER_TRACING"
 THROTTLED = {DispatchReason.MSG_BUDGET: "messages", DispatchReason.BYTE_BUDGET: "bytes"}
 
 
@@ -31,23 +31,13 @@ class DispatchTracer:
     """Makes the dispatch spans of one worker."""
 
     def __init__(self, provider: object) -> None:
-        try:
-            from opentelemetry import trace
-        except ImportError:
-            raise InvalidConfiguration(
-                "SLUICE_WORKER_TRACING needs OpenTelemetry: pip install 'sluice-client[tracing]'"
-            ) from None
-        self._kind = trace.SpanKind.INTERNAL
+        self._kind = opentelemetry_trace(WHAT).SpanKind.INTERNAL
         self._tracer = provider.get_tracer("sluice.worker")  # type: ignore[attr-defined]
 
     @classmethod
     def global_provider(cls) -> DispatchTracer:
         """Spans through the process's global ``TracerProvider``."""
-        try:
-            from opentelemetry import trace
-        except ImportError:
-            return cls(None)  # raises the message above
-        return cls(trace.get_tracer_provider())
+        return cls(opentelemetry_trace(WHAT).get_tracer_provider())
 
     def dispatched(
         self, partition: str, subscription: str, started_ns: int, result: DispatchResult
