@@ -122,14 +122,20 @@ class OutboxRelay:
                 log.warning("outbox: could not mark %d published event(s): %s", len(ids), exc)
 
     async def run(self) -> None:
-        """Sweep on every failure report and at least every ``sweep_seconds``, until
-        cancelled."""
+        """Sweep on every failure report, and every ``sweep_seconds`` while sweeps find
+        events or fail; sweeps that find nothing space out, doubling up to the grace period
+        (an idle admin service reads the outbox once per grace period, not every second),
+        until cancelled.  An event left by a replica that died before publishing it is so
+        published 5 to 10 s (grace, then at most one more) after it was written."""
+        wait = self.sweep_seconds
         while True:
-            await wait_event(self._wake, self.sweep_seconds)
+            await wait_event(self._wake, wait)
             self._wake.clear()
             urgent, self._urgent = self._urgent, False
+            previous, wait = wait, self.sweep_seconds
             try:
-                await self.publish_pending(grace=0.0 if urgent else self.grace_seconds)
+                if not await self.publish_pending(grace=0.0 if urgent else self.grace_seconds):
+                    wait = min(previous * 2, max(self.sweep_seconds, self.grace_seconds))
             except RedisError as exc:
                 self._urgent = urgent
                 log.warning("outbox relay: Redis unavailable, will retry: %s", exc)
