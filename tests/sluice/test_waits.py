@@ -4,6 +4,7 @@ task (``asyncio.wait_for`` on Python 3.11 swallows it: the loop below would run 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 
 import pytest
@@ -42,10 +43,8 @@ def test_wait_for_swallows_it_on_python_3_11():
     """The control: the same loop on asyncio.wait_for runs on after its cancellation."""
 
     async def wait_for(event, timeout):
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), timeout)
-        except TimeoutError:
-            pass
 
     assert _set_and_cancel(wait_for) == "ran on"
 
