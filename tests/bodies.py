@@ -11,3 +11,14 @@ def dispatch_rate(msg: int = -1, byte: int = -1, period: int = 1, relative: bool
         "relativeToPublishRate": relative,
         "ratePeriodInSecond": period,
     }
+
+
+# A ``ResourceGroup`` as GET answers it when nothing was set (-1: unlimited).
+UNLIMITED_GROUP = {
+    "publishRateInMsgs": -1,
+    "publishRateInBytes": -1,
+    "dispatchRateInMsgs": -1,
+    "dispatchRateInBytes": -1,
+    "replicationDispatchRateInMsgs": -1,
+    "replicationDispatchRateInBytes": -1,
+}

@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.bodies import UNLIMITED_GROUP as UNLIMITED
+
 ADMIN = "/admin/v2"
 GROUPS = f"{ADMIN}/resourcegroups"
 NS = f"{ADMIN}/namespaces/acme/orders"
 OTHER_NS = f"{ADMIN}/namespaces/acme/billing"
 TOPIC = f"{ADMIN}/persistent/acme/orders/created"
-UNLIMITED = {
-    "publishRateInMsgs": -1,
-    "publishRateInBytes": -1,
-    "dispatchRateInMsgs": -1,
-    "dispatchRateInBytes": -1,
-    "replicationDispatchRateInMsgs": -1,
-    "replicationDispatchRateInBytes": -1,
-}
 
 
 @pytest.fixture

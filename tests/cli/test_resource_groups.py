@@ -3,14 +3,7 @@
 
 from __future__ import annotations
 
-UNLIMITED = {
-    "publishRateInMsgs": -1,
-    "publishRateInBytes": -1,
-    "dispatchRateInMsgs": -1,
-    "dispatchRateInBytes": -1,
-    "replicationDispatchRateInMsgs": -1,
-    "replicationDispatchRateInBytes": -1,
-}
+from tests.bodies import UNLIMITED_GROUP as UNLIMITED
 
 
 def test_resource_group_crud(ok, cli, namespace):
