@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -20,7 +19,7 @@ import pytest
 
 import sluice
 from tests.workers.conftest import ADMIN, WorkerThread, rate, wait_until
-from tests.workers.test_strict_bound import excess
+from tests.workers.test_strict_bound import excess, new_topic
 from workers.http import create_http_app
 
 GROUPS = f"{ADMIN}/resourcegroups"
@@ -37,13 +36,7 @@ def make_group(http, limit: int = LIMIT, name: str = "rg") -> str:
 
 def member_namespace(http, group: str | None, partitions: int = 0, weight: int | None = None):
     """A namespace of tenant acme with topic t, attached to ``group``; its topic's name."""
-    ns = f"acme/g{uuid.uuid4().hex[:8]}"
-    assert http.put(f"{ADMIN}/namespaces/{ns}").status_code == 204
-    path = f"{ADMIN}/persistent/{ns}/t"
-    if partitions:
-        assert http.put(f"{path}/partitions", json=partitions).status_code == 204
-    else:
-        assert http.put(path).status_code == 204
+    ns, _path = new_topic(http, partitions, prefix="g")
     if group is not None:
         params = {"weight": weight} if weight else {}
         answer = http.post(f"{ADMIN}/namespaces/{ns}/resourcegroup/{group}", params=params)

@@ -40,15 +40,22 @@ def receive_all(consumer: sluice.Consumer, origin: float, expected: int, seconds
     return [at for at, _ in drain(consumer, expected, seconds, origin)]
 
 
-def one_run(http, client, set_limit, limit: int, count: int, partitions: int = 0):
-    """Create a topic, set a limit, then at once subscribe and produce; arrival times."""
-    ns = f"acme/r{uuid.uuid4().hex[:8]}"
+def new_topic(http, partitions: int = 0, prefix: str = "r") -> tuple[str, str]:
+    """A new namespace of tenant acme with a topic t (partitioned when ``partitions``):
+    the namespace's name and the topic's admin path."""
+    ns = f"acme/{prefix}{uuid.uuid4().hex[:8]}"
     assert http.put(f"{ADMIN}/namespaces/{ns}").status_code == 204
     path = f"{ADMIN}/persistent/{ns}/t"
     if partitions:
         assert http.put(f"{path}/partitions", json=partitions).status_code == 204
     else:
         assert http.put(path).status_code == 204
+    return ns, path
+
+
+def one_run(http, client, set_limit, limit: int, count: int, partitions: int = 0):
+    """Create a topic, set a limit, then at once subscribe and produce; arrival times."""
+    ns, path = new_topic(http, partitions)
     answer = set_limit(http, ns, path, limit)
     assert answer.status_code == 204, answer.text
     assert "x-sluice-enforcement" not in answer.headers
