@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, cast
@@ -29,6 +29,7 @@ from redis.exceptions import NoPermissionError, NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sluice.consumer_state import AckTracker, Part
+from sluice.durable import TOPOLOGY_ERRORS
 from sluice.errors import (
     AlreadyClosed,
     AuthorizationError,
@@ -136,6 +137,8 @@ class Consumer:
         self._dlq_producer: Producer | None = None
         self._initial_position = initial_position
         self._buffer: deque[Message] = deque()
+        # Elements popped from the receiver queues whose entries are not read yet (``_fetch``).
+        self._unread: list[tuple[Part, list[bytes], list]] = []
         self._listener: threading.Thread | None = None
         self._lock = threading.RLock()
         self._closed = False
@@ -329,30 +332,27 @@ class Consumer:
         self._listener.start()
 
     def _fetch(self, block_seconds: float) -> None:
-        queues = [p.queue for p in self._parts]
+        """Move what the receiver queues hold into the buffer.  A popped element is gone from
+        Redis, so it is kept (``_unread``) until the entries it names have been read: a
+        connection lost between the pop and the read (a master that dies, a failover) leaves
+        it for the next call, never dropped -- its entries are pending to this consumer and
+        nothing else would deliver them while it lives."""
         try:
-            popped = self._pop(queues, block_seconds)
-            received = []
-            for queue, elements in popped:
-                part = self._by_queue[queue]
-                notices = [range_notice(raw) for raw in elements]
-                ranges = [n for n in notices if n is not None]
-                fetched = iter(())
-                if ranges:
-                    # New entries: read them where they are, in one round trip.
-                    pipe = self._client.raw_redis.pipeline(transaction=False)
-                    for first, last in ranges:
-                        pipe.execute_command("XRANGE", part.log, first, last)
-                    rows = pipe.execute()
-                    fetched = iter(raw_rows(rows) if self._client.cluster else rows)
-                received.append((part, elements, notices, fetched))
+            if not self._unread:
+                queues = [p.queue for p in self._parts]
+                self._unread = [
+                    (self._by_queue[queue], elements, [range_notice(raw) for raw in elements])
+                    for queue, elements in self._pop(queues, block_seconds)
+                ]
+            received = [(*popped, self._read_ranges(*popped)) for popped in self._unread]
         except RedisAuthenticationError as exc:
             raise session_ended(exc) from None
-        except (RedisConnectionError, RedisTimeoutError):
+        except (RedisConnectionError, RedisTimeoutError, *TOPOLOGY_ERRORS):
             time.sleep(min(block_seconds, 0.5))
             return
         except NoPermissionError as exc:
             raise self._denied(exc) from None
+        self._unread = []
         messages: list[Message] = []
         for part, elements, notices, fetched in received:
             for raw, notice in zip(elements, notices, strict=True):
@@ -362,6 +362,18 @@ class Consumer:
                     self._decode_new(part, next(fetched), messages)
         with self._lock:
             self._buffer.extend(messages)
+
+    def _read_ranges(self, part: Part, elements: list[bytes], notices: list) -> Iterator:
+        """The entries of the notices' ranges (new entries: read where they are, in one round
+        trip), one list per range, in order."""
+        ranges = [n for n in notices if n is not None]
+        if not ranges:
+            return iter(())
+        pipe = self._client.raw_redis.pipeline(transaction=False)
+        for first, last in ranges:
+            pipe.execute_command("XRANGE", part.log, first, last)
+        rows = pipe.execute()
+        return iter(raw_rows(rows) if self._client.cluster else rows)
 
     def _pop(self, queues: list, block_seconds: float) -> list[tuple[bytes, list[bytes]]]:
         """Take what the receiver queues hold: from one of them, waiting up to

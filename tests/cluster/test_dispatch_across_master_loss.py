@@ -41,6 +41,24 @@ LIMIT = 40
 SLACK = 2.0
 
 
+def where_missing(cluster, partition, missing: set[bytes], receiver) -> str:
+    """Where the missing sends are on partition ``partition``'s promoted master: in its log
+    or not, and what its subscription's group and the consumer's queue hold (a failure
+    tells a lost write from a lost delivery)."""
+    node = cluster.node_of_key(keys.log(partition))
+    redis = node.redis()
+    rows = redis.xrange(keys.log(partition))
+    in_log = {fields.get(b"d"): entry for entry, fields in rows}
+    found = sorted(in_log[m].decode() for m in missing if m in in_log)
+    groups = redis.xinfo_groups(keys.log(partition))
+    pending = redis.xpending(keys.log(partition), "audit")
+    return (
+        f"on the promoted master: log of {len(rows)} entries holds {len(found)} of the "
+        f"missing ({found[:3]}...{found[-1:]}); groups {groups}; pending {pending}; "
+        f"consumer errors {[repr(e) for e in receiver.errors[:5]]}"
+    )
+
+
 def test_dispatch_resumes_within_bounds_after_a_master_is_killed(tmp_path):
     cluster = EmbeddedCluster(tmp_path / "cluster", masters=3, replicas=1).start()
     stack = Stack(cluster, tmp_path)
@@ -85,6 +103,8 @@ def test_dispatch_resumes_within_bounds_after_a_master_is_killed(tmp_path):
             f"after the kill (bound {LEASE_TTL + NODE_TIMEOUT_MS / 1000 + 1:.1f} s + {SLACK} s)"
         )
         print(report)
+        if missing:
+            report += "; " + where_missing(cluster, first, missing, receiver)
         assert not missing, f"{len(missing)} acknowledged sends lost; {report}"
         assert len(sender.sent) > 300, report
         assert resumed <= LEASE_TTL + NODE_TIMEOUT_MS / 1000 + 1 + SLACK, report
