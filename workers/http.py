@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from models.resolution import PublishRate, ResolvedRate
-from sluice.protocol.names import TopicName
+from sluice.protocol.names import PARTITION_SUFFIX, TopicName
 from workers.metrics import CONTENT_TYPE, render
 
 if TYPE_CHECKING:
@@ -26,9 +26,19 @@ if TYPE_CHECKING:
 
 
 def _group_of(worker: Worker) -> Callable[[str], GroupBinding | None]:
-    """The resource group of a partition, by full name, as the policy snapshot has it now."""
+    """The resource group of a partition, by full name, as the policy snapshot has it now:
+    resolved once per topic for the scrape (every partition of a topic has its group)."""
     groups = worker.policy.groups
-    return lambda partition: groups.binding_for(TopicName.from_full(partition))
+    by_topic: dict[str, GroupBinding | None] = {}
+
+    def group_of(partition: str) -> GroupBinding | None:
+        base, sep, index = partition.rpartition(PARTITION_SUFFIX)
+        topic = base if sep and index.isdigit() else partition
+        if topic not in by_topic:
+            by_topic[topic] = groups.binding_for(TopicName.from_full(partition))
+        return by_topic[topic]
+
+    return group_of
 
 
 def create_http_app(worker: Worker) -> Starlette:
