@@ -153,12 +153,14 @@ class Chaos:
         self.cycle: list[str] = []
         self.injected: Counter[str] = Counter()
         self.errors: list[str] = []
+        self.timeline: list[tuple[float, str]] = []  # (wall-clock ms at injection, fault)
 
     def next(self) -> None:
         if not self.cycle:
             self.cycle = list(FAULTS)
             self.pick.shuffle(self.cycle)
         fault = self.cycle.pop()
+        self.timeline.append((time.time() * 1000, fault))
         try:
             getattr(self, fault.replace("-", "_"))()
             self.injected[fault] += 1
@@ -230,6 +232,52 @@ class DispatchCounter:
         self.redis.close()
 
 
+def locate(redis_url: str, missing: set[bytes], timeline: list[tuple[float, str]]) -> str:
+    """Where acknowledged sends that never arrived are: per partition, their entry ids (the
+    write time, Redis's clock), the fault injected last before the first of them, and what the
+    subscription's pending list says of them (to whom, delivered how often)."""
+    redis = connect(redis_url)
+    base = TopicName.from_full(TOPIC)
+    found: dict[int, list[str]] = {}
+    try:
+        for index in range(PARTITIONS):
+            log = keys.log(base.partition(index))
+            start = "-"
+            while True:
+                rows = redis.xrange(log, start, "+", count=10_000)
+                for entry_id, fields in rows:
+                    if fields.get(b"d") in missing:
+                        found.setdefault(index, []).append(entry_id.decode())
+                if len(rows) < 10_000:
+                    break
+                start = "(" + rows[-1][0].decode()
+        parts = [f"{len(missing) - sum(map(len, found.values()))} not in any log"]
+        for index, ids in sorted(found.items()):
+            first_ms = int(ids[0].split("-")[0])
+            before = [(at, fault) for at, fault in timeline if at <= first_ms]
+            pending = redis.xpending_range(
+                keys.log(base.partition(index)), "chaos", ids[0], ids[-1], len(ids) + 10
+            )
+            holders = Counter(
+                (p["consumer"].decode(), p["times_delivered"]) for p in pending
+            ).most_common(3)
+            last = (
+                f"{before[-1][1]} {(first_ms - before[-1][0]) / 1000:.1f} s earlier"
+                if before
+                else "none"
+            )
+            parts.append(
+                f"partition {index}: {len(ids)} in the log, {ids[0]} .. {ids[-1]}; last fault "
+                f"before the first: {last}; pending {len(pending)} (consumer, deliveries): "
+                f"{holders}"
+            )
+        return "; ".join(parts)
+    except Exception as exc:  # a diagnosis, never the reason the run fails
+        return f"not located: {exc!r}"
+    finally:
+        redis.close()
+
+
 def strict_bound_excess(arrivals: list[float]) -> int:
     """Deliveries beyond LIMIT x (floor(T) + 1) at their arrival, T seconds from the start."""
     over = 0
@@ -294,6 +342,8 @@ def run(minutes: float, quick: bool, every: float | None, seed: int) -> dict:
         stats = admin.get("/admin/v2/persistent/bench/ns/chaos/partitioned-stats").json()
         redelivered = stats["subscriptions"]["chaos"].get("msgRedeliverCounter", 0)
         guarded_after = admin.get("/admin/v2/namespaces/bench/guarded/dispatchRate").json()
+        missing = set(senders.acked) - set(receiver.seen)
+        where_lost = locate(deployment.cluster.url, missing, chaos.timeline) if missing else "-"
         admin.close()
         client.close()
     finally:
@@ -325,6 +375,7 @@ def run(minutes: float, quick: bool, every: float | None, seed: int) -> dict:
         "guarded policy unchanged": guarded_before == guarded_after,
         "faults injected": ", ".join(f"{k} {v}" for k, v in sorted(chaos.injected.items())),
         "faults that failed to inject": "; ".join(chaos.errors) or "none",
+        "where the lost sends are": where_lost,
     }
 
 

@@ -390,9 +390,23 @@ class Consumer:
         pipe = redis.pipeline(transaction=False)
         for queue in queues:
             pipe.lmpop(1, queue, direction="LEFT", count=self._permits)
-        popped = [cast(tuple[bytes, list[bytes]], r) for r in pipe.execute() if r]
+        # A node that fails (a master killed mid-pipeline) must not cost what the others
+        # popped: their elements are gone from Redis once popped, so they are returned, and
+        # the failed queues are tried again on the next call.
+        replies = pipe.execute(raise_on_error=False)
+        popped = [
+            cast(tuple[bytes, list[bytes]], r)
+            for r in replies
+            if r and not isinstance(r, Exception)
+        ]
+        failed = [r for r in replies if isinstance(r, Exception)]
+        for error in failed:
+            if not isinstance(error, (RedisConnectionError, RedisTimeoutError, *TOPOLOGY_ERRORS)):
+                raise error
         if popped:
             return popped
+        if failed:
+            raise failed[0]
         self._turn = (self._turn + 1) % len(queues)
         reply = redis.blmpop(
             min(block_seconds, 0.05), 1, queues[self._turn], direction="LEFT", count=self._permits
