@@ -94,7 +94,7 @@ def test_readme_curl_session(standalone):
         runs = http.get("/admin/v2/reports/runs").json()
         return [r for r in runs if r["status"] in ("succeeded", "failed")]
 
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 420  # three Spark jobs, one after the other, on 2 cores
     while len(finished_runs()) < 3 and time.monotonic() < deadline:
         time.sleep(1)
     assert sorted((r["job"], r["status"]) for r in finished_runs()) == [
