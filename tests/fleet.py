@@ -21,10 +21,10 @@ from server.processes import wait_or_kill
 from sluice.protocol import keys
 from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
+from tests import ROOT
 from tests.workers.conftest import wait_until
 from workers.leases import rendezvous_owner
 
-ROOT = Path(__file__).resolve().parents[1]
 LEASE_TTL = 1.5
 
 

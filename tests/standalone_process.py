@@ -12,8 +12,7 @@ from pathlib import Path
 import httpx
 
 from server.embedded_redis import free_port
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
 
 
 def run_module(module: str, *args: str, cwd: Path, env: dict[str, str]):
