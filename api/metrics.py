@@ -30,6 +30,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.middleware import HttpMiddleware
+
 PROBE_SECONDS = 1.0
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 WAIT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -91,17 +93,14 @@ class AdminMetrics:
         self.enforcement_wait.labels(outcome).observe(seconds)
 
 
-class MetricsMiddleware:
+class MetricsMiddleware(HttpMiddleware):
     """Times every routed HTTP request (plain ASGI: a few microseconds a request)."""
 
     def __init__(self, app: ASGIApp, metrics: AdminMetrics) -> None:
-        self.app = app
+        super().__init__(app)
         self.metrics = metrics
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500
 

@@ -23,17 +23,32 @@ REQUEST_ID_HEADER = b"x-request-id"
 ENFORCEMENT_HEADER = b"x-sluice-enforcement"
 
 
-class RequestContextMiddleware:
+class HttpMiddleware:
+    """Plain ASGI middleware that acts on HTTP requests (``http``) only: lifespan and WebSocket
+    messages go straight through to ``app``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.http(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """One HTTP request."""
+        raise NotImplementedError
+
+
+class RequestContextMiddleware(HttpMiddleware):
     """Sets ``scope["state"]["request_id"]`` and echoes it as ``X-Request-Id``; caps bodies."""
 
     def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_body_bytes = max_body_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_id = ""
         length = -1
         for name, value in scope["headers"]:

@@ -36,9 +36,10 @@ import httpx
 
 import sluice
 from bench.dispatch_throughput import fill_topic
-from bench.harness import ROOT, arguments, percentile, report, wait_http
+from bench.harness import ROOT, arguments, percentile, report
 from bench.httpload import open_loop, prepare
-from server.embedded_redis import free_port
+from tests.receiving import receive_until
+from tests.standalone_process import Standalone as StandaloneProcess
 
 RATE = 100.0  # health requests/s (as bench.partition_churn)
 TOPIC = "persistent://bench/ns/flow"
@@ -48,47 +49,23 @@ MAX_AHEAD = 200_000  # messages the producer may be ahead of the consumer
 ADMIN = "/admin/v2"
 
 
-class Standalone:
+class Standalone(StandaloneProcess):
     """``sluice standalone`` as a user starts it, on free ports, in a temporary folder."""
 
     def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="sluice-bench-standalone-"))
-        self.port, self.redis_port, self.worker_port = free_port(), free_port(), free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
-        self.process: subprocess.Popen | None = None
+        super().__init__(
+            Path(tempfile.mkdtemp(prefix="sluice-bench-standalone-")),
+            "--log-level",
+            "warning",
+            "--no-reports",
+            env={"PYTHONPATH": str(ROOT)},
+        )
 
     def __enter__(self) -> Standalone:
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-        env["SLUICE_WORKER_HTTP_PORT"] = str(self.worker_port)
-        env["PYTHONPATH"] = str(ROOT)
-        with open(self.folder / "standalone.log", "w") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "server.cli",
-                    "--log-level",
-                    "warning",
-                    "standalone",
-                    "--data-dir",
-                    str(self.folder / "data"),
-                    "--port",
-                    str(self.port),
-                    "--redis-port",
-                    str(self.redis_port),
-                    "--no-reports",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
         try:
-            wait_http(f"{self.url}{ADMIN}/brokers/ready")
-            wait_http(f"http://127.0.0.1:{self.worker_port}/readyz")
+            self.start()
         except BaseException:
-            self.__exit__()
+            shutil.rmtree(self.folder, ignore_errors=True)
             raise
         return self
 
@@ -143,16 +120,16 @@ def consume(url: str, received, ready, stop) -> None:
     count = 0
     with sluice.Client(url) as client:
         consumer = client.subscribe(TOPIC, "bench", consumer_type=sluice.ConsumerType.Shared)
-        ready.set()
-        while not stop.is_set():
-            try:
-                message = consumer.receive(timeout_millis=200)
-            except sluice.Timeout:
-                continue
+
+        def acknowledge(message: sluice.Message) -> None:
+            nonlocal count
             consumer.acknowledge(message)
             count += 1
             if count % 1000 == 0:
                 received.value = count
+
+        ready.set()
+        receive_until(stop, consumer, acknowledge, timeout_millis=200)
         consumer.close()
 
 

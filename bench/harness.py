@@ -28,6 +28,7 @@ from server.embedded_cluster import EmbeddedCluster
 from server.embedded_postgres import EmbeddedPostgres
 from server.embedded_redis import EmbeddedRedis, free_port
 from server.processes import wait_or_kill
+from tests.standalone_process import wait_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 _postgres: EmbeddedPostgres | None = None
@@ -152,16 +153,8 @@ def stop_processes(processes: list[subprocess.Popen]) -> None:
 
 def wait_http(url: str, timeout: float = 60.0) -> None:
     """Wait until ``url`` answers 200."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} did not become ready")
-        time.sleep(0.1)
+    if not wait_ready(url, time.monotonic() + timeout, pause=0.1):
+        raise RuntimeError(f"{url} did not become ready")
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -6,18 +6,18 @@ Only reads live here; writes belong to the services that own each entity.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from models.broker_config import BrokerConfig
 from models.dispatch_rate import DispatchRate
-from models.errors import NotAllowed, NotFound, topic_not_found
+from models.errors import Conflict, NotAllowed, NotFound, topic_not_found
 from models.flow import value_from_json
 from models.orm import (
     DISPATCH_RATE,
@@ -194,6 +194,27 @@ async def require_forced_deletion(session: AsyncSession, key: str, what: str) ->
     broker setting ``key`` allows it."""
     if not (await load_broker_config(session)).get(key):
         raise NotAllowed(f"Broker doesn't allow forced deletion of {what}")
+
+
+@dataclass(frozen=True, slots=True)
+class CascadingDeletion:
+    """Deleting a row that owns others (a tenant its namespaces, a namespace its topics): with
+    ``force`` it takes them along, which the broker setting ``setting`` must allow
+    (``NotAllowed`` naming ``owned`` otherwise); without, any of them refuses the deletion
+    (``Conflict`` with ``refusal``)."""
+
+    setting: str
+    owned: str
+    refusal: str
+
+    async def names(self, session: AsyncSession, owned: Select[Any], force: bool) -> list[str]:
+        """The names (selected by ``owned``) the deletion takes along, once allowed."""
+        if force:
+            await require_forced_deletion(session, self.setting, self.owned)
+        found: list[str] = list((await session.scalars(owned)).all())
+        if found and not force:
+            raise Conflict(self.refusal)
+        return found
 
 
 async def find_tenant(session: AsyncSession, name: str) -> Tenant | None:

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -21,10 +20,11 @@ from server.processes import wait_or_kill
 from sluice.protocol import keys
 from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
+from tests import ROOT
+from tests.receiving import BackgroundReceiver
 from tests.workers.conftest import wait_until
 from workers.leases import rendezvous_owner
 
-ROOT = Path(__file__).resolve().parents[1]
 LEASE_TTL = 1.5
 
 
@@ -152,7 +152,7 @@ def with_signal(process: subprocess.Popen, sig: int) -> None:
         os.kill(process.pid, sig)
 
 
-class Collector:
+class Collector(BackgroundReceiver):
     """A Shared consumer that receives and acks on a thread, counting every delivery."""
 
     def __init__(
@@ -162,38 +162,35 @@ class Collector:
         subscription: str = "sub",
         receiver_queue_size: int = 50,
     ) -> None:
-        self.consumer = client.subscribe(
-            topic,
-            subscription,
-            consumer_type=sluice.ConsumerType.Shared,
-            receiver_queue_size=receiver_queue_size,
+        super().__init__(
+            client.subscribe(
+                topic,
+                subscription,
+                consumer_type=sluice.ConsumerType.Shared,
+                receiver_queue_size=receiver_queue_size,
+            )
         )
         self.seen: dict[bytes, int] = {}
         self.receipts: list[float] = []
         self.last_receipt = 0.0
         self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self.start_receiving()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                message = self.consumer.receive(timeout_millis=100)
-            except sluice.Timeout:
-                continue
-            except Exception as exc:  # a fault test's outage: note it and keep going
-                self.errors.append(exc)
-                time.sleep(0.05)
-                continue
-            self.seen[message.data()] = self.seen.get(message.data(), 0) + 1
-            self.last_receipt = time.monotonic()
-            self.receipts.append(self.last_receipt)
-            self.note(message)
-            try:
-                self.consumer.acknowledge(message)
-            except Exception as exc:
-                self.errors.append(exc)
+    def failed(self, exc: Exception) -> bool:
+        """A fault test's outage: note it and keep going."""
+        self.errors.append(exc)
+        time.sleep(0.05)
+        return True
+
+    def received(self, message: sluice.Message) -> None:
+        self.seen[message.data()] = self.seen.get(message.data(), 0) + 1
+        self.last_receipt = time.monotonic()
+        self.receipts.append(self.last_receipt)
+        self.note(message)
+        try:
+            self.consumer.acknowledge(message)
+        except Exception as exc:
+            self.errors.append(exc)
 
     def note(self, message: sluice.Message) -> None:
         """Called for every delivery before it is acknowledged; subclasses note more."""
@@ -205,5 +202,4 @@ class Collector:
 
     def stop(self) -> None:
         """Stop receiving (the consumer stays open until its client closes)."""
-        self._stop.set()
-        self._thread.join(5)
+        self.stop_receiving()

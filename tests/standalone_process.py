@@ -7,13 +7,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
 from server.embedded_redis import free_port
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
 
 
 def run_module(module: str, *args: str, cwd: Path, env: dict[str, str]):
@@ -26,6 +26,22 @@ def run_module(module: str, *args: str, cwd: Path, env: dict[str, str]):
         text=True,
         timeout=60,
     )
+
+
+def wait_ready(
+    url: str, deadline: float, running: Callable[[], bool] = lambda: True, pause: float = 0.2
+) -> bool:
+    """Poll ``url`` until it answers 200 (True), or until ``time.monotonic()`` passes
+    ``deadline`` or ``running()`` turns false (False)."""
+    while True:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        if not running() or time.monotonic() > deadline:
+            return False
+        time.sleep(pause)
 
 
 class Standalone:
@@ -96,17 +112,11 @@ class Standalone:
                 start_new_session=self.own_session,
             )
         deadline = time.monotonic() + timeout
+        process = self.process
         for url in (f"{self.url}/admin/v2/brokers/ready", f"{self.worker_url}/readyz"):
-            while True:
-                try:
-                    if httpx.get(url, timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.process.kill()
-                    raise RuntimeError(self.log()[-3000:])
-                time.sleep(0.2)
+            if not wait_ready(url, deadline, lambda: process.poll() is None):
+                process.kill()
+                raise RuntimeError(self.log()[-3000:])
         return self
 
     def interrupt(self, timeout: float = 30) -> int:

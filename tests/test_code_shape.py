@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
+
 PRODUCT = ("api", "models", "workers", "dataplane", "server", "reports", "sluice")
 LIMIT = 80
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
+
 LIGHT = {"redis", "msgpack", "mmh3", "orjson", "httpx", "pyyaml", "tabulate"}
 SERVER_PACKAGES = {"api", "models", "workers", "reports", "server", "dataplane", "migrations"}
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
+
 SCRIPT = ROOT / "scripts" / "install-system-packages.sh"
 
 

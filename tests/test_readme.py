@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import ROOT
 from tests.standalone_process import Standalone
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 BLOCK = re.compile(r"^```(sh|python)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 

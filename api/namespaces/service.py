@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from api.permissions.service import namespace_auth, note_roles_granted
+from api.permissions.service import namespace_auth
 from api.permissions.subscriptions import read_subscription_permissions
 from api.schemas import NamespacePolicies
+from api.tenants.service import delete_owner
 from api.unit_of_work import UnitOfWork
 from models.delayed_delivery import DELAYED_DELIVERY
 from models.errors import Conflict, PreconditionFailed
@@ -19,11 +20,11 @@ from models.flow import (
 )
 from models.orm import Namespace, Tenant, Topic
 from models.repository import (
+    CascadingDeletion,
     find_namespace,
     get_namespace,
     get_tenant,
     load_snapshot,
-    require_forced_deletion,
 )
 from sluice.protocol.names import TopicName, check_namespace, check_tenant
 
@@ -116,20 +117,18 @@ async def read_policies(uow: UnitOfWork, tenant: str, namespace: str, local: str
     }
 
 
+TAKES_TOPICS = CascadingDeletion(
+    "forceDeleteNamespaceAllowed", "namespaces", "Cannot delete non empty namespace"
+)
+
+
 async def delete_namespace(uow: UnitOfWork, tenant: str, namespace: str, force: bool) -> None:
     """Delete a namespace; 409 while it has topics unless ``force`` (which takes them too)."""
     check_namespace(tenant, namespace)
     row = await get_namespace(uow.session, tenant, namespace)
-    if force:
-        await require_forced_deletion(uow.session, "forceDeleteNamespaceAllowed", "namespaces")
-    topics = (
-        await uow.session.scalars(select(Topic.name).where(Topic.namespace_id == row.id))
-    ).all()
-    if topics and not force:
-        raise Conflict("Cannot delete non empty namespace")
     before = dict(row.policies)
-    await note_roles_granted(uow, namespace_id=row.id)
-    await uow.session.delete(row)
+    owned = select(Topic.name).where(Topic.namespace_id == row.id)
+    topics = await delete_owner(uow, row, TAKES_TOPICS, owned, force, namespace_id=row.id)
     full = f"{tenant}/{namespace}"
     uow.record(
         "namespace",

@@ -55,16 +55,22 @@ def _query(
     }
 
 
+# The query parameters both report listings take.
+Window = Annotated[str, Query(description="minute, hour or day")]
+Since = Annotated[str, Query(description="a duration back from now (1h) or ISO-8601 time")]
+RowLimit = Annotated[int, Query(ge=1, le=100_000)]
+
+
 @router.get("/rates/{tenant}/{namespace}", response_model=list[RateReportDocument])
 async def rate_report(
     tenant: str,
     namespace: str,
     uow: UowDep,
-    window: str = Query("minute", description="minute, hour or day"),
-    since: str = Query("1h", description="a duration back from now (1h) or ISO-8601 time"),
+    window: Window = "minute",
+    since: Since = "1h",
     topic: str | None = Query(None, description="topic name or persistent:// URL"),
     subscription: str | None = None,
-    limit: int = Query(1000, ge=1, le=100_000),
+    limit: RowLimit = 1000,
 ) -> list[dict]:
     """Dispatch per subscription per window against the limit in force."""
     query = _query(tenant, namespace, window, since, topic, subscription)
@@ -76,14 +82,14 @@ async def backlog_report(
     tenant: str,
     namespace: str,
     uow: UowDep,
-    window: str = Query("minute", description="minute, hour or day"),
-    since: str = Query("1h", description="a duration back from now (1h) or ISO-8601 time"),
+    window: Window = "minute",
+    since: Since = "1h",
     topic: str | None = None,
     subscription: str | None = None,
     top: int | None = Query(
         None, ge=1, le=100_000, description="only the N fastest-growing per window"
     ),
-    limit: int = Query(1000, ge=1, le=100_000),
+    limit: RowLimit = 1000,
 ) -> list[dict]:
     """Backlog per subscription per window, its growth and time to drain."""
     query = _query(tenant, namespace, window, since, topic, subscription)

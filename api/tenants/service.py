@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from typing import Any
+
+from sqlalchemy import Select, select
 
 from api.permissions.service import note_roles_granted
 from api.schemas import TenantInfo
 from api.unit_of_work import UnitOfWork
 from models.errors import Conflict, PreconditionFailed
 from models.orm import Cluster, Namespace, Tenant
-from models.repository import find_tenant, get_tenant, require_forced_deletion
+from models.repository import CascadingDeletion, find_tenant, get_tenant
 from sluice.protocol.names import check_tenant
 
 
@@ -64,19 +66,36 @@ async def update_tenant(uow: UnitOfWork, name: str, info: TenantInfo, local: str
     uow.record("tenant", "tenant", name, before, tenant_json(tenant))
 
 
+TAKES_NAMESPACES = CascadingDeletion(
+    "forceDeleteTenantAllowed", "tenants", "The tenant still has active namespaces"
+)
+
+
+async def delete_owner(
+    uow: UnitOfWork,
+    row: Tenant | Namespace,
+    deletion: CascadingDeletion,
+    owned: Select[Any],
+    force: bool,
+    **owner_id: int,
+) -> list[str]:
+    """Delete ``row`` (a tenant or namespace) and, if ``deletion`` allows, the rows it owns
+    (``owned`` selects their names); those names.  The roles granted under it are noted
+    first (their sessions lose the grants: ``note_roles_granted`` with ``owner_id``)."""
+    names = await deletion.names(uow.session, owned, force)
+    await note_roles_granted(uow, **owner_id)
+    await uow.session.delete(row)
+    return names
+
+
 async def delete_tenant(uow: UnitOfWork, name: str, force: bool) -> None:
     """Delete a tenant; 409 while it has namespaces unless ``force`` (which takes them too)."""
     tenant = await get_tenant(uow.session, name, "Tenant doesn't exist")
-    if force:
-        await require_forced_deletion(uow.session, "forceDeleteTenantAllowed", "tenants")
-    namespaces = (
-        await uow.session.scalars(select(Namespace.name).where(Namespace.tenant_id == tenant.id))
-    ).all()
-    if namespaces and not force:
-        raise Conflict("The tenant still has active namespaces")
     before = tenant_json(tenant)
-    await note_roles_granted(uow, tenant_id=tenant.id)
-    await uow.session.delete(tenant)
+    owned = select(Namespace.name).where(Namespace.tenant_id == tenant.id)
+    namespaces = await delete_owner(
+        uow, tenant, TAKES_NAMESPACES, owned, force, tenant_id=tenant.id
+    )
     uow.record("tenant", "tenant", name, before, None, namespaces=sorted(namespaces))
     gone = [f"{name}/{ns}" for ns in namespaces]
     uow.project(lambda dp: dp.unregister_namespaces(gone))

@@ -21,6 +21,26 @@ def create_topic(http: httpx.Client, partitions: int = 2) -> httpx.Client:
     return http
 
 
+def ops_tenant(http: httpx.Client, *namespaces: str) -> httpx.Client:
+    """Tenant ``acme`` (admin role ``ops``) and the namespaces at the admin paths
+    ``namespaces``; returns ``http``."""
+    tenant = {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
+    assert http.put("/admin/v2/tenants/acme", json=tenant).status_code == 204
+    for path in namespaces:
+        assert http.put(path).status_code == 204
+    return http
+
+
+def not_found_reasons(http: httpx.Client, requests) -> list[str]:
+    """Every (method, path, JSON body) of ``requests`` answers 404; the reasons given."""
+    reasons = []
+    for method, path, body in requests:
+        answer = http.request(method, path, json=body)
+        assert answer.status_code == 404, (method, path, answer.text)
+        reasons.append(answer.json()["reason"])
+    return reasons
+
+
 def assert_namespace_dry_run(http: httpx.Client, policy: str, value: object) -> None:
     """A dry run of setting the namespace's ``policy`` to ``value`` answers the topic's
     would-be flow control (``policy`` from the namespace) and stores nothing."""

@@ -12,6 +12,7 @@ from sqlalchemy import text
 from api.app import create_app
 from models.db import make_async_engine, make_session_factory
 from models.permissions import Action, Grant, all_grants, allowed, grants_for_role
+from tests.api.orders import not_found_reasons, ops_tenant
 from tests.conftest import ServerThread
 
 ADMIN = "/admin/v2"
@@ -24,9 +25,7 @@ FULL = "persistent://acme/orders/created"
 @pytest.fixture
 def world(http):
     """Tenant acme, namespace acme/orders, partitioned topic created (2), topic plain."""
-    tenant = {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
-    assert http.put(f"{ADMIN}/tenants/acme", json=tenant).status_code == 204
-    assert http.put(NS).status_code == 204
+    ops_tenant(http, NS)
     assert http.put(f"{TOPIC}/partitions", json=2).status_code == 204
     assert http.put(PLAIN).status_code == 204
     return http
@@ -70,15 +69,17 @@ def test_namespace_grant_read_replace_revoke(world):
 
 def test_namespace_not_found_and_bad_names(world):
     http = world
-    for method, path, body in (
-        ("GET", f"{ADMIN}/namespaces/acme/missing/permissions", None),
-        ("POST", f"{ADMIN}/namespaces/acme/missing/permissions/app", ["produce"]),
-        ("DELETE", f"{ADMIN}/namespaces/acme/missing/permissions/app", None),
-        ("GET", f"{ADMIN}/namespaces/nope/orders/permissions", None),
-    ):
-        answer = http.request(method, path, json=body)
-        assert answer.status_code == 404, (method, path, answer.text)
-        assert answer.json()["reason"] == "Namespace does not exist"
+    missing = f"{ADMIN}/namespaces/acme/missing/permissions"
+    reasons = not_found_reasons(
+        http,
+        (
+            ("GET", missing, None),
+            ("POST", f"{missing}/app", ["produce"]),
+            ("DELETE", f"{missing}/app", None),
+            ("GET", f"{ADMIN}/namespaces/nope/orders/permissions", None),
+        ),
+    )
+    assert set(reasons) == {"Namespace does not exist"}
     bad = http.get(f"{ADMIN}/namespaces/acme/bad name/permissions")
     assert bad.status_code == 412
     for role in ("...", "x" * 256, " padded", "%20"):
@@ -165,16 +166,15 @@ def test_a_grant_on_a_partition_is_the_partitioned_topics(world):
 
 def test_topic_must_exist(world):
     http = world
-    for method, path, body in (
-        ("GET", f"{ADMIN}/persistent/acme/orders/missing/permissions", None),
-        ("POST", f"{ADMIN}/persistent/acme/orders/missing/permissions/app", ["produce"]),
-        ("DELETE", f"{ADMIN}/persistent/acme/orders/missing/permissions/app", None),
+    missing = f"{ADMIN}/persistent/acme/orders/missing/permissions"
+    requests = (
+        ("GET", missing, None),
+        ("POST", f"{missing}/app", ["produce"]),
+        ("DELETE", f"{missing}/app", None),
         # Beyond the partition count.
         ("POST", f"{TOPIC}-partition-2/permissions/app", ["produce"]),
-    ):
-        answer = http.request(method, path, json=body)
-        assert answer.status_code == 404, (method, path, answer.text)
-        reason = answer.json()["reason"]
+    )
+    for reason in not_found_reasons(http, requests):
         assert re.fullmatch(r"Topic persistent://acme/orders/\S+ not found", reason), reason
     missing_ns = http.get(f"{ADMIN}/persistent/acme/gone/t/permissions")
     assert missing_ns.status_code == 404

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.api.orders import ops_tenant
 from tests.bodies import UNLIMITED_GROUP as UNLIMITED
 
 ADMIN = "/admin/v2"
@@ -17,10 +18,7 @@ TOPIC = f"{ADMIN}/persistent/acme/orders/created"
 @pytest.fixture
 def world(http):
     """Tenant acme with namespaces orders and billing, a partitioned topic created (2)."""
-    tenant = {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
-    assert http.put(f"{ADMIN}/tenants/acme", json=tenant).status_code == 204
-    assert http.put(NS).status_code == 204
-    assert http.put(OTHER_NS).status_code == 204
+    ops_tenant(http, NS, OTHER_NS)
     assert http.put(f"{TOPIC}/partitions", json=2).status_code == 204
     return http
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
+from tests.api.orders import not_found_reasons, ops_tenant
 from tests.api.test_permissions import ADMIN, NS, audit
 
 SUBS = f"{NS}/permissions/subscription"
@@ -13,10 +14,7 @@ SUBS = f"{NS}/permissions/subscription"
 @pytest.fixture
 def world(http):
     """Tenant acme (admin role ops), namespace acme/orders."""
-    tenant = {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
-    assert http.put(f"{ADMIN}/tenants/acme", json=tenant).status_code == 204
-    assert http.put(NS).status_code == 204
-    return http
+    return ops_tenant(http, NS)
 
 
 def rows_in_db(db) -> int:
@@ -61,15 +59,13 @@ def test_revoke_on_a_subscription_without_a_list_is_404(world):
 def test_missing_namespace_and_bad_input_change_nothing(world, db):
     http = world
     missing = f"{ADMIN}/namespaces/acme/missing/permissions"
-    for method, path, body in (
+    requests = (
         ("GET", f"{missing}/subscription", None),
         ("POST", f"{missing}/subscription/s", ["app"]),
         ("DELETE", f"{missing}/s/app", None),
         ("GET", f"{ADMIN}/namespaces/nope/orders/permissions/subscription", None),
-    ):
-        answer = http.request(method, path, json=body)
-        assert answer.status_code == 404, (method, path, answer.text)
-        assert answer.json()["reason"], answer.text
+    )
+    assert all(not_found_reasons(http, requests))
     assert http.post(f"{SUBS}/s", json=["app"]).status_code == 204
     entries = len(audit(http))
     cases = [

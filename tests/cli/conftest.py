@@ -77,3 +77,11 @@ def topic(ok, namespace):
     ok("topics", "create-partitioned-topic", name, "-p", "2")
     ok("topics", "create-subscription", name, "-s", "s1")
     return name
+
+
+def applied_from_namespace(ok, group: str, topic: str, namespace_set: tuple, topic_get: str):
+    """Set a policy on namespace ``acme/orders`` (``namespace_set``: the verb and its flags);
+    the topic (``group topic_get``) has no value of its own; the value it applies."""
+    ok("namespaces", namespace_set[0], "acme/orders", *namespace_set[1:])
+    assert ok(group, topic_get, topic).out.strip() == "null"
+    return ok(group, topic_get, topic, "-ap").json

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.cli.conftest import applied_from_namespace
 from tests.cli.parsing import parsing_test, usage_error_test
 
 T = "persistent://t/ns/topic"
@@ -75,9 +76,8 @@ def test_namespace_limits(ok, cli, namespace, suffix, flag):
 
 @pytest.mark.parametrize("group", ["topics", "topicPolicies"])
 def test_topic_limits_and_applied(ok, cli, topic, group):
-    ok("namespaces", "set-max-producers-per-topic", "acme/orders", "-p", "5")
-    assert ok(group, "get-max-producers", topic).out.strip() == "null"
-    assert ok(group, "get-max-producers", topic, "-ap").json == 5
+    namespace_set = ("set-max-producers-per-topic", "-p", "5")
+    assert applied_from_namespace(ok, group, topic, namespace_set, "get-max-producers") == 5
     ok(group, "set-max-producers", topic, "-p", "2")
     assert ok(group, "get-max-producers", topic).json == 2
     ok(group, "set-max-consumers", topic, "-c", "3")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.cli.conftest import applied_from_namespace
 from tests.cli.parsing import parsing_test, usage_error_test
 
 T = "persistent://t/ns/topic"
@@ -94,9 +95,8 @@ def test_namespace_rates(ok, cli, namespace):
 
 @pytest.mark.parametrize("group", ["topics", "topicPolicies"])
 def test_topic_rates_applied_and_dry_run(ok, cli, topic, group):
-    ok("namespaces", "set-publish-rate", "acme/orders", "-m", "50")
-    assert ok(group, "get-publish-rate", topic).out.strip() == "null"
-    assert ok(group, "get-publish-rate", topic, "-ap").json == {
+    namespace_set = ("set-publish-rate", "-m", "50")
+    assert applied_from_namespace(ok, group, topic, namespace_set, "get-publish-rate") == {
         "publishThrottlingRateInMsg": 50,
         "publishThrottlingRateInByte": -1,
     }

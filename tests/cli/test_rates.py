@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.bodies import dispatch_rate as rate
+from tests.cli.conftest import applied_from_namespace
 
 
 @pytest.mark.parametrize("kind", ["dispatch-rate", "subscription-dispatch-rate"])
@@ -42,9 +43,8 @@ def test_non_integer_rate_is_a_usage_error(cli, namespace):
 
 @pytest.mark.parametrize("group", ["topics", "topicPolicies"])
 def test_topic_dispatch_rate_and_applied(ok, cli, topic, group):
-    ok("namespaces", "set-dispatch-rate", "acme/orders", "-md", "100")
-    assert ok(group, "get-dispatch-rate", topic).out.strip() == "null"
-    assert ok(group, "get-dispatch-rate", topic, "-ap").json == rate(100)
+    namespace_set = ("set-dispatch-rate", "-md", "100")
+    assert applied_from_namespace(ok, group, topic, namespace_set, "get-dispatch-rate") == rate(100)
     ok(group, "set-dispatch-rate", topic, "-md", "10", "-bd", "2048")
     assert ok(group, "get-dispatch-rate", topic).json == rate(10, 2048)
     assert ok(group, "get-dispatch-rate", topic, "--applied").json == rate(10, 2048)

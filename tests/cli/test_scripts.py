@@ -9,7 +9,6 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import httpx
 import pytest
@@ -17,10 +16,10 @@ import pytest
 from api.app import create_app
 from migrations import upgrade
 from server.embedded_redis import EmbeddedRedis
+from tests import ROOT
 from tests.bodies import dispatch_rate as rate
 from tests.conftest import ServerThread, create_database, drop_database
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 MISSING = [tool for tool in ("bash", "curl", "jq") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(

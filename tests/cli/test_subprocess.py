@@ -6,9 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from tests import ROOT
 from tests.standalone_process import run_module
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def sluice_admin(*args: str, home: Path) -> subprocess.CompletedProcess:

@@ -12,8 +12,7 @@ import httpx
 
 from server.embedded_redis import free_port
 from server.processes import wait_or_kill
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
 
 
 def sluice(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen:

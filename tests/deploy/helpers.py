@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import copy
 import functools
-from pathlib import Path
 from typing import Any
 
 import helm_python as helm
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
+
 CHART = ROOT / "helm" / "sluice"
 CI_VALUES = CHART / "ci"
 RELEASE = "sluice"

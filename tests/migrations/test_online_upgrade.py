@@ -28,9 +28,9 @@ from alembic.script import ScriptDirectory
 from migrations import alembic_config, upgrade
 from server.embedded_redis import free_port
 from server.processes import wait_or_kill
+from tests import ROOT
 from tests.conftest import create_database, drop_database
 
-ROOT = Path(__file__).resolve().parents[2]
 READS = (
     "/admin/v2/tenants",
     "/admin/v2/tenants/acme",

@@ -122,18 +122,19 @@ def test_message_size_topic_value_counts_when_set_and_not_above_the_brokers():
 @pytest.mark.parametrize(
     ("path", "level", "reason"),
     [
-        ("maxTopicsPerNamespace", "namespace", "maxTopicsPerNamespace must be 0 or more"),
-        ("maxProducersPerTopic", "namespace", "maxProducersPerTopic must be 0 or more"),
-        ("maxConsumersPerTopic", "namespace", "maxConsumersPerTopic must be 0 or more"),
-        (
-            "maxConsumersPerSubscription",
-            "namespace",
-            "maxConsumersPerSubscription must be 0 or more",
+        *(
+            (path, level, f"{path} must be 0 or more")
+            for path, level in (
+                ("maxTopicsPerNamespace", "namespace"),
+                ("maxProducersPerTopic", "namespace"),
+                ("maxConsumersPerTopic", "namespace"),
+                ("maxConsumersPerSubscription", "namespace"),
+                ("maxSubscriptionsPerTopic", "namespace"),
+                ("maxProducers", "topic"),
+                ("maxConsumers", "topic"),
+                ("maxSubscriptionsPerTopic", "topic"),
+            )
         ),
-        ("maxSubscriptionsPerTopic", "namespace", "maxSubscriptionsPerTopic must be 0 or more"),
-        ("maxProducers", "topic", "maxProducers must be 0 or more"),
-        ("maxConsumers", "topic", "maxConsumers must be 0 or more"),
-        ("maxSubscriptionsPerTopic", "topic", "maxSubscriptionsPerTopic must be 0 or more"),
         ("maxConsumersPerSubscription", "topic", "Invalid value for maxConsumersPerSubscription"),
     ],
 )

@@ -39,6 +39,26 @@ def snap(seconds: float, subscription: str = "sub", **fields: Any) -> StatsSnaps
     return StatsSnapshot(**values)
 
 
+def at_the_limit(
+    intervals: int, msg_in: int, backlog_step: int, bytes_step: int = 0, **fields: Any
+) -> list[StatsSnapshot]:
+    """``intervals`` 10-second snapshots of subscription ``sub`` dispatching at the limit
+    (``LIMITED``: 1000 messages an interval) while ``msg_in`` come in: the backlog grows by
+    ``backlog_step`` messages and ``bytes_step`` bytes an interval; ``fields`` in each."""
+    return [
+        snap(
+            10 * (i + 1),
+            msg_in=msg_in,
+            msg_out=1000,
+            backlog_msgs=backlog_step * (i + 1),
+            backlog_bytes=bytes_step * (i + 1),
+            **fields,
+            **LIMITED,
+        )
+        for i in range(intervals)
+    ]
+
+
 def frame(spark: SparkSession, snapshots: list[StatsSnapshot]) -> DataFrame:
     """Snapshots as the DataFrame the jobs read from the lake."""
     schema = SNAPSHOT_SCHEMA

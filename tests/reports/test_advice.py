@@ -14,7 +14,7 @@ from models.settings import Settings
 from reports.jobs import run_job
 from reports.store import RunStore
 from tests.conftest import truncate
-from tests.reports.conftest import LIMITED, T0, TOPIC, snap, write_lake
+from tests.reports.conftest import LIMITED, T0, TOPIC, at_the_limit, snap, write_lake
 
 PARTED = "persistent://acme/orders/parted"
 N = 12  # two minutes of 10 s intervals
@@ -22,25 +22,15 @@ N = 12  # two minutes of 10 s intervals
 
 def _snapshots():
     rows = []
+    # Throttled all along at 100 msg/s while 120 msg/s come in.
+    slow = at_the_limit(
+        N, 1200, 200, 20_000, subscription="slow", unacked=50, consumers=1, throttled_topic=2
+    )
     for i in range(N):
         t = 10 * (i + 1)
         # 12 msg/s under a 100 msg/s limit, nothing waits.
         rows.append(snap(t, "idle", msg_in=120, msg_out=120, consumers=1, **LIMITED))
-        # Throttled all along at 100 msg/s while 120 msg/s come in.
-        rows.append(
-            snap(
-                t,
-                "slow",
-                msg_in=1200,
-                msg_out=1000,
-                backlog_msgs=200 * (i + 1),
-                backlog_bytes=20_000 * (i + 1),
-                unacked=50,
-                consumers=1,
-                throttled_topic=2,
-                **LIMITED,
-            )
-        )
+        rows.append(slow[i])
         # No limit; the consumers acknowledge 40 msg/s while 50 msg/s come in.
         rows.append(
             snap(

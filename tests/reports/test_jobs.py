@@ -15,7 +15,7 @@ from models.settings import Settings
 from reports.jobs import TimeBudgetExceeded, run_job
 from reports.store import RunStore
 from tests.conftest import truncate
-from tests.reports.conftest import LIMITED, T0, snap, write_lake
+from tests.reports.conftest import T0, at_the_limit, write_lake
 
 JDBC_JAR = Settings().jdbc_jar
 
@@ -23,18 +23,7 @@ JDBC_JAR = Settings().jdbc_jar
 @pytest.fixture
 def lake(tmp_path) -> str:
     # One minute at the limit (100 msg/s) for subscription "sub", growing backlog.
-    rows = [
-        snap(
-            10 * (i + 1),
-            msg_in=1200,
-            msg_out=1000,
-            backlog_msgs=200 * (i + 1),
-            throttled_topic=2,
-            **LIMITED,
-        )
-        for i in range(6)
-    ]
-    return write_lake(tmp_path / "lake", rows)
+    return write_lake(tmp_path / "lake", at_the_limit(6, 1200, 200, throttled_topic=2))
 
 
 @pytest.fixture

@@ -29,13 +29,13 @@ from sqlalchemy import select
 from models.reports import BacklogReportRow, RateReportRow, ReportRun
 from models.settings import Settings
 from server.embedded_redis import die_with_parent
+from tests import ROOT
 from tests.conftest import flush_redis, truncate
 from tests.reports.conftest import T0, snap, write_lake
 from tests.reports.spark_standalone import SPARK_HOME, SparkStandalone, loopback_environment
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 JDBC_JAR = Settings().jdbc_jar
 SUBSCRIPTIONS = ("audit", "billing", "search")
 PARTITIONS = (0, 1)

@@ -21,7 +21,7 @@ from reports.transforms import (
     rate_report,
     subscription_intervals,
 )
-from tests.reports.conftest import LIMITED, T0, TOPIC, frame, snap
+from tests.reports.conftest import LIMITED, T0, TOPIC, at_the_limit, frame, snap
 
 
 def _at(hour: int, minute: int) -> datetime:
@@ -373,17 +373,7 @@ def test_empty_input_gives_empty_reports(spark):
 def test_growing_backlog_that_never_drains(spark):
     # Backlog 100, 200, 300, 400 at 10 s steps: slope 10 msg/s.  Publish 110 msg/s against a
     # 100 msg/s limit: it cannot drain.
-    rows = [
-        snap(
-            10 * (i + 1),
-            msg_in=1100,
-            msg_out=1000,
-            backlog_msgs=100 * (i + 1),
-            backlog_bytes=1000 * (i + 1),
-            **LIMITED,
-        )
-        for i in range(4)
-    ]
+    rows = at_the_limit(4, 1100, 100, 1000)
     report = backlog_report(frame(spark, rows), "minute")
     expected = [
         Row(

@@ -13,8 +13,6 @@ from server.embedded_redis import free_port
 from server.ports import Port, PortInUse, check_free, is_in_use
 from tests.standalone_process import run_module
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture
 def busy_port():

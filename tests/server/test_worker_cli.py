@@ -20,9 +20,9 @@ import httpx
 import pytest
 
 from server.processes import wait_or_kill
+from tests import ROOT
 from tests.workers.conftest import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
 BROKERS = "/admin/v2/brokers/standalone"
 
 

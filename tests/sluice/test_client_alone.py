@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
 
 SERVER_LIBRARIES = (
     "fastapi",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from importlib import resources
-from pathlib import Path
 
 from sluice.protocol import keys
 from sluice.protocol.frames import DispatchArgs, holder_prefix, lease_holder
@@ -21,8 +20,8 @@ from sluice.protocol.scripts import (
     SUBSCRIBE,
     scripts_for,
 )
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("api", "models", "workers", "dataplane", "server", "reports", "sluice")
 PARTITION = TopicName("acme", "orders", "created").partition(3)
 HEADER_KEY = re.compile(r"KEYS\[(\d+)\]")

@@ -11,6 +11,7 @@ import pytest
 
 import sluice
 from reports.tasks import run_reports_once
+from tests.receiving import receive_until
 from tests.workers.conftest import ADMIN, rate
 
 NS = f"{ADMIN}/namespaces/acme/orders"
@@ -32,15 +33,10 @@ def _traffic(client, seconds: float) -> None:
     producers = [client.create_producer(n, batching_enabled=False) for n in names]
     stop = threading.Event()
 
-    def consume(consumer) -> None:
-        while not stop.is_set():
-            try:
-                message = consumer.receive(timeout_millis=100)
-            except sluice.Timeout:
-                continue
-            consumer.acknowledge(message)
-
-    readers = [threading.Thread(target=consume, args=(c,), daemon=True) for c in consumers]
+    readers = [
+        threading.Thread(target=receive_until, args=(stop, c, c.acknowledge), daemon=True)
+        for c in consumers
+    ]
     for reader in readers:
         reader.start()
     origin = time.monotonic()

@@ -25,6 +25,12 @@ def make_topic(http, partitions: int = 0) -> None:
         assert http.put(path).status_code == 204
 
 
+def assert_nothing_more(consumer: sluice.Consumer, millis: int = 800) -> None:
+    """No further message arrives within ``millis``."""
+    with pytest.raises(sluice.Timeout):
+        consumer.receive(timeout_millis=millis)
+
+
 def test_message_accessors_and_ids(http, namespace, client):
     make_topic(http)
     consumer = client.subscribe(TOPIC, "sub")
@@ -108,8 +114,7 @@ def test_failover_switches_to_the_next_consumer(http, namespace, client):
     for i in range(5):
         producer.send(f"m{i}".encode())
     got = [first.receive(timeout_millis=5000) for _ in range(5)]
-    with pytest.raises(sluice.Timeout):
-        second.receive(timeout_millis=300)
+    assert_nothing_more(second, 300)
     first.acknowledge(got[0])
     first.close()  # four received, not acknowledged: they go to the next consumer
     again = drain(second, 4, timeout=5)
@@ -152,8 +157,7 @@ def test_negative_ack_redelivers_after_the_delay(http, namespace, client):
     assert redelivered.data() == b"again"
     assert redelivered.redelivery_count() == 1
     consumer.acknowledge(redelivered)
-    with pytest.raises(sluice.Timeout):
-        consumer.receive(timeout_millis=800)
+    assert_nothing_more(consumer)
 
 
 def test_ack_timeout_redelivers(http, namespace, client):
@@ -194,8 +198,7 @@ def test_dead_letter_topic_after_max_redeliveries(http, namespace, client):
     assert dead.data() == b"poison"
     assert dead.properties()["k"] == "v"
     assert dead.properties()["REAL_TOPIC"] == TOPIC
-    with pytest.raises(sluice.Timeout):
-        consumer.receive(timeout_millis=800)
+    assert_nothing_more(consumer)
 
 
 def test_unacked_messages_of_a_closed_consumer_go_to_others(http, namespace, client):

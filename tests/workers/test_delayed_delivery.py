@@ -21,6 +21,7 @@ import pytest
 
 import sluice
 from tests.fleet import with_signal
+from tests.receiving import receive_some
 from tests.workers.conftest import ADMIN, rate, wait_until
 from tests.workers.test_strict_bound import excess
 
@@ -37,16 +38,7 @@ def configure(http, name: str, value: object) -> None:
 
 def receive(consumer: sluice.Consumer, count: int, seconds: float) -> list[tuple[float, object]]:
     """(wall-clock ms at arrival, message) for up to ``count`` messages, acknowledged."""
-    got = []
-    deadline = time.monotonic() + seconds
-    while len(got) < count and time.monotonic() < deadline:
-        try:
-            message = consumer.receive(timeout_millis=100)
-        except sluice.Timeout:
-            continue
-        got.append((time.time() * 1000, message))
-        consumer.acknowledge(message)
-    return got
+    return receive_some(consumer, count, seconds, lambda: time.time() * 1000)
 
 
 def test_delayed_messages_wait_for_their_time_and_go_in_due_order(http, namespace, client):

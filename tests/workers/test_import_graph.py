@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -9,7 +9,6 @@ after a consumer left, is allowed).
 
 from __future__ import annotations
 
-import threading
 import time
 from datetime import timedelta
 
@@ -17,6 +16,7 @@ import pytest
 
 import sluice
 from sluice.keyshared import key_slot
+from tests.receiving import BackgroundReceiver
 from tests.workers.conftest import ADMIN, rate, wait_until
 from tests.workers.test_strict_bound import excess
 
@@ -24,33 +24,29 @@ TOPIC = "persistent://acme/orders/keyed"
 PATH = f"{ADMIN}/persistent/acme/orders/keyed"
 
 
-class Receiver:
+class Receiver(BackgroundReceiver):
     """A consumer receiving and acknowledging on a thread; logs (time, key, payload)."""
 
     def __init__(self, consumer: sluice.Consumer, pause: float = 0.0) -> None:
-        self.consumer = consumer
+        super().__init__(consumer)
         self.pause = pause
         self.log: list[tuple[float, str, bytes]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self.start_receiving()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                message = self.consumer.receive(timeout_millis=100)
-            except sluice.Timeout:
-                continue
-            except sluice.AlreadyClosed:
-                return
-            self.log.append((time.monotonic(), message.partition_key(), message.data()))
-            self.consumer.acknowledge(message)
-            if self.pause:
-                time.sleep(self.pause)
+    def received(self, message: sluice.Message) -> None:
+        self.log.append((time.monotonic(), message.partition_key(), message.data()))
+        self.consumer.acknowledge(message)
+        if self.pause:
+            time.sleep(self.pause)
+
+    def failed(self, exc: Exception) -> bool:
+        """A consumer closed under the thread ends it; anything else is an error."""
+        if isinstance(exc, sluice.AlreadyClosed):
+            return False
+        raise exc
 
     def stop(self, close: bool = True) -> None:
-        self._stop.set()
-        self._thread.join(5)
+        self.stop_receiving()
         if close:
             self.consumer.close()
 

@@ -18,6 +18,7 @@ import sluice
 from sluice.protocol import keys
 from sluice.protocol.connection import connect
 from sluice.protocol.names import TopicName
+from tests.receiving import receive_some
 from tests.workers.conftest import ADMIN, rate, wait_until
 from tests.workers.test_strict_bound import excess
 
@@ -27,18 +28,14 @@ PATH = f"{ADMIN}/persistent/acme/orders/urgent"
 
 def receive(consumer: sluice.Consumer, count: int, seconds: float, ack: bool = True, origin=None):
     """(seconds since ``origin``, else the call, message) for up to ``count`` messages."""
-    got = []
     start = time.monotonic() if origin is None else origin
-    deadline = time.monotonic() + seconds
-    while len(got) < count and time.monotonic() < deadline:
-        try:
-            message = consumer.receive(timeout_millis=100)
-        except sluice.Timeout:
-            continue
-        got.append((time.monotonic() - start, message))
-        if ack:
-            consumer.acknowledge(message)
-    return got
+    return receive_some(consumer, count, seconds, lambda: time.monotonic() - start, ack)
+
+
+def idle_subscription(http, client, kind=sluice.ConsumerType.Shared) -> None:
+    """The topic and its subscription "s", closed: the backlog builds while nobody consumes."""
+    assert http.put(PATH).status_code == 204
+    client.subscribe(TOPIC, "s", consumer_type=kind).close()
 
 
 def mixed(count: int) -> list[tuple[int, bytes]]:
@@ -61,9 +58,7 @@ def backlog(http, name: str = "s") -> int:
     [sluice.ConsumerType.Shared, sluice.ConsumerType.Exclusive, sluice.ConsumerType.Failover],
 )
 def test_backlog_goes_highest_priority_first_fifo_within_a_level(http, namespace, client, kind):
-    assert http.put(PATH).status_code == 204
-    consumer = client.subscribe(TOPIC, "s", consumer_type=kind)
-    consumer.close()  # the subscription exists; the backlog builds while nobody consumes
+    idle_subscription(http, client, kind)
     producer = client.create_producer(TOPIC)
     sent = mixed(60)
     for priority, payload in sent:
@@ -143,9 +138,7 @@ def test_nacked_messages_come_back(http, namespace, client):
 
 
 def test_delayed_messages_join_the_order_when_due(http, namespace, client):
-    assert http.put(PATH).status_code == 204
-    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
-    consumer.close()
+    idle_subscription(http, client)
     producer = client.create_producer(TOPIC)
     producer.send(b"late-high", priority=9, deliver_after=timedelta(milliseconds=1500))
     producer.send(b"low", priority=0)
@@ -159,9 +152,7 @@ def test_delayed_messages_join_the_order_when_due(http, namespace, client):
 
 
 def test_key_shared_keeps_each_keys_order(http, namespace, client):
-    assert http.put(PATH).status_code == 204
-    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.KeyShared)
-    consumer.close()
+    idle_subscription(http, client, sluice.ConsumerType.KeyShared)
     producer = client.create_producer(TOPIC)
     sent = []
     for i in range(30):

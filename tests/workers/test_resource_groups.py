@@ -10,7 +10,6 @@ of that window within 2 points of its weight's share (the acceptance check allow
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -18,6 +17,7 @@ import httpx
 import pytest
 
 import sluice
+from tests.receiving import BackgroundReceiver
 from tests.workers.conftest import ADMIN, WorkerThread, rate, wait_until
 from tests.workers.test_strict_bound import excess, new_topic
 from workers.http import create_http_app
@@ -44,12 +44,14 @@ def member_namespace(http, group: str | None, partitions: int = 0, weight: int |
     return f"persistent://{ns}/t"
 
 
-class Backlogged:
+class Backlogged(BackgroundReceiver):
     """A subscription with a deep backlog, consumed on a thread; arrival times recorded."""
 
     def __init__(self, url: str, topic: str, count: int, origin: float) -> None:
         self.client = sluice.Client(url)
-        self.consumer = self.client.subscribe(topic, "s", consumer_type=sluice.ConsumerType.Shared)
+        super().__init__(
+            self.client.subscribe(topic, "s", consumer_type=sluice.ConsumerType.Shared)
+        )
         producer = self.client.create_producer(topic, block_if_queue_full=True)
         for _ in range(count):
             producer.send_async(b"m" * 16, None)
@@ -57,22 +59,14 @@ class Backlogged:
         producer.close()
         self.origin = origin
         self.times: list[float] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.start_receiving()
 
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                message = self.consumer.receive(timeout_millis=100)
-            except sluice.Timeout:
-                continue
-            self.times.append(time.monotonic() - self.origin)
-            self.consumer.acknowledge(message)
+    def received(self, message: sluice.Message) -> None:
+        self.times.append(time.monotonic() - self.origin)
+        self.consumer.acknowledge(message)
 
     def close(self) -> list[float]:
-        self.stop.set()
-        self.thread.join(10)
+        self.stop_receiving(10)
         self.consumer.close()
         self.client.close()
         return self.times
@@ -100,16 +94,21 @@ def check_group(runs: list[list[float]], limit: int = LIMIT) -> None:
     assert used >= 0.95 * limit * WINDOW, used
 
 
+def measured_window(redis_url: str, topics: list[str]) -> list[int]:
+    """Run the members through warm-up and window, check the group's bound and use, and
+    count each member's arrivals in the measured window."""
+    runs = run_members(redis_url, topics, WARMUP + WINDOW + 0.5)
+    check_group(runs)
+    return [within(times, WARMUP, WARMUP + WINDOW) for times in runs]
+
+
 def test_two_backlogged_namespaces_share_the_group_half_and_half(
     http, namespace, worker, redis_server
 ):
     group = make_group(http)
     topics = [member_namespace(http, group, partitions=2), member_namespace(http, group)]
-    runs = run_members(redis_server.url, topics, WARMUP + WINDOW + 0.5)
-    check_group(runs)
-    counts = [within(times, WARMUP, WARMUP + WINDOW) for times in runs]
-    share = counts[0] / sum(counts)
-    assert abs(share - 0.5) <= 0.02, counts
+    counts = measured_window(redis_server.url, topics)
+    assert abs(counts[0] / sum(counts) - 0.5) <= 0.02, counts
 
 
 def test_weights_three_to_one(http, namespace, worker, redis_server):
@@ -118,11 +117,8 @@ def test_weights_three_to_one(http, namespace, worker, redis_server):
         member_namespace(http, group, weight=3),
         member_namespace(http, group, partitions=2, weight=1),
     ]
-    runs = run_members(redis_server.url, topics, WARMUP + WINDOW + 0.5)
-    check_group(runs)
-    counts = [within(times, WARMUP, WARMUP + WINDOW) for times in runs]
-    share = counts[0] / sum(counts)
-    assert abs(share - 0.75) <= 0.02, counts
+    counts = measured_window(redis_server.url, topics)
+    assert abs(counts[0] / sum(counts) - 0.75) <= 0.02, counts
 
 
 def test_what_an_idle_member_leaves_goes_to_the_other(http, namespace, worker, redis_server):
@@ -168,9 +164,7 @@ def test_the_limit_holds_across_two_workers(http, namespace, worker_settings, re
         ]
         time.sleep(2)  # both workers own partitions
         owners = [len(w.call(lambda worker: list(worker.runners))) for w in (first, second)]
-        runs = run_members(redis_server.url, topics, WARMUP + WINDOW + 0.5)
-        check_group(runs)
-        counts = [within(times, WARMUP, WARMUP + WINDOW) for times in runs]
+        counts = measured_window(redis_server.url, topics)
         assert abs(counts[0] / sum(counts) - 0.5) <= 0.05, (counts, owners)
     finally:
         first.stop()

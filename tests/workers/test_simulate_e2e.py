@@ -10,6 +10,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import sluice
+from tests.receiving import receive_until
 from tests.workers.conftest import ADMIN, rate
 
 NS = f"{ADMIN}/namespaces/acme/orders"
@@ -28,16 +29,11 @@ def _record(http, client, topic: str) -> tuple[datetime, int]:
     received = []
     stop = threading.Event()
 
-    def consume() -> None:
-        while not stop.is_set():
-            try:
-                message = consumer.receive(timeout_millis=100)
-            except sluice.Timeout:
-                continue
-            received.append(message)
-            consumer.acknowledge(message)
+    def keep(message: sluice.Message) -> None:
+        received.append(message)
+        consumer.acknowledge(message)
 
-    reader = threading.Thread(target=consume, daemon=True)
+    reader = threading.Thread(target=receive_until, args=(stop, consumer, keep), daemon=True)
     reader.start()
     start = datetime.now(UTC)
     origin = time.monotonic()

@@ -28,16 +28,20 @@ def timestamp(value: str, now: datetime | None = None) -> str:
     return value
 
 
+# The filters sent as given: (flag, query parameter, help).
+_FILTERS = (
+    ("--entity", "entity", "exact entity, e.g. persistent://t/ns/topic"),
+    ("--entity-prefix", "entityPrefix", "entity name prefix, e.g. acme/"),
+    ("--entity-type", "entityType", "e.g. topic.dispatchRate"),
+    ("--role", "role", "role that made the change"),
+)
+
+
 def _list(args, admin):
-    params = {
-        "entity": args.entity,
-        "entityPrefix": args.entity_prefix,
-        "entityType": args.entity_type,
-        "role": args.role,
-        "since": timestamp(args.since) if args.since else None,
-        "until": timestamp(args.until) if args.until else None,
-        "limit": args.limit,
-    }
+    params = {name: getattr(args, flag[2:].replace("-", "_")) for flag, name, _ in _FILTERS}
+    params["since"] = timestamp(args.since) if args.since else None
+    params["until"] = timestamp(args.until) if args.until else None
+    params["limit"] = args.limit
     return admin.request("GET", "/admin/v2/audit", params=params)
 
 
@@ -45,10 +49,8 @@ def register(commands, parents) -> None:
     """Add the ``audit`` group."""
     group = add_group(commands, "audit", "Read the audit log of changes")
     parser = add_command(group, "list", "Changes, newest first", _list, parents)
-    parser.add_argument("--entity", help="exact entity, e.g. persistent://t/ns/topic")
-    parser.add_argument("--entity-prefix", help="entity name prefix, e.g. acme/")
-    parser.add_argument("--entity-type", help="e.g. topic.dispatchRate")
-    parser.add_argument("--role", help="role that made the change")
+    for flag, _, help_text in _FILTERS:
+        parser.add_argument(flag, help=help_text)
     parser.add_argument("--since", help="from this time (ISO-8601 or 30m, 1h, 2d ago)")
     parser.add_argument("--until", help="before this time (ISO-8601 or 30m, 1h, 2d ago)")
     parser.add_argument("--limit", type=int, default=None, help="at most N entries (server: 100)")

@@ -39,22 +39,24 @@ _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _TIME_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
+def _amount(text: str, unit_pattern: str, units: dict[str, int], what: str, examples: str) -> int:
+    """A number with an optional unit (``unit_pattern``, one group) times the unit's factor
+    in ``units``; -1 stays -1 (no limit)."""
+    match = re.fullmatch(r"(-1|\d+)\s*" + unit_pattern, text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"invalid {what} {text!r}: use e.g. {examples}")
+    number, unit = match.groups()
+    return -1 if number == "-1" else int(number) * units[unit.lower()]
+
+
 def size_bytes(text: str) -> int:
     """``10M`` → bytes (1024-based, as pulsar-admin); -1 stays -1 (no limit)."""
-    match = re.fullmatch(r"(-1|\d+)\s*([kKmMgGtT]?)[bB]?", text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"invalid size {text!r}: use e.g. 1024, 10M or 2G")
-    number, unit = match.groups()
-    return -1 if number == "-1" else int(number) * _SIZE_UNITS[unit.lower()]
+    return _amount(text, r"([kKmMgGtT]?)[bB]?", _SIZE_UNITS, "size", "1024, 10M or 2G")
 
 
 def time_seconds(text: str) -> int:
     """``1h`` → seconds; -1 stays -1 (no limit)."""
-    match = re.fullmatch(r"(-1|\d+)\s*([sSmMhHdDwW]?)", text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"invalid time {text!r}: use e.g. 30, 30s, 5m or 1h")
-    number, unit = match.groups()
-    return -1 if number == "-1" else int(number) * _TIME_UNITS[unit.lower()]
+    return _amount(text, r"([sSmMhHdDwW]?)", _TIME_UNITS, "time", "30, 30s, 5m or 1h")
 
 
 def _body(args: argparse.Namespace) -> dict:

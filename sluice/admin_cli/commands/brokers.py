@@ -18,16 +18,17 @@ def _delete(args, admin):
     return admin.request("DELETE", path, params=dry_run_params(args))
 
 
-def _list(args, admin):
-    return admin.request("GET", f"{BASE}/configuration")
+# The read-only configuration commands: (verb, help, path below ``configuration``).
+_READS = (
+    ("list-dynamic-config", "Names of the dynamic keys", ""),
+    ("get-all-dynamic-config", "Values set through the API", "/values"),
+    ("get-runtime-config", "Every key with its value in force", "/runtime"),
+)
 
 
-def _values(args, admin):
-    return admin.request("GET", f"{BASE}/configuration/values")
-
-
-def _runtime(args, admin):
-    return admin.request("GET", f"{BASE}/configuration/runtime")
+def _read(suffix: str):
+    """The handler of a read-only configuration command."""
+    return lambda args, admin: admin.request("GET", f"{BASE}/configuration{suffix}")
 
 
 def _healthcheck(args, admin):
@@ -56,9 +57,8 @@ def register(commands, parents) -> None:
     )
     _config_flag(parser)
     add_dry_run(parser)
-    add_command(group, "list-dynamic-config", "Names of the dynamic keys", _list, parents)
-    add_command(group, "get-all-dynamic-config", "Values set through the API", _values, parents)
-    add_command(group, "get-runtime-config", "Every key with its value in force", _runtime, parents)
+    for verb, help_text, suffix in _READS:
+        add_command(group, verb, help_text, _read(suffix), parents)
     add_command(
         group,
         "healthcheck",

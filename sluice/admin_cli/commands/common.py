@@ -60,12 +60,18 @@ def add_rate_flags(parser: argparse.ArgumentParser, relative: bool = True) -> No
         help="period in seconds (default 1)",
     )
     if relative:
-        parser.add_argument(
+        add_switch(
+            parser,
             "-rp",
             "--relative-to-publish-rate",
-            action="store_true",
-            help="the limit is the publish rate plus the given value",
+            "the limit is the publish rate plus the given value",
         )
+
+
+def add_switch(parser: argparse.ArgumentParser, *flags_and_help: str, dest: str = "") -> None:
+    """A flag that is off unless given: the flag names, then the help text."""
+    *flags, help_text = flags_and_help
+    parser.add_argument(*flags, action="store_true", help=help_text, dest=dest or None)
 
 
 def rate_body(args: argparse.Namespace) -> dict:
@@ -80,11 +86,7 @@ def rate_body(args: argparse.Namespace) -> dict:
 
 def add_dry_run(parser: argparse.ArgumentParser) -> None:
     """``--dry-run``: validate on the server, print what would apply, change nothing."""
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="change nothing; print the limits the change would produce",
-    )
+    add_switch(parser, "--dry-run", "change nothing; print the limits the change would produce")
 
 
 def dry_run_params(args: argparse.Namespace) -> dict:
@@ -94,28 +96,28 @@ def dry_run_params(args: argparse.Namespace) -> dict:
 
 def add_applied(parser: argparse.ArgumentParser) -> None:
     """``-ap/--applied`` on a policy ``get``: the value in force, resolved through the levels."""
-    parser.add_argument(
+    add_switch(
+        parser,
         "-ap",
         "--applied",
-        action="store_true",
-        help="the value in force, resolved through namespace and broker levels",
+        "the value in force, resolved through namespace and broker levels",
     )
 
 
 def add_global(parser: argparse.ArgumentParser) -> None:
     """pulsar-admin's ``-g/--global`` on topic policies (one cluster: same as local)."""
-    parser.add_argument(
+    add_switch(
+        parser,
         "-g",
         "--global",
+        "the global policy (Sluice has one cluster: same as local)",
         dest="global_policy",
-        action="store_true",
-        help="the global policy (Sluice has one cluster: same as local)",
     )
 
 
 def add_force(parser: argparse.ArgumentParser, help_text: str) -> None:
     """``-f/--force``."""
-    parser.add_argument("-f", "--force", action="store_true", help=help_text)
+    add_switch(parser, "-f", "--force", help_text)
 
 
 def csv_list(value: str) -> list[str]:
