@@ -451,7 +451,12 @@ end
 -- count alone bounds every budget, so entries are read once, by XREADGROUP itself.
 local pflags = call('HMGET', KEYS[9], 'batch_entries', 'delayed_entries', 'priority_entries')
 local prio_on = pflags[3] and not key_shared
-local fast = byte_budget < 0 and ARGV[12] ~= '1' and not key_shared
+-- Key_Shared with one registered consumer that owns the whole ring, is not recently joined
+-- and has nothing held for it: every entry, keyed or not, would go to it in stream order, so
+-- it takes the fast path as Shared does (an entry it cannot take stays in the stream).
+local ks_fast = key_shared and sole_owner ~= nil and #registered == 1
+  and not joined[sole_owner] and call('ZCARD', KEYS[4]) == 0
+local fast = byte_budget < 0 and ARGV[12] ~= '1' and (not key_shared or ks_fast)
   and not pflags[1]
   and not (delaying and pflags[2])
   and not prio_on
