@@ -72,6 +72,8 @@
 -- owner cannot take it (no permits, max unacked, recently joined) is held (like a delayed one,
 -- due at once) and its slot is blocked for the rest of the call, so no later entry of that
 -- key passes it; due entries go first, in stream order.  Entries without a key go round robin.
+-- One registered consumer owning the whole ring, not recently joined, with nothing held:
+-- every entry is its in stream order, so the subscription takes the fast path (2a).
 -- While 10 x max entries are held, no new entry is read past one that must wait.
 -- Limiter hashes hold per dimension (prefix "m" messages, "b" bytes): pm permits, pp period
 -- (ms), ws start of the current period (ms, Redis time), av quota left in it, lu last use.
