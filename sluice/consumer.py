@@ -41,7 +41,7 @@ from sluice.errors import (
 )
 from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.message import EMPTY_PROPERTIES, Message, MessageId
-from sluice.priority import DEFAULT_PRIORITY, entry_priority
+from sluice.priority import DEFAULT_PRIORITY, entry_priority, priority_value
 from sluice.protocol import keys
 from sluice.protocol.connection import raw_rows
 from sluice.protocol.frames import range_notice, unpack_batch, unpack_packets
@@ -422,14 +422,39 @@ class Consumer:
             if len(flat) == 4 and flat[0] == b"t" and flat[2] == b"d":
                 # The common entry: publish time and payload, nothing else.
                 append(Message(flat[3], entry_id.decode(), index, topic, flat[1]))
+            elif len(flat) == 6 and flat[0] == b"t" and flat[2] == b"d" and flat[4] == b"k":
+                # A keyed one: publish time, payload and key.
+                append(
+                    Message(flat[3], entry_id.decode(), index, topic, flat[1], 0, flat[5].decode())
+                )
             else:
                 self._decode_entry(part, entry_id.decode(), flat, 0, out)
 
     def _decode(self, part: Part, entries: list, out: list[Message]) -> None:
-        """Append the messages of a packet of entries (redeliveries, with delivery counts)."""
+        """Append the messages of a packet of entries (redeliveries, with delivery counts; the
+        entries the priority index hands out, first deliveries)."""
+        topic = part.topic
+        index = part.index_in_topic
+        append = out.append
         for entry_id, flat, delivery_count in entries:
             redeliveries = delivery_count - 1 if delivery_count > 1 else 0
-            self._decode_entry(part, entry_id.decode(), flat, redeliveries, out)
+            if len(flat) == 4 and flat[0] == b"t" and flat[2] == b"d":
+                append(Message(flat[3], entry_id.decode(), index, topic, flat[1], redeliveries))
+            elif len(flat) == 6 and flat[0] == b"t" and flat[2] == b"d" and flat[4] == b"u":
+                # Publish time, payload and a priority other than the default.
+                append(
+                    Message(
+                        flat[3],
+                        entry_id.decode(),
+                        index,
+                        topic,
+                        flat[1],
+                        redeliveries,
+                        priority=priority_value(flat[5]),
+                    )
+                )
+            else:
+                self._decode_entry(part, entry_id.decode(), flat, redeliveries, out)
 
     def _decode_entry(
         self, part: Part, entry: str, flat: list[bytes], redeliveries: int, out: list[Message]

@@ -31,7 +31,11 @@ def check_priority(priority: object) -> int:
 
 def entry_priority(fields: dict) -> int:
     """The priority of a stream entry from its fields (bytes or str keys)."""
-    raw = fields.get(PRIORITY_FIELD, fields.get(PRIORITY_FIELD.encode()))
+    return priority_value(fields.get(PRIORITY_FIELD, fields.get(PRIORITY_FIELD.encode())))
+
+
+def priority_value(raw: bytes | str | None) -> int:
+    """The priority an entry's priority field holds (the default when it holds none)."""
     if raw is None:
         return DEFAULT_PRIORITY
     try:

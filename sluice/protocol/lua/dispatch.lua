@@ -72,6 +72,8 @@
 -- owner cannot take it (no permits, max unacked, recently joined) is held (like a delayed one,
 -- due at once) and its slot is blocked for the rest of the call, so no later entry of that
 -- key passes it; due entries go first, in stream order.  Entries without a key go round robin.
+-- One registered consumer owning the whole ring, not recently joined, with nothing held:
+-- every entry is its in stream order, so the subscription takes the fast path (2a).
 -- While 10 x max entries are held, no new entry is read past one that must wait.
 -- Limiter hashes hold per dimension (prefix "m" messages, "b" bytes): pm permits, pp period
 -- (ms), ws start of the current period (ms, Redis time), av quota left in it, lu last use.
@@ -196,37 +198,40 @@ local function id_lt(a, b)
   return am < bm or (am == bm and as < bs)
 end
 
--- murmur3_32 (seed 0) of a string, as an unsigned number.
-local function u32(x) if x < 0 then return x + 4294967296 end return x end
-local function mul32(a, b)
-  local al = a % 65536
-  local ah = (a - al) / 65536
-  return (al * b + ((ah * b) % 65536) * 65536) % 4294967296
+-- murmur3_32 (seed 0) of a string, as an unsigned number.  The arithmetic is on signed 32-bit
+-- integers (Lua BitOp): a product of a 32-bit and a 16-bit number stays exact in a double, so
+-- imul splits its constant into 16-bit halves and wraps with bit.tobit.
+local tobit, bor, bxor, lshift, rshift = bit.tobit, bit.bor, bit.bxor, bit.lshift, bit.rshift
+local function imul(a, b)
+  local bl = b % 65536
+  return tobit(tobit(a * bl) + lshift(tobit(a * ((b - bl) / 65536)), 16))
 end
-local function rotl32(x, r) return u32(bit.bor(bit.lshift(x, r), bit.rshift(x, 32 - r))) end
-local function mix(k)
-  return mul32(rotl32(mul32(k, 0xcc9e2d51), 15), 0x1b873593)
-end
+local function rotl32(x, r) return bor(lshift(x, r), rshift(x, 32 - r)) end
 local function murmur3(text)
   local h, len = 0, #text
   local blocks = math.floor(len / 4)
+  local byte = string.byte
   for b = 0, blocks - 1 do
-    local b1, b2, b3, b4 = string.byte(text, b * 4 + 1, b * 4 + 4)
-    h = rotl32(u32(bit.bxor(h, mix(b1 + b2 * 256 + b3 * 65536 + b4 * 16777216))), 13)
-    h = (mul32(h, 5) + 0xe6546b64) % 4294967296
+    local b1, b2, b3, b4 = byte(text, b * 4 + 1, b * 4 + 4)
+    local k = imul(rotl32(imul(b1 + b2 * 256 + b3 * 65536 + b4 * 16777216, 0xcc9e2d51), 15),
+      0x1b873593)
+    h = rotl32(bxor(h, k), 13)
+    h = tobit(imul(h, 5) + 0xe6546b64)
   end
   local rest = len - blocks * 4
   if rest > 0 then
-    local b1, b2, b3 = string.byte(text, blocks * 4 + 1, blocks * 4 + 3)
+    local b1, b2, b3 = byte(text, blocks * 4 + 1, blocks * 4 + 3)
     local k = b1
     if rest >= 2 then k = k + b2 * 256 end
     if rest >= 3 then k = k + b3 * 65536 end
-    h = u32(bit.bxor(h, mix(k)))
+    h = bxor(h, imul(rotl32(imul(k, 0xcc9e2d51), 15), 0x1b873593))
   end
-  h = u32(bit.bxor(h, len))
-  h = mul32(u32(bit.bxor(h, bit.rshift(h, 16))), 0x85ebca6b)
-  h = mul32(u32(bit.bxor(h, bit.rshift(h, 13))), 0xc2b2ae35)
-  return u32(bit.bxor(h, bit.rshift(h, 16)))
+  h = bxor(h, len)
+  h = imul(bxor(h, rshift(h, 16)), 0x85ebca6b)
+  h = imul(bxor(h, rshift(h, 13)), 0xc2b2ae35)
+  h = bxor(h, rshift(h, 16))
+  if h < 0 then h = h + 4294967296 end
+  return h
 end
 
 -- Max-unacked limits: room left for new pending entries (-1 = unlimited).
@@ -299,6 +304,13 @@ local cursor = call('GET', KEYS[2]) or '0-0'
 local ring_ends, ring_owner, joined, by_id, blocked = {}, {}, {}, {}, {}
 local held_any = false
 local slots = {}
+-- When every slot of the ring has the same owner (AUTO_SPLIT with one registered consumer,
+-- or STICKY ranges of one consumer covering the whole ring), which owner a key has does not
+-- depend on its slot: the key is not hashed, and every keyed entry has the one slot 0.  The
+-- same entries go and wait as with their own slots: whether the owner can take an entry only
+-- falls within a call (permits, unacked room) or stays (recently joined), so once one keyed
+-- entry waits, every later one would too.
+local sole_owner = nil
 local function key_slot(fields)
   local key, okey
   for f = 1, #fields, 2 do
@@ -307,6 +319,7 @@ local function key_slot(fields)
   end
   key = okey or key
   if not key or key == '' then return nil end
+  if sole_owner then return 0 end
   local slot = slots[key]
   if not slot then
     slot = murmur3(key) % 65536
@@ -388,10 +401,14 @@ if key_shared then
     call('HSET', KEYS[13], 'm', members, 'r', ring)
     state.r = ring
   end
+  local uniform = nil
   for e, o in string.gmatch(state.r or '', '(%d+) (%d+)') do
     ring_ends[#ring_ends + 1] = tonumber(e)
-    ring_owner[#ring_owner + 1] = tonumber(o)
+    local owner = tonumber(o)
+    ring_owner[#ring_owner + 1] = owner
+    if uniform == nil then uniform = owner elseif uniform ~= owner then uniform = 0 end
   end
+  if uniform and uniform ~= 0 and registered[uniform] then sole_owner = registered[uniform] end
   -- The oldest entry out with a registered consumer (held entries, and those of consumers
   -- gone, wait in the redeliver zset and go in stream order), computed once, when needed.
   local oldest, looked = nil, false
@@ -436,7 +453,12 @@ end
 -- count alone bounds every budget, so entries are read once, by XREADGROUP itself.
 local pflags = call('HMGET', KEYS[9], 'batch_entries', 'delayed_entries', 'priority_entries')
 local prio_on = pflags[3] and not key_shared
-local fast = byte_budget < 0 and ARGV[12] ~= '1' and not key_shared
+-- Key_Shared with one registered consumer that owns the whole ring, is not recently joined
+-- and has nothing held for it: every entry, keyed or not, would go to it in stream order, so
+-- it takes the fast path as Shared does (an entry it cannot take stays in the stream).
+local ks_fast = key_shared and sole_owner ~= nil and #registered == 1
+  and not joined[sole_owner] and call('ZCARD', KEYS[4]) == 0
+local fast = byte_budget < 0 and ARGV[12] ~= '1' and (not key_shared or ks_fast)
   and not pflags[1]
   and not (delaying and pflags[2])
   and not prio_on
@@ -478,6 +500,22 @@ end
 local function index_member(id, fields)
   local size, n = fields_size(fields)
   return id .. ':' .. size .. ':' .. n
+end
+-- An entry's priority and its member of the index, in one pass over its fields; also its
+-- payload size.
+local function index_entry(id, fields)
+  local size, n, level = 0, 1, nil
+  for f = 1, #fields, 2 do
+    local name = fields[f]
+    if name == 'd' then size = #fields[f + 1]
+    elseif name == 'n' then n = tonumber(fields[f + 1])
+    elseif name == 'u' and not level then
+      local p = tonumber(fields[f + 1])
+      if p and p >= 0 and p <= 9 then level = math.floor(p) else level = 4 end
+    end
+  end
+  level = level or 4
+  return level, id .. ':' .. size .. ':' .. n, size
 end
 local function from_member(member)
   local id, size, n = string.match(member, '^([^:]+):(%d+):(%d+)$')
@@ -534,7 +572,7 @@ local function ks_take(id, fields)
   local slot = key_slot(fields)
   if slot == nil then return pick(), false end
   if blocked[slot] then return nil, true end
-  local owner = owner_of(slot)
+  local owner = sole_owner or owner_of(slot)
   local c = owner and by_id[owner]
   if c and c[2] > 0 and c[5] ~= 0 and not joined[owner] then return c, true end
   blocked[slot] = true
@@ -639,11 +677,10 @@ if prio_on and not stop then
         call('ZADD', KEYS[4], at - margin, id)
         call('ZADD', DELAYED, at - margin, id)
       else
-        local level = priority_of(fields)
+        local level, member, size = index_entry(id, fields)
         local list = pushes[level]
-        local member = index_member(id, fields)
         list[#list + 1] = member
-        read_bytes = read_bytes + tonumber(string.match(member, ':(%d+):%d+$'))
+        read_bytes = read_bytes + size
         if #list >= 1000 then
           call('RPUSH', PRIO .. level, unpack(list))
           waiting[level] = waiting[level] + #list

@@ -1,0 +1,106 @@
+"""``dispatch.lua`` on a Key_Shared subscription, called directly on a real Redis: one consumer
+that owns every slot takes the backlog as Shared would (in stream order, nothing held), and
+a second consumer sends the subscription back to routing by key."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+
+from sluice.protocol import keys
+from sluice.protocol.frames import DispatchArgs, DispatchResult, parse_position, range_notice
+from sluice.protocol.names import TopicName
+from sluice.protocol.scripts import DISPATCH, FLOW, PRODUCE_SCRIPT, SCRIPTS, SUBSCRIBE
+
+NOW_MS = 1_700_000_000_000
+
+
+class KeyedPartition:
+    """A partition with keyed entries and one Key_Shared subscription ``s``."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self.scripts = {name: client.register_script(s.source) for name, s in SCRIPTS.items()}
+        self.name = TopicName("t", "ns", f"topic-{uuid.uuid4().hex[:8]}")
+        self.ids: list[str] = []
+
+    def produce(self, count: int, keys_used: int = 7) -> None:
+        before = len(self.ids)
+        entries = [["d", b"x" * 10, "k", f"key-{(before + i) % keys_used}"] for i in range(count)]
+        script_keys, args = PRODUCE_SCRIPT.call(self.name, entries)
+        self.scripts["produce"](keys=script_keys[:3], args=args)
+        rows = self.client.xrange(keys.log(self.name))
+        self.ids = [entry_id.decode() for entry_id, _ in rows]
+
+    def join(self, consumer: str, permits: int) -> None:
+        call = SUBSCRIBE.call(
+            self.name, "s", consumer, "Key_Shared", "earliest", NOW_MS, "{}", 60_000
+        )
+        self.scripts["subscribe"](keys=call[0], args=call[1])
+        self.scripts["flow"](*FLOW.call(self.name, "s", consumer, permits, NOW_MS))
+
+    def dispatch(self) -> DispatchResult:
+        args = DispatchArgs(
+            subscription="s",
+            queue_prefix=keys.sub_prefix(self.name, "s") + "q:",
+            now_ms=NOW_MS,
+            clock_ms=NOW_MS,
+            max_entries=100,
+            reads=4,
+            key_shared=True,
+        )
+        return DispatchResult.from_reply(self.scripts["dispatch"](*DISPATCH.call(self.name, args)))
+
+    def received(self, consumer: str) -> list[str]:
+        """The ids the consumer's receiver queue names, in order (range notices read back)."""
+        queue = keys.sub_prefix(self.name, "s") + "q:" + consumer
+        ids = []
+        for raw in self.client.lrange(queue, 0, -1):
+            first, last = range_notice(raw)
+            rows = self.client.xrange(keys.log(self.name), first, last)
+            ids += [entry_id.decode() for entry_id, _ in rows]
+        return ids
+
+    def held(self) -> int:
+        return self.client.zcard(keys.sub_prefix(self.name, "s") + "redeliver")
+
+
+@pytest.fixture
+def part(redis_server) -> KeyedPartition:
+    client = redis.Redis.from_url(redis_server.url)
+    yield KeyedPartition(client)
+    client.close()
+
+
+def test_one_consumer_takes_keyed_entries_in_stream_order_up_to_its_permits(part):
+    part.produce(30)
+    part.join("c1", permits=10)
+    first = part.dispatch()
+    assert first.entries == 10
+    assert part.received("c1") == part.ids[:10]
+    # What it could not take stays in the stream: nothing is held for its key.
+    assert part.held() == 0
+    part.scripts["flow"](*FLOW.call(part.name, "s", "c1", 100, NOW_MS))
+    second = part.dispatch()
+    assert second.entries == 20
+    assert part.received("c1") == part.ids
+
+
+def test_a_second_consumer_routes_by_key_again(part):
+    part.produce(40)
+    part.join("c1", permits=1000)
+    part.join("c2", permits=1000)
+    result = part.dispatch()
+    assert result.entries == 40
+    one, two = part.received("c1"), part.received("c2")
+    assert one and two, "both consumers own part of the ring"
+    assert sorted(one + two, key=parse_position) == part.ids
+    assert one == sorted(one, key=parse_position) and two == sorted(two, key=parse_position)
+    # Each key went to one consumer only.
+    key_of = {
+        entry_id.decode(): fields[b"k"]
+        for entry_id, fields in part.client.xrange(keys.log(part.name))
+    }
+    assert not {key_of[i] for i in one} & {key_of[i] for i in two}
