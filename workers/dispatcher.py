@@ -132,6 +132,7 @@ class Dispatcher:
         self._packed_keys = shared.script.prefix(self._keys)
         self._queue_prefix = keys.sub_prefix(partition, subscription) + "q:"
         self._packed: tuple[tuple, tuple[bytes, ...]] | None = None  # see _packed_call_args
+        self._group = partition.full  # its calls may run with the partition's others
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -344,7 +345,7 @@ class Dispatcher:
             self.fencing_token,
         )
         kept = self._packed
-        if kept is None or any(a is not b for a, b in zip(key, kept[0], strict=True)):
+        if kept is None or kept[0] != key:  # the same objects, or equal ones
             argv = self._args(0, 0, 0, 0, 0).argv()
             segments = tuple(pack_args(argv[a:b]) for a, b in PACKED_SEGMENTS)
             kept = self._packed = (key, segments)
@@ -427,7 +428,7 @@ class Dispatcher:
             script = self.shared.script
             if isinstance(args, bytes):
                 reply = await script.call_packed(
-                    self._packed_keys, ARGC, args, done, self.partition.full
+                    self._packed_keys, ARGC, args, done, self._group
                 )
             else:
                 reply = await script.call(self._packed_keys, args.argv(), done)
