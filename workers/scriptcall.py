@@ -49,10 +49,19 @@ def pack_args(args: list) -> bytes:
     return b"".join(_bulk(_encode(a)) for a in args)
 
 
+def _bulk_int(value: int) -> bytes:
+    digits = str(value)
+    return f"${len(digits)}\r\n{digits}\r\n".encode()
+
+
+_SMALL_INTS = tuple(_bulk_int(i) for i in range(-1, 4096))  # budgets, offsets, limits
+
+
 def bulk_int(value: int) -> bytes:
     """One integer argument, packed."""
-    digits = b"%d" % value
-    return b"$%d\r\n%b\r\n" % (len(digits), digits)
+    if -1 <= value < 4095:
+        return _SMALL_INTS[value + 1]
+    return _bulk_int(value)
 
 
 def _encode(value: object) -> bytes:
