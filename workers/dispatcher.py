@@ -427,9 +427,7 @@ class Dispatcher:
             done = functools.partial(gate.leave, generation)
             script = self.shared.script
             if isinstance(args, bytes):
-                reply = await script.call_packed(
-                    self._packed_keys, ARGC, args, done, self._group
-                )
+                reply = await script.call_packed(self._packed_keys, ARGC, args, done, self._group)
             else:
                 reply = await script.call(self._packed_keys, args.argv(), done)
         except ResponseError as exc:
