@@ -24,6 +24,7 @@ stopped at a limit parks until an ack wakes it (``ack.lua`` clears the waitack f
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import time
@@ -45,6 +46,7 @@ from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import DISPATCH
 from workers.context import DispatchSettings, SharedDispatch, WorkerContext
 from workers.group_budget import Grant, GroupBudget, Settlement
+from workers.scriptcall import bulk_int, pack_args
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,11 @@ EXHAUSTED_BITS = (
 )
 GROUP = "group"  # the throttling reason of a resource group's limiter
 BUDGET_REASONS = (DispatchReason.MSG_BUDGET, DispatchReason.BYTE_BUDGET)
+ARGC = len(DispatchArgs("", "", 0).argv())  # arguments of a dispatch.lua call
+# The runs of arguments (slices of ``DispatchArgs.argv``) that _packed_call_args keeps packed,
+# between the clock (2), the budgets (4, 5), the round-robin offset (10) and the max-unacked
+# limits (13, 14).
+PACKED_SEGMENTS = ((0, 2), (3, 4), (6, 10), (11, 13), (15, ARGC))
 
 
 class Fenced(Exception):
@@ -124,6 +131,8 @@ class Dispatcher:
         self._keys = DISPATCH.keys(partition, subscription)
         self._packed_keys = shared.script.prefix(self._keys)
         self._queue_prefix = keys.sub_prefix(partition, subscription) + "q:"
+        self._packed: tuple[tuple, tuple[bytes, ...]] | None = None  # see _packed_call_args
+        self._group = partition.full  # its calls may run with the partition's others
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -237,7 +246,11 @@ class Dispatcher:
         tracer = self.shared.tracer
         started = time.time_ns() if tracer is not None else 0
         try:
-            result = await self._call(self._call_args(reserved, grant), reserved)
+            if self.shared.script.cluster:
+                args: DispatchArgs | bytes = self._call_args(reserved, grant)
+            else:
+                args = self._packed_call_args(reserved, grant)
+            result = await self._call(args, reserved)
         except BaseException:
             if group is not None and grant is not None:
                 group.pending = Settlement(grant, 0, 0)  # handed back by the next call
@@ -308,20 +321,77 @@ class Dispatcher:
     ) -> DispatchArgs:
         """What ``dispatch.lua`` is called with: the limits in force and this call's budgets
         (the BROKER reservation and the resource group's grant, the smaller of each)."""
+        budgets = self._budgets(reserved, grant)
+        sub_limit, consumer_limit = self._unacked_limits(self.shared.settings.max_entries)
+        return self._args(int(time.time() * 1000), *budgets, sub_limit, consumer_limit)
+
+    def _packed_call_args(
+        self, reserved: tuple[int | None, int | None], grant: Grant | None = None
+    ) -> bytes:
+        """``_call_args`` packed (``PackedScript.call_packed``): the arguments that change
+        from call to call (the clock, the budgets, the round-robin offset, the max-unacked
+        limits checked) are packed each time, the others once, until what they come from
+        (settings, consumers, limits) is replaced."""
+        broker_msg, broker_byte = self._budgets(reserved, grant)
         config = self.shared.settings
-        max_entries = config.max_entries
+        sub_limit, consumer_limit = self._unacked_limits(config.max_entries)
+        key = (
+            config,
+            self.active,
+            self.sub_type,
+            self.flow,
+            self._sub_args,
+            self.topic_args,
+            self.fencing_token,
+        )
+        kept = self._packed
+        if kept is None or kept[0] != key:  # the same objects, or equal ones
+            argv = self._args(0, 0, 0, 0, 0).argv()
+            segments = tuple(pack_args(argv[a:b]) for a, b in PACKED_SEGMENTS)
+            kept = self._packed = (key, segments)
+        s0, s1, s2, s3, s4 = kept[1]
+        return b"".join(
+            (
+                s0,
+                bulk_int(int(time.time() * 1000)),
+                s1,
+                bulk_int(broker_msg),
+                bulk_int(broker_byte),
+                s2,
+                bulk_int(self.rr_offset),
+                s3,
+                bulk_int(sub_limit),
+                bulk_int(consumer_limit),
+                s4,
+            )
+        )
+
+    def _budgets(
+        self, reserved: tuple[int | None, int | None], grant: Grant | None
+    ) -> tuple[int, int]:
+        """This call's message and byte budgets (-1 = none): the BROKER reservation and the
+        resource group's grant, the smaller of each."""
         reserve_msgs, reserve_bytes = reserved
         if grant is not None:
             reserve_msgs = _smaller(reserve_msgs, grant.messages)
             reserve_bytes = _smaller(reserve_bytes, grant.bytes)
-        sub_limit, consumer_limit = self._unacked_limits(max_entries)
+        return (
+            -1 if reserve_msgs is None else reserve_msgs,
+            -1 if reserve_bytes is None else reserve_bytes,
+        )
+
+    def _args(
+        self, now_ms: int, broker_msg: int, broker_byte: int, sub_limit: int, consumer_limit: int
+    ) -> DispatchArgs:
+        config = self.shared.settings
+        max_entries = config.max_entries
         return DispatchArgs(
             subscription=self.subscription,
             queue_prefix=self._queue_prefix,
-            now_ms=int(time.time() * 1000),
+            now_ms=now_ms,
             max_entries=max_entries,
-            broker_msg=-1 if reserve_msgs is None else reserve_msgs,
-            broker_byte=-1 if reserve_bytes is None else reserve_bytes,
+            broker_msg=broker_msg,
+            broker_byte=broker_byte,
             read_cap=config.read_cap,
             count_entries=config.count_entries,
             active=self.active,
@@ -340,10 +410,11 @@ class Dispatcher:
         )
 
     async def _call(
-        self, args: DispatchArgs, reserved: tuple[int | None, int | None]
+        self, args: DispatchArgs | bytes, reserved: tuple[int | None, int | None]
     ) -> DispatchResult:
-        """One ``dispatch.lua`` call, counted by the gate until Redis has answered it; a
-        refused or failed call hands the BROKER reservation back."""
+        """One ``dispatch.lua`` call (its arguments, or them packed), counted by the gate
+        until Redis has answered it; a refused or failed call hands the BROKER reservation
+        back."""
         broker = self.shared.broker_limiter
         self.wake.clear()
         self.settled = False
@@ -353,9 +424,12 @@ class Dispatcher:
         try:
             # The gate counts the call until Redis has answered it, even if this task is
             # cancelled meanwhile (a stopped dispatcher's call may still be running).
-            reply = await self.shared.script.call(
-                self._packed_keys, args.argv(), lambda: gate.leave(generation)
-            )
+            done = functools.partial(gate.leave, generation)
+            script = self.shared.script
+            if isinstance(args, bytes):
+                reply = await script.call_packed(self._packed_keys, ARGC, args, done, self._group)
+            else:
+                reply = await script.call(self._packed_keys, args.argv(), done)
         except ResponseError as exc:
             if broker.enabled:
                 broker.settle(*reserved, 0, 0)

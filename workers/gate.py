@@ -35,9 +35,10 @@ class DispatchGate:
         """A call issued under ``generation`` has returned (or failed)."""
         self._in_flight[generation] -= 1
         if self._in_flight[generation] <= 0:
+            # Only now can ``busy_before`` change: wake those waiting in ``drained``.
             del self._in_flight[generation]
-        event, self._left = self._left, asyncio.Event()
-        event.set()
+            event, self._left = self._left, asyncio.Event()
+            event.set()
 
     def busy_before(self, generation: int) -> bool:
         """True while a call issued before ``generation`` is still running."""

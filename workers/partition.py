@@ -28,7 +28,7 @@ from collections.abc import Callable
 from redis.exceptions import RedisError, ResponseError
 
 from models.flow_resolution import FlowLimits, priority_eviction_limit
-from models.resolution import ResolvedRate
+from models.resolution import EffectiveLimits, PublishRate, ResolvedRate
 from models.resource_groups import GroupBinding, GroupRates
 from sluice.protocol import keys
 from sluice.protocol.abuse import limit_pairs
@@ -133,6 +133,8 @@ class PartitionRunner:
         self.stats_read_at = 0.0
         self.retire_aborted = False  # a wake-up came while it was going dormant
         self._limits_lock = asyncio.Lock()
+        # Resolutions of the limits in force at one publish rate, by subscription (``resolve``).
+        self._resolved: tuple[PartitionLimits, PublishRate, dict] | None = None
 
     async def start(self) -> None:
         """Resolve the limits and start a dispatcher per subscription.
@@ -276,6 +278,19 @@ class PartitionRunner:
             dispatcher.apply(effective.subscription, self.topic_args, limits.flow, limits.group)
             marks[name] = (effective.msg_per_second, effective.byte_per_second)
         self.limit_clock.mark(time.monotonic(), marks)
+
+    def resolve(self, subscription: str | None) -> EffectiveLimits:
+        """The limits in force for ``subscription`` at the current publish rate; the same
+        limits at the same rate are resolved once (the stats snapshot of every subscription
+        asks, every interval)."""
+        rate = self.publish.rate()
+        kept = self._resolved
+        if kept is None or kept[0] is not self.limits or kept[1] != rate:
+            kept = self._resolved = (self.limits, rate, {})
+        found = kept[2].get(subscription)
+        if found is None:
+            found = kept[2][subscription] = self.limits.resolve(subscription, rate)
+        return found
 
     async def write_limits(self, force: bool = False) -> None:
         """Write the abuse limits in force to ``sl:{P}:limits`` when they changed (or when

@@ -447,7 +447,7 @@ class StatsPublisher:
         """One subscription's snapshot row: counters as deltas since its last row, the
         limits in force and what they allowed over the interval."""
         baseline = self.baselines.setdefault((runner.partition.full, name), Baseline(fresh=True))
-        limits = runner.limits.resolve(name, runner.publish.rate())
+        limits = runner.resolve(name)
         allowed_msgs, allowed_bytes = runner.limit_clock.take(
             name,
             now,

@@ -33,7 +33,7 @@ from sluice.protocol import keys
 from sluice.protocol.abuse import limit_pairs
 from sluice.protocol.frames import partitions_of
 from sluice.protocol.names import TopicName
-from sluice.protocol.scripts import DISPATCH, GROUP_BUDGET, LIMITS
+from sluice.protocol.scripts import DISPATCH, DISPATCH_MANY, GROUP_BUDGET, LIMITS
 from workers.alarms import AlarmClock
 from workers.catalog import Catalog
 from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, WorkerContext
@@ -91,7 +91,7 @@ class Worker:
             broker_limiter=RateLimiter(Limiter.BROKER, time.monotonic()),
             gate=DispatchGate(),
             alarms=AlarmClock(),
-            script=PackedScript(redis, DISPATCH.source),
+            script=PackedScript(redis, DISPATCH.source, DISPATCH_MANY.source),
             settings=DispatchSettings.of(self.policy, settings),
             group_script=PackedScript(redis, GROUP_BUDGET.source),
             tracer=DispatchTracer.global_provider() if settings.worker_tracing else None,

@@ -78,7 +78,14 @@ def _key(
     return _PARTITION_KEYS[role](partition)
 
 
-INCLUDE = re.compile(r"^-- include (lib/[a-z_]+\.lua)$", re.MULTILINE)
+# A shared piece (lib/), or a whole script that another script runs as a function of its own
+# (dispatch_many.lua runs dispatch.lua); included text may include in turn.
+INCLUDE = re.compile(r"^-- include ((?:lib/)?[a-z_]+\.lua)$", re.MULTILINE)
+
+
+def _expanded(path: str) -> str:
+    """A Lua file with its includes expanded, theirs too."""
+    return INCLUDE.sub(lambda line: _expanded(line.group(1)), _lua_text(path))
 
 
 def _lua_text(path: str) -> str:
@@ -113,8 +120,9 @@ class ScriptSpec:
     @cached_property
     def source(self) -> str:
         """The script's Lua text, each ``-- include lib/<piece>.lua`` line replaced by that
-        piece (Lua that several scripts share: Redis runs each script as one text)."""
-        return INCLUDE.sub(lambda line: _lua_text(line.group(1)), _lua_text(f"{self.name}.lua"))
+        piece (Lua that several scripts share: Redis runs each script as one text), and
+        each ``-- include <script>.lua`` by that script's text."""
+        return _expanded(f"{self.name}.lua")
 
     @cached_property
     def sha(self) -> str:
@@ -239,6 +247,18 @@ def _unsubscribe(
 def _dispatch(partition: TopicName, args: DispatchArgs) -> Call:
     """``dispatch.lua`` (a dispatcher packs its KEYS once: ``DISPATCH.keys``)."""
     return DISPATCH.keys(partition, args.subscription), args.argv()
+
+
+def _dispatch_many(partition: TopicName, calls: list[DispatchArgs]) -> Call:
+    """``dispatch_many.lua``: ``dispatch.lua`` for each of ``calls`` (subscriptions of
+    ``partition``), in order, in one run."""
+    call_keys: list[str] = []
+    argvs = []
+    for args in calls:
+        call_keys += DISPATCH.keys(partition, args.subscription)
+        argvs.append(args.argv())
+    counts = [len(DISPATCH.layout)] * len(calls) + [len(argv) for argv in argvs]
+    return call_keys, [len(calls), *counts, *(a for argv in argvs for a in argv)]
 
 
 def _lease_acquire(partitions: Iterable[TopicName], worker: str, live: Iterable[str]) -> Call:
@@ -421,6 +441,9 @@ DISPATCH = _spec(
     ),
     _dispatch,
 )
+# Calls of dispatch.lua for several subscriptions of one partition in one run: the layout is
+# dispatch.lua's, repeated per call (``workers.scriptcall`` packs these calls itself).
+DISPATCH_MANY = _spec("dispatch_many", DISPATCH.layout, _dispatch_many)
 LEASE_ACQUIRE = _spec("lease_acquire", ("lease", "epoch"), _lease_acquire)
 LEASE_RELEASE = _spec("lease_release", ("lease",), _lease_release)
 WORKER_HEARTBEAT = _spec("worker_heartbeat", (keys.WORKERS,), _worker_heartbeat)

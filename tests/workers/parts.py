@@ -10,7 +10,7 @@ from dataplane.scripts import register_scripts
 from models.resolution import Limiter
 from models.settings import Settings
 from sluice.protocol.names import TopicName
-from sluice.protocol.scripts import DISPATCH
+from sluice.protocol.scripts import DISPATCH, DISPATCH_MANY
 from workers.alarms import AlarmClock
 from workers.context import DispatchSettings, SharedDispatch, WorkerContext
 from workers.gate import DispatchGate
@@ -40,6 +40,6 @@ def make_shared(context: WorkerContext) -> SharedDispatch:
         broker_limiter=limiter,
         gate=DispatchGate(),
         alarms=AlarmClock(),
-        script=PackedScript(context.redis, DISPATCH.source),
+        script=PackedScript(context.redis, DISPATCH.source, DISPATCH_MANY.source),
         settings=DispatchSettings.of(policy, context.settings),
     )

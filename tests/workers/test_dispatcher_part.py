@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 import redis
 from redis.asyncio import Redis
@@ -21,6 +22,7 @@ from sluice.protocol import keys
 from tests.workers.parts import make_context, make_shared
 from tests.workers.test_dispatch_script import Partition
 from workers.dispatcher import Dispatcher, limit_args
+from workers.scriptcall import pack_args
 
 FLOW = resolve_flow(FlowInputs())
 
@@ -139,6 +141,50 @@ def test_a_consumer_joining_during_a_refresh_is_not_missed(settings, redis_serve
         finally:
             await shared.script.close()
             await client.aclose()
+
+    asyncio.run(scenario())
+    sync.close()
+
+
+def test_packed_arguments_are_the_call_arguments_packed(settings, redis_server, monkeypatch):
+    """The arguments a dispatcher keeps packed between calls follow every change of what
+    they come from: they are always ``DispatchArgs.argv()`` packed."""
+    sync = redis.Redis.from_url(redis_server.url)
+    partition = Partition(sync)
+    monkeypatch.setattr(time, "time", lambda: 1_764_000_000.123)  # one clock for both forms
+
+    def same(dispatcher, reserved, grant=None) -> bytes:
+        packed = dispatcher._packed_call_args(reserved, grant)
+        assert packed == pack_args(dispatcher._call_args(reserved, grant).argv())
+        return packed
+
+    async def scenario():
+        async with running(settings, redis_server.url, partition, "token-1") as (dispatcher, _):
+            subscription, topic = limits(topic_msg=10)
+            dispatcher.apply(subscription, topic, FLOW)
+            first = same(dispatcher, (None, None))
+            assert same(dispatcher, (None, None)) == first
+            assert dispatcher._packed is not None
+            kept = dispatcher._packed[1]
+            same(dispatcher, (7, 1024))
+            assert dispatcher._packed[1] is kept  # budgets change, the rest stays packed
+            dispatcher.rr_offset = 12
+            same(dispatcher, (3, None))
+            subscription, topic = limits(topic_msg=10, sub_msg=3)
+            dispatcher.apply(subscription, topic, FLOW)
+            changed = same(dispatcher, (None, None))
+            assert changed != first and dispatcher._packed[1] is not kept
+            dispatcher.take_consumers(b"Failover", [b"c2", b"c1"])
+            assert b"c1" in same(dispatcher, (None, None))
+            dispatcher.take_consumers(b"Key_Shared", [b"c1"])
+            same(dispatcher, (None, None))
+            dispatcher.unacked_bound = 5
+            unacked = replace(FLOW.max_unacked_per_subscription, value=6)
+            flow = replace(FLOW, max_unacked_per_subscription=unacked)
+            dispatcher.apply(subscription, topic, flow)
+            assert b"$1\r\n6\r\n" in same(dispatcher, (None, None))
+            dispatcher.fencing_token = "token-2"
+            assert b"token-2" in same(dispatcher, (None, None))
 
     asyncio.run(scenario())
     sync.close()

@@ -5,10 +5,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import redis
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from workers.scriptcall import PackedScript
+from sluice.protocol import keys
+from sluice.protocol.frames import DispatchArgs, DispatchResult, LimitArgs
+from sluice.protocol.scripts import DISPATCH, DISPATCH_MANY
+from tests.workers.test_dispatch_script import NOW_MS, Partition
+from workers.scriptcall import PackedScript, pack_args
 
 SOURCE = """
 if ARGV[1] == 'fail' then return redis.error_reply('FENCED partition lease lost') end
@@ -54,3 +59,59 @@ def test_calls_of_one_turn_go_out_together_and_each_gets_its_own_reply(redis_ser
             await redis.aclose()
 
     asyncio.run(scenario())
+
+
+def test_calls_of_one_partition_run_in_one_multi_call(redis_server):
+    """Dispatch calls of one partition queued in one turn run in one ``dispatch_many.lua``
+    call (loaded again after a flush), each answered as the call alone would be: the same
+    replies and the same state as the same calls one by one on a twin partition; a call
+    of another partition, or the only one of its partition, goes on its own."""
+    sync = redis.Redis.from_url(redis_server.url)
+    permits = {"a": 100, "b": 2, "c": 0}
+    alone, together, other = Partition(sync), Partition(sync), Partition(sync)
+    for part in (alone, together, other):
+        part.produce(30)
+        for subscription, count in permits.items():
+            part.subscribe(subscription, permits=count)
+    sub_limit = LimitArgs(4, 0, 1, False)
+
+    def args(part: Partition, subscription: str) -> DispatchArgs:
+        return DispatchArgs(
+            subscription=subscription,
+            queue_prefix=keys.sub_prefix(part.name, subscription) + "q:",
+            now_ms=NOW_MS,
+            clock_ms=NOW_MS,
+            sub=sub_limit,
+        )
+
+    expected = [alone.dispatch(s, 0.0, sub=sub_limit) for s in permits]
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        script = PackedScript(client, DISPATCH.source, DISPATCH_MANY.source)
+        try:
+            await client.script_flush()
+            calls = []
+            for part, subscriptions in ((together, permits), (other, ["a"])):
+                for s in subscriptions:
+                    prefix = script.prefix(DISPATCH.keys(part.name, s))
+                    argv = args(part, s).argv()
+                    calls.append(
+                        script.call_packed(prefix, len(argv), pack_args(argv), None, part.name.full)
+                    )
+            replies = await asyncio.gather(*calls)
+            assert (script.multi_calls, script.merged_calls) == (1, 3)
+            return replies
+        finally:
+            await script.close()
+            await client.aclose()
+
+    replies = asyncio.run(scenario())
+    assert [DispatchResult.from_reply(r) for r in replies[:3]] == expected
+    assert DispatchResult.from_reply(replies[3]) == expected[0]
+    for s in permits:
+        for role in ("lim", "stats", "permits"):
+            assert sync.hgetall(keys.sub_key(together.name, s, role)) == sync.hgetall(
+                keys.sub_key(alone.name, s, role)
+            ), (s, role)
+    sync.close()

@@ -1,0 +1,51 @@
+"""``PartitionRunner.resolve``: the limits in force, resolved once per subscription for the
+same limits and publish rate, and again as soon as either changes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from redis.asyncio import Redis
+
+from models.dispatch_rate import DispatchRate
+from models.flow_resolution import FlowInputs, resolve_flow
+from models.resolution import PolicyInputs
+from sluice.protocol.names import TopicName
+from tests.workers.parts import make_context, make_shared
+from workers.partition import PartitionRunner
+from workers.policy import PartitionLimits
+
+FLOW = resolve_flow(FlowInputs())
+
+
+def limits(sub_msg: int) -> PartitionLimits:
+    inputs = PolicyInputs(
+        topic_subscription_dispatch_rate=DispatchRate(msg=sub_msg),
+        subscription_dispatch_rates={"own": DispatchRate(msg=99)},
+    )
+    return PartitionLimits(inputs, FLOW)
+
+
+def test_resolutions_follow_the_limits_and_the_publish_rate(settings, redis_server):
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        context = make_context(settings, client)
+        shared = make_shared(context)
+        runner = PartitionRunner(context, shared, TopicName("t", "ns", "resolve"), limits(5))
+        try:
+            first = runner.resolve("s")
+            assert first.msg_per_second == 5
+            assert runner.resolve("s") is first  # resolved once
+            assert runner.resolve("own").msg_per_second == 99
+            runner.apply_limits(limits(7))  # a policy change
+            assert runner.resolve("s").msg_per_second == 7
+            kept = runner.resolve("s")
+            runner.publish.add(0.0, 0, 0)
+            runner.publish.add(1.0, 100, 1000)  # another publish rate: resolved again
+            assert runner.resolve("s") is not kept
+            assert runner.resolve("s") == runner.limits.resolve("s", runner.publish.rate())
+        finally:
+            await shared.script.close()
+            await client.aclose()
+
+    asyncio.run(scenario())
