@@ -670,7 +670,13 @@ class Consumer:
             self._arm_flush()  # tried again within ACK_GROUP_SECONDS
 
     def _release(self, part: Part) -> None:
-        self._send(RELEASE, part.name, self._subscription, self._id, _now_ms())
+        try:
+            self._send(RELEASE, part.name, self._subscription, self._id, _now_ms())
+        except ResponseError as exc:
+            # The subscription is gone from that partition (deleted meanwhile, or its master
+            # lost its data): there is nothing left to release there.
+            if not str(exc).startswith("NOGROUP"):
+                raise
 
     def _shutdown(self, release: bool) -> None:
         with self._membership:  # a heartbeat on its way ends first; none starts after
@@ -682,7 +688,7 @@ class Consumer:
                 # A role that lost its grant cannot release: the consumer's heartbeat stops
                 # and the worker reaps it after the consumer timeout.
                 with contextlib.suppress(
-                    RedisConnectionError, RedisTimeoutError, AuthorizationError
+                    RedisConnectionError, RedisTimeoutError, AuthorizationError, *TOPOLOGY_ERRORS
                 ):
                     self._release(part)
         if self._dlq_producer is not None:

@@ -61,11 +61,13 @@ class Stack:
         return self.client
 
     def stop(self) -> None:
-        if self.client is not None:
-            self.client.close()
-        self.fleet.stop_all()
-        self.admin.stop()
-        self.http.close()
+        try:
+            if self.client is not None:
+                self.client.close()
+        finally:  # the processes stop whatever the client's close met
+            self.fleet.stop_all()
+            self.admin.stop()
+            self.http.close()
 
 
 @pytest.fixture
