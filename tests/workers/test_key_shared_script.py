@@ -4,29 +4,23 @@ a second consumer sends the subscription back to routing by key."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 import redis
 
 from sluice.protocol import keys
 from sluice.protocol.frames import DispatchArgs, DispatchResult, parse_position, range_notice
-from sluice.protocol.names import TopicName
-from sluice.protocol.scripts import DISPATCH, FLOW, PRODUCE_SCRIPT, SCRIPTS, SUBSCRIBE
-
-NOW_MS = 1_700_000_000_000
+from sluice.protocol.scripts import DISPATCH, FLOW, PRODUCE_SCRIPT, SUBSCRIBE
+from tests.workers.test_dispatch_script import NOW_MS, Partition
 
 
-class KeyedPartition:
+class KeyedPartition(Partition):
     """A partition with keyed entries and one Key_Shared subscription ``s``."""
 
     def __init__(self, client: redis.Redis) -> None:
-        self.client = client
-        self.scripts = {name: client.register_script(s.source) for name, s in SCRIPTS.items()}
-        self.name = TopicName("t", "ns", f"topic-{uuid.uuid4().hex[:8]}")
+        super().__init__(client)
         self.ids: list[str] = []
 
-    def produce(self, count: int, keys_used: int = 7) -> None:
+    def produce(self, count: int, keys_used: int = 7) -> None:  # type: ignore[override]
         before = len(self.ids)
         entries = [["d", b"x" * 10, "k", f"key-{(before + i) % keys_used}"] for i in range(count)]
         script_keys, args = PRODUCE_SCRIPT.call(self.name, entries)
@@ -41,7 +35,7 @@ class KeyedPartition:
         self.scripts["subscribe"](keys=call[0], args=call[1])
         self.scripts["flow"](*FLOW.call(self.name, "s", consumer, permits, NOW_MS))
 
-    def dispatch(self) -> DispatchResult:
+    def dispatch(self) -> DispatchResult:  # type: ignore[override]
         args = DispatchArgs(
             subscription="s",
             queue_prefix=keys.sub_prefix(self.name, "s") + "q:",
