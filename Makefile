@@ -44,7 +44,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: system $(STAMP) $(NODE_STAMP) lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=25
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all

@@ -60,6 +60,7 @@ STATEFUL_TABLES = (
 # minutes after the other had finished, the progress stuck at 97-99%; started first, they
 # overlap the many short files instead.
 SLOW_FIRST = (
+    "tests/test_standalone.py",
     "tests/workers/test_resource_groups.py",
     "tests/reports/test_transforms.py",
     "tests/workers/test_operations.py",
