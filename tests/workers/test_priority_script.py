@@ -48,7 +48,8 @@ class PriorityPartition(Partition):
     def received(self) -> list[list]:
         """[id, fields, delivery count] of every entry in c1's receiver queue, in order (bytes)."""
         queue = keys.sub_prefix(self.name, "s") + "q:c1"
-        return [entry for raw in self.client.lrange(queue, 0, -1) for entry in msgpack.unpackb(raw, raw=True)]
+        packets = self.client.lrange(queue, 0, -1)
+        return [entry for raw in packets for entry in msgpack.unpackb(raw, raw=True)]
 
 
 @pytest.fixture
