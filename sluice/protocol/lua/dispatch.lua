@@ -672,7 +672,8 @@ if prio_on and not stop then
     local got = reply and reply[1] and reply[1][2] or {}
     for k = 1, #got do
       local id, fields = got[k][1], got[k][2]
-      local at = delaying and deliver_at(fields) or nil
+      -- Only a partition that ever held a delayed entry (field "a") has one to look for.
+      local at = delaying and pflags[2] and deliver_at(fields) or nil
       if at and at - margin > now then
         call('ZADD', KEYS[4], at - margin, id)
         call('ZADD', DELAYED, at - margin, id)
