@@ -24,7 +24,7 @@ from api.permissions import service, subscriptions
 from api.permissions.schemas import Permissions, PermissionsDryRun, SubscriptionPermissions
 from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.responses import JsonResponse, no_content
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, named
 from api.unit_of_work import UnitOfWork
 from models.permissions import Action, check_role, parse_actions, parse_roles
 from sluice.protocol.names import TopicName, check_subscription
@@ -106,8 +106,7 @@ def _add_routes(path: str, target_dep: Any, level: str, docs: dict[str, str]) ->
         return await _revoke(uow, target, role)
 
     for endpoint, (name, doc) in zip((read, grant, revoke), docs.items(), strict=True):
-        endpoint.__name__ = endpoint.__qualname__ = name
-        endpoint.__doc__ = doc
+        named(endpoint, name, doc)
     router.get(path, summary=f"Get the permissions on a {level}", response_model=Permissions)(read)
     router.post(
         path + "/{role}",
