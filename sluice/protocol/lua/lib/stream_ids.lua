@@ -1,4 +1,4 @@
--- stream_ids (a piece of backlog_set.lua and reset_cursor.lua, spliced in by
+-- stream_ids (a piece of backlog_set.lua, produce.lua and reset_cursor.lua, spliced in by
 -- sluice.protocol.scripts): stream entry ids "<ms>-<seq>" in stream order.  id_parts gives
 -- the two numbers of an id, id_before whether id a comes before id b.
 local function id_parts(id)
