@@ -486,6 +486,16 @@ def _merge_backlog(partials: DataFrame) -> DataFrame:
     )
 
 
+def least_squares_slope() -> Column:
+    """The slope of the least-squares line through ``intervals`` points from their sums
+    ``sx``, ``sy``, ``sxy`` and ``sxx``; 0 when the x hardly vary (one point)."""
+    n = F.col("intervals")
+    denominator = n * F.col("sxx") - F.col("sx") * F.col("sx")
+    return F.when(
+        denominator > 1e-9, (n * F.col("sxy") - F.col("sx") * F.col("sy")) / denominator
+    ).otherwise(F.lit(0.0))
+
+
 def finish_backlog(partials: DataFrame) -> DataFrame:
     """Report rows from backlog partials.
 
@@ -497,21 +507,16 @@ def finish_backlog(partials: DataFrame) -> DataFrame:
     not positive; ``drain_seconds`` is null).  ``growth_rank`` orders subscriptions within a
     window, fastest growing first.
     """
-    n = F.col("intervals")
-    denominator = n * F.col("sxx") - F.col("sx") * F.col("sx")
-    growth = F.when(
-        denominator > 1e-9, (n * F.col("sxy") - F.col("sx") * F.col("sy")) / denominator
-    ).otherwise(F.lit(0.0))
     rows = partials.select(
         *GROUP,
-        n.cast("int").alias("intervals"),
+        F.col("intervals").cast("int").alias("intervals"),
         "backlog_msgs",
         "backlog_bytes",
         "max_backlog_msgs",
         _ratio("msg_in", "seconds").alias("publish_rate"),
         _ratio("msg_out", "seconds").alias("dispatch_rate"),
         "limit_topic_at_end",
-        growth.alias("growth_per_s"),
+        least_squares_slope().alias("growth_per_s"),
     )
     capacity = F.coalesce(F.col("limit_topic_at_end"), F.col("dispatch_rate"))
     empty = F.col("backlog_msgs") <= 0
