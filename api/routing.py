@@ -193,6 +193,13 @@ class SluiceRoute(APIRoute):
         await super().handle(scope, receive, send)
 
 
+def named(endpoint: Callable[..., Any], name: str, doc: str) -> None:
+    """Give an endpoint a route factory made its name (the route's operation id) and its
+    docstring (the route's description)."""
+    endpoint.__name__ = endpoint.__qualname__ = name
+    endpoint.__doc__ = doc
+
+
 def index_routes(app: FastAPI, routers: Iterable[APIRouter]) -> None:
     """Record every route's path pattern and methods on ``app``, for ``allowed_methods``."""
     routes = [*app.router.routes, *(route for router in routers for route in router.routes)]

@@ -78,7 +78,23 @@ class DispatchRatePolicy(ScopedPolicy, Base):
         return self.to_rate().to_json()
 
 
-class BrokerConfigOverride(Base):
+class StoredValue:
+    """A table whose ``value`` column holds the stored value as it is: a broker setting's
+    rendered text, a flow policy's JSON (``models.flow.value_to_json``)."""
+
+    value: Any
+
+    @classmethod
+    def columns_for(cls, value: Any) -> dict[str, Any]:
+        """Column values that store ``value``."""
+        return {"value": value}
+
+    def stored_json(self) -> Any:
+        """The stored value (text or JSON)."""
+        return self.value
+
+
+class BrokerConfigOverride(StoredValue, Base):
     """A dynamic broker setting changed at runtime; the value is stored as text."""
 
     __tablename__ = "broker_config"
@@ -87,17 +103,8 @@ class BrokerConfigOverride(Base):
     value: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
 
-    @classmethod
-    def columns_for(cls, text: str) -> dict[str, Any]:
-        """Column values that store the rendered setting ``text``."""
-        return {"value": text}
 
-    def stored_json(self) -> str:
-        """The stored setting as text."""
-        return self.value
-
-
-class FlowPolicy(ScopedPolicy, Base):
+class FlowPolicy(StoredValue, ScopedPolicy, Base):
     """One stored flow-control policy at namespace or topic level (``models.flow``).
 
     ``kind`` is ``backlogQuota.<type>``, ``maxUnackedMessagesPerSubscription``,
@@ -114,15 +121,6 @@ class FlowPolicy(ScopedPolicy, Base):
     def key(namespace_id: int, topic_id: int | None, kind: str) -> str:
         """The unique scope key of a (target, kind) pair."""
         return f"{namespace_id}/{topic_id or ''}/{kind}"
-
-    @classmethod
-    def columns_for(cls, value: Any) -> dict[str, Any]:
-        """Column values that store ``value``, already JSON (``models.flow.value_to_json``)."""
-        return {"value": value}
-
-    def stored_json(self) -> Any:
-        """The stored value as JSON."""
-        return self.value
 
 
 class PermissionGrant(ScopedPolicy, Base):

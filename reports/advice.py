@@ -29,10 +29,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from models.reports import SPAN_WINDOW
+from reports.transforms import KEY, LEVEL_NAMES, SKETCH_K, least_squares_slope
 
-KEY = ("tenant", "namespace", "topic", "subscription")
-LEVEL_NAMES = ("broker", "namespace", "topic", "subscription")
-SKETCH_K = 400
 LIMITERS = ("throttled_broker", "throttled_topic", "throttled_subscription")
 
 
@@ -127,10 +125,6 @@ def advice_rows(snapshots: DataFrame, since: datetime) -> DataFrame:
         F.max_by("consumers", "ts").alias("consumers"),
     )
     n = F.col("intervals")
-    denominator = n * F.col("sxx") - F.col("sx") * F.col("sx")
-    growth = F.when(
-        denominator > 1e-9, (n * F.col("sxy") - F.col("sx") * F.col("sy")) / denominator
-    ).otherwise(F.lit(0.0))
     return spans.select(
         F.lit(SPAN_WINDOW).alias("window"),
         F.lit(since).cast("timestamp").alias("window_start"),
@@ -155,7 +149,7 @@ def advice_rows(snapshots: DataFrame, since: datetime) -> DataFrame:
         "backlog_bytes",
         "backlog_avg",
         "max_backlog_msgs",
-        growth.alias("growth_per_s"),
+        least_squares_slope().alias("growth_per_s"),
         "capacity",
         F.col("capacity_intervals").cast("int").alias("capacity_intervals"),
         "ack_rate_peak",

@@ -429,35 +429,47 @@ def rate_report(snapshots: DataFrame, window: str) -> DataFrame:
 
 def backlog_partials(intervals: DataFrame, window: str) -> DataFrame:
     """Mergeable aggregates of the backlog report per subscription per ``window``: the
-    least-squares sums take time as seconds since the window's start."""
+    least-squares sums take time as seconds since the window's start.  Each interval is a
+    partial of its own (one interval, its sums of x at 0, the offset ``o`` its x), merged as
+    ``_merge_backlog`` merges a finer window's partials."""
     intervals = _with_window(intervals, window)
-    x = F.col("ts") / 1000.0 - F.unix_timestamp("window_start")
-    y = F.col("backlog_msgs").cast("double")
-    return intervals.groupBy(*GROUP).agg(
-        F.count(F.lit(1)).alias("intervals"),
-        F.max("ts").alias("last_ts"),
-        F.max_by("backlog_msgs", "ts").alias("backlog_msgs"),
-        F.max_by("backlog_bytes", "ts").alias("backlog_bytes"),
-        F.max("backlog_msgs").alias("max_backlog_msgs"),
-        F.sum("msg_in").alias("msg_in"),
-        F.sum("msg_out").alias("msg_out"),
-        F.sum("seconds").alias("seconds"),
-        F.max_by("limit_msg", "ts").alias("limit_topic_at_end"),
-        F.sum(x).alias("sx"),
-        F.sum(y).alias("sy"),
-        F.sum(x * y).alias("sxy"),
-        F.sum(x * x).alias("sxx"),
+    zero = F.lit(0.0)
+    return _merge_backlog(
+        intervals.select(
+            *GROUP,
+            F.lit(1).cast("long").alias("intervals"),
+            F.col("ts").alias("last_ts"),
+            "backlog_msgs",
+            "backlog_bytes",
+            F.col("backlog_msgs").alias("max_backlog_msgs"),
+            "msg_in",
+            "msg_out",
+            "seconds",
+            F.col("limit_msg").alias("limit_topic_at_end"),
+            zero.alias("sx"),
+            F.col("backlog_msgs").cast("double").alias("sy"),
+            zero.alias("sxy"),
+            zero.alias("sxx"),
+            (F.col("ts") / 1000.0 - F.unix_timestamp("window_start")).alias("o"),
+        )
     )
 
 
 def roll_up_backlog(partials: DataFrame, window: str) -> DataFrame:
-    """Backlog partials of a finer window merged into ``window``; time in the least-squares
-    sums moves by each finer window's offset ``o`` from the new start:
-    sum(x + o) = sx + n o, sum((x + o) y) = sxy + o sy, sum((x + o)^2) = sxx + 2 o sx + n o^2."""
+    """Backlog partials of a finer window merged into ``window``, each offset ``o`` from the
+    new start by its finer window's start."""
     coarse = _coarser(partials.withColumn("fine_start", F.col("window_start")), window)
-    o = (F.unix_timestamp("fine_start") - F.unix_timestamp("window_start")).cast("double")
+    o = F.unix_timestamp("fine_start") - F.unix_timestamp("window_start")
+    return _merge_backlog(coarse.withColumn("o", o.cast("double")))
+
+
+def _merge_backlog(partials: DataFrame) -> DataFrame:
+    """Backlog partials merged per ``GROUP``; time in the least-squares sums moves by each
+    partial's offset ``o`` from the window's start:
+    sum(x + o) = sx + n o, sum((x + o) y) = sxy + o sy, sum((x + o)^2) = sxx + 2 o sx + n o^2."""
+    o = F.col("o")
     n = F.col("intervals")
-    return coarse.groupBy(*GROUP).agg(
+    return partials.groupBy(*GROUP).agg(
         F.sum("intervals").alias("intervals"),
         F.max("last_ts").alias("last_ts"),
         F.max_by("backlog_msgs", "last_ts").alias("backlog_msgs"),
@@ -474,6 +486,16 @@ def roll_up_backlog(partials: DataFrame, window: str) -> DataFrame:
     )
 
 
+def least_squares_slope() -> Column:
+    """The slope of the least-squares line through ``intervals`` points from their sums
+    ``sx``, ``sy``, ``sxy`` and ``sxx``; 0 when the x hardly vary (one point)."""
+    n = F.col("intervals")
+    denominator = n * F.col("sxx") - F.col("sx") * F.col("sx")
+    return F.when(
+        denominator > 1e-9, (n * F.col("sxy") - F.col("sx") * F.col("sy")) / denominator
+    ).otherwise(F.lit(0.0))
+
+
 def finish_backlog(partials: DataFrame) -> DataFrame:
     """Report rows from backlog partials.
 
@@ -485,21 +507,16 @@ def finish_backlog(partials: DataFrame) -> DataFrame:
     not positive; ``drain_seconds`` is null).  ``growth_rank`` orders subscriptions within a
     window, fastest growing first.
     """
-    n = F.col("intervals")
-    denominator = n * F.col("sxx") - F.col("sx") * F.col("sx")
-    growth = F.when(
-        denominator > 1e-9, (n * F.col("sxy") - F.col("sx") * F.col("sy")) / denominator
-    ).otherwise(F.lit(0.0))
     rows = partials.select(
         *GROUP,
-        n.cast("int").alias("intervals"),
+        F.col("intervals").cast("int").alias("intervals"),
         "backlog_msgs",
         "backlog_bytes",
         "max_backlog_msgs",
         _ratio("msg_in", "seconds").alias("publish_rate"),
         _ratio("msg_out", "seconds").alias("dispatch_rate"),
         "limit_topic_at_end",
-        growth.alias("growth_per_s"),
+        least_squares_slope().alias("growth_per_s"),
     )
     capacity = F.coalesce(F.col("limit_topic_at_end"), F.col("dispatch_rate"))
     empty = F.col("backlog_msgs") <= 0

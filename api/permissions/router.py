@@ -14,9 +14,11 @@ may use that subscription name in the namespace (204), ``DELETE
 no list), ``GET .../permissions/subscription`` answers subscription -> roles.
 """
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from api.deps import UowDep
@@ -24,7 +26,7 @@ from api.permissions import service, subscriptions
 from api.permissions.schemas import Permissions, PermissionsDryRun, SubscriptionPermissions
 from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.responses import JsonResponse, no_content
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, named
 from api.unit_of_work import UnitOfWork
 from models.permissions import Action, check_role, parse_actions, parse_roles
 from sluice.protocol.names import TopicName, check_subscription
@@ -68,12 +70,18 @@ NamespaceDep = Annotated[PolicyTarget, Depends(namespace_dep)]
 TopicDep = Annotated[PolicyTarget, Depends(topic_dep)]
 
 
-async def _write_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
-    """204, or for a dry run 200 with the permissions the write leaves at the target."""
+Reader = Callable[[AsyncSession, PolicyTarget], Awaitable[dict[str, list[str]]]]
+
+
+async def _write_answer(
+    uow: UnitOfWork, target: PolicyTarget, read: Reader = service.read_permissions
+) -> Response:
+    """204, or for a dry run 200 with the permissions the write leaves at the target (the
+    role grants, or with ``read=_subscription_permissions`` the subscriptions' roles)."""
     if not uow.dry_run:
         return no_content()
     await uow.session.flush()
-    permissions = await service.read_permissions(uow.session, target)
+    permissions = await read(uow.session, target)
     return JsonResponse({"dryRun": True, "changed": target.entity, "permissions": permissions})
 
 
@@ -106,8 +114,7 @@ def _add_routes(path: str, target_dep: Any, level: str, docs: dict[str, str]) ->
         return await _revoke(uow, target, role)
 
     for endpoint, (name, doc) in zip((read, grant, revoke), docs.items(), strict=True):
-        endpoint.__name__ = endpoint.__qualname__ = name
-        endpoint.__doc__ = doc
+        named(endpoint, name, doc)
     router.get(path, summary=f"Get the permissions on a {level}", response_model=Permissions)(read)
     router.post(
         path + "/{role}",
@@ -161,15 +168,11 @@ ROLES_BODY = array_body(
 )
 
 
-async def _subscription_answer(uow: UnitOfWork, target: PolicyTarget) -> Response:
-    """204, or for a dry run 200 with the subscription permissions the write leaves."""
-    if not uow.dry_run:
-        return no_content()
-    await uow.session.flush()
-    permissions = await subscriptions.read_subscription_permissions(
-        uow.session, target.namespace.id
-    )
-    return JsonResponse({"dryRun": True, "changed": target.entity, "permissions": permissions})
+async def _subscription_permissions(
+    session: AsyncSession, target: PolicyTarget
+) -> dict[str, list[str]]:
+    """The namespace's subscriptions with a role list, and their roles."""
+    return await subscriptions.read_subscription_permissions(session, target.namespace.id)
 
 
 @router.get(
@@ -179,7 +182,7 @@ async def _subscription_answer(uow: UnitOfWork, target: PolicyTarget) -> Respons
 )
 async def get_subscription_permissions(target: NamespaceDep, uow: UowDep) -> dict:
     """Every subscription of the namespace with a role list, and its roles."""
-    return await subscriptions.read_subscription_permissions(uow.session, target.namespace.id)
+    return await _subscription_permissions(uow.session, target)
 
 
 @router.post(
@@ -200,7 +203,7 @@ async def grant_subscription_permission(
     this subscription name in the namespace; replaces the list it had."""
     roles = parse_roles(body)
     await subscriptions.grant(uow, target, check_subscription(subscription), roles)
-    return await _subscription_answer(uow, target)
+    return await _write_answer(uow, target, _subscription_permissions)
 
 
 @router.delete(
@@ -214,4 +217,4 @@ async def revoke_subscription_permission(
 ) -> Response:
     """Take the role out of the subscription's role list (404 when it has none)."""
     await subscriptions.revoke(uow, target, check_subscription(subscription), check_role(role))
-    return await _subscription_answer(uow, target)
+    return await _write_answer(uow, target, _subscription_permissions)

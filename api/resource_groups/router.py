@@ -8,11 +8,9 @@ policy permissions (a namespace's or topic's tenant admins; a tenant's: super-us
 ``dryRun=true``: 200 with what the write would leave, nothing changed.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Depends, Query
 from starlette.responses import Response
 
 from api.deps import UowDep
@@ -20,7 +18,7 @@ from api.resource_groups import service
 from api.resource_groups.schemas import MemberDocument, ResourceGroupDocument
 from api.resource_groups.service import Member
 from api.responses import JsonResponse, no_content
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, named
 from api.unit_of_work import UnitOfWork
 from models.errors import InvalidInput, NotFound
 from sluice.protocol.names import TopicName, is_valid_name
@@ -139,6 +137,29 @@ async def get_resource_group_attachments(resourcegroup: str, uow: UowDep) -> lis
 # --- attachments ----------------------------------------------------------------------------
 
 
+async def namespace_dep(tenant: str, namespace: str, uow: UowDep) -> Member:
+    return await service.namespace_member(uow, tenant, namespace)
+
+
+async def topic_dep(tenant: str, namespace: str, topic: str, uow: UowDep) -> Member:
+    return await service.topic_member(uow, TopicName.parse(tenant, namespace, topic))
+
+
+async def tenant_dep(tenant: str, uow: UowDep) -> Member:
+    return await service.tenant_member(uow, tenant)
+
+
+def group_dep(resourcegroup: str) -> str:
+    """The group a path names (a dependency, so that it follows the member's parameters)."""
+    return resourcegroup
+
+
+NamespaceMember = Annotated[Member, Depends(namespace_dep)]
+TopicMember = Annotated[Member, Depends(topic_dep)]
+TenantMember = Annotated[Member, Depends(tenant_dep)]
+GroupName = Annotated[str, Depends(group_dep)]
+
+
 async def _group_of(uow: UnitOfWork, member: Member) -> str | None:
     """The name of the group ``member`` is attached to, or None."""
     attached = await service.read_attachment(uow.session, member)
@@ -159,81 +180,26 @@ async def _answer(uow: UnitOfWork, member: Member) -> Response:
     )
 
 
-@router.get(NAMESPACE, summary="Get a namespace's resource group")
-async def get_namespace_resource_group(tenant: str, namespace: str, uow: UowDep) -> str | None:
-    """The group's name, or null."""
-    member = await service.namespace_member(uow, tenant, namespace)
-    return await _group_of(uow, member)
-
-
-@router.post(
-    NAMESPACE + "/{resourcegroup}",
-    status_code=204,
-    summary="Attach a namespace to a resource group",
-    responses=DRY_RUN_ANSWER,
-)
-async def set_namespace_resource_group(
-    tenant: str,
-    namespace: str,
-    resourcegroup: str,
-    uow: UowDep,
-    weight: Weight = None,
-    dry_run: bool = DRY_RUN,
-) -> Response:
-    """412 "ResourceGroup does not exist" for an unknown group (Pulsar's answer)."""
-    member = await service.namespace_member(uow, tenant, namespace)
-    await service.attach(uow, member, resourcegroup, weight)
-    return await _answer(uow, member)
-
-
-@router.delete(
-    NAMESPACE,
-    status_code=204,
-    summary="Detach a namespace from its resource group",
-    responses=DRY_RUN_ANSWER,
-)
-async def remove_namespace_resource_group(
-    tenant: str, namespace: str, uow: UowDep, dry_run: bool = DRY_RUN
-) -> Response:
-    """The namespace has no group afterwards (204 also when it had none)."""
-    member = await service.namespace_member(uow, tenant, namespace)
-    await service.detach(uow, member)
-    return await _answer(uow, member)
-
-
-@router.get(TOPIC, summary="Get a topic's resource group")
 async def get_topic_resource_group(
-    tenant: str,
-    namespace: str,
-    topic: str,
+    member: TopicMember,
     uow: UowDep,
     applied: bool = Query(False, description="the group in force: topic, namespace or tenant"),
 ) -> str | None:
     """The topic's group, or null; ``applied=true``: the one in force (topic > namespace >
     tenant)."""
-    member = await service.topic_member(uow, TopicName.parse(tenant, namespace, topic))
     if not applied:
         return await _group_of(uow, member)
     namespace_name = member.name.removeprefix("persistent://").rsplit("/", 1)[0]
     members = [
         member,
         Member("namespace", namespace_name, member.tenant_id, member.namespace_id),
-        Member("tenant", tenant, member.tenant_id),
+        Member("tenant", namespace_name.split("/", 1)[0], member.tenant_id),
     ]
     return await service.applied_group(uow.session, members)
 
 
-@router.post(
-    TOPIC,
-    status_code=204,
-    summary="Attach a topic to a resource group (null removes it)",
-    responses=DRY_RUN_ANSWER,
-    openapi_extra=NAME_BODY,
-)
 async def set_topic_resource_group(
-    tenant: str,
-    namespace: str,
-    topic: str,
+    member: TopicMember,
     uow: UowDep,
     body: Any = RAW_BODY,
     weight: Weight = None,
@@ -241,7 +207,6 @@ async def set_topic_resource_group(
 ) -> Response:
     """The body is the group's name as a JSON string; null or "" removes the topic's group.
     404 "ResourceGroup does not exist" for an unknown group (Pulsar's answer)."""
-    member = await service.topic_member(uow, TopicName.parse(tenant, namespace, topic))
     if body is None or body == "":
         await service.detach(uow, member)
     elif not isinstance(body, str) or not is_valid_name(body):
@@ -251,54 +216,87 @@ async def set_topic_resource_group(
     return await _answer(uow, member)
 
 
-@router.delete(
+def _add_routes(path: str, member_dep: Any, level: str, docs: dict[str, str]) -> None:
+    """GET, POST and DELETE of one level's group (``namespace``, ``topic`` or ``tenant``):
+    ``docs`` names each route's endpoint (its operation id) and gives its description.  A
+    topic's GET and POST are its own (above): they read ``applied`` and a body."""
+
+    async def read(member: member_dep, uow: UowDep) -> str | None:
+        return await _group_of(uow, member)
+
+    async def attach(
+        member: member_dep,
+        resourcegroup: GroupName,
+        uow: UowDep,
+        weight: Weight = None,
+        dry_run: bool = DRY_RUN,
+    ) -> Response:
+        await service.attach(uow, member, resourcegroup, weight)
+        return await _answer(uow, member)
+
+    async def detach(member: member_dep, uow: UowDep, dry_run: bool = DRY_RUN) -> Response:
+        await service.detach(uow, member)
+        return await _answer(uow, member)
+
+    topic = level == "topic"
+    if topic:
+        read, attach = get_topic_resource_group, set_topic_resource_group
+    for endpoint, (name, doc) in zip((read, attach, detach), docs.items(), strict=True):
+        named(endpoint, name, doc)
+    router.get(path, summary=f"Get a {level}'s resource group")(read)
+    router.post(
+        path if topic else path + "/{resourcegroup}",
+        status_code=204,
+        summary=f"Attach a {level} to a resource group" + (" (null removes it)" if topic else ""),
+        responses=DRY_RUN_ANSWER,
+        openapi_extra=NAME_BODY if topic else None,
+    )(attach)
+    router.delete(
+        path,
+        status_code=204,
+        summary=f"Detach a {level} from its resource group",
+        responses=DRY_RUN_ANSWER,
+    )(detach)
+
+
+_add_routes(
+    NAMESPACE,
+    NamespaceMember,
+    "namespace",
+    {
+        "get_namespace_resource_group": "The group's name, or null.",
+        "set_namespace_resource_group": (
+            '412 "ResourceGroup does not exist" for an unknown group (Pulsar\'s answer).'
+        ),
+        "remove_namespace_resource_group": (
+            "The namespace has no group afterwards (204 also when it had none)."
+        ),
+    },
+)
+_add_routes(
     TOPIC,
-    status_code=204,
-    summary="Detach a topic from its resource group",
-    responses=DRY_RUN_ANSWER,
+    TopicMember,
+    "topic",
+    {
+        "get_topic_resource_group": get_topic_resource_group.__doc__ or "",
+        "set_topic_resource_group": set_topic_resource_group.__doc__ or "",
+        "remove_topic_resource_group": (
+            "The namespace's (or tenant's) group applies to the topic afterwards."
+        ),
+    },
 )
-async def remove_topic_resource_group(
-    tenant: str, namespace: str, topic: str, uow: UowDep, dry_run: bool = DRY_RUN
-) -> Response:
-    """The namespace's (or tenant's) group applies to the topic afterwards."""
-    member = await service.topic_member(uow, TopicName.parse(tenant, namespace, topic))
-    await service.detach(uow, member)
-    return await _answer(uow, member)
-
-
-@router.get(TENANT, summary="Get a tenant's resource group")
-async def get_tenant_resource_group(tenant: str, uow: UowDep) -> str | None:
-    """The group's name, or null (Sluice: Pulsar planned tenant groups, never shipped them)."""
-    member = await service.tenant_member(uow, tenant)
-    return await _group_of(uow, member)
-
-
-@router.post(
-    TENANT + "/{resourcegroup}",
-    status_code=204,
-    summary="Attach a tenant to a resource group",
-    responses=DRY_RUN_ANSWER,
-)
-async def set_tenant_resource_group(
-    tenant: str, resourcegroup: str, uow: UowDep, weight: Weight = None, dry_run: bool = DRY_RUN
-) -> Response:
-    """A tenant-wide group: its namespaces and topics without their own group use it.  412
-    for an unknown group, as for a namespace."""
-    member = await service.tenant_member(uow, tenant)
-    await service.attach(uow, member, resourcegroup, weight)
-    return await _answer(uow, member)
-
-
-@router.delete(
+_add_routes(
     TENANT,
-    status_code=204,
-    summary="Detach a tenant from its resource group",
-    responses=DRY_RUN_ANSWER,
+    TenantMember,
+    "tenant",
+    {
+        "get_tenant_resource_group": (
+            "The group's name, or null (Sluice: Pulsar planned tenant groups, never shipped them)."
+        ),
+        "set_tenant_resource_group": (
+            "A tenant-wide group: its namespaces and topics without their own group use it.  412\n"
+            "    for an unknown group, as for a namespace."
+        ),
+        "remove_tenant_resource_group": "The tenant has no group afterwards.",
+    },
 )
-async def remove_tenant_resource_group(
-    tenant: str, uow: UowDep, dry_run: bool = DRY_RUN
-) -> Response:
-    """The tenant has no group afterwards."""
-    member = await service.tenant_member(uow, tenant)
-    await service.detach(uow, member)
-    return await _answer(uow, member)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, FastAPI, WebSocket
 from starlette.datastructures import QueryParams
@@ -38,6 +38,7 @@ from sluice.reader import reader_subscription
 from sluice.routing import PartitionsRoutingMode
 
 router = APIRouter(tags=["websocket"])
+T = TypeVar("T")
 
 TOPIC = "/persistent/{tenant}/{namespace}/{topic}"
 SUBSCRIPTION_TYPES = {t.value: t for t in ConsumerType}  # Pulsar's names: Key_Shared
@@ -140,48 +141,70 @@ async def _allowed(
     return contextlib.nullcontext()
 
 
-async def _open(
-    websocket: WebSocket, make: Callable[[Client], Any], failed: str, busy: tuple[type, ...]
-) -> Any:
-    """Run ``make(client)`` in a thread; on failure refuse the handshake and return None."""
+async def _opening(
+    websocket: WebSocket,
+    action: str,
+    read: Callable[[QueryParams], T],
+    subscription: str | None = None,
+) -> tuple[contextlib.AbstractContextManager, T] | None:
+    """The start every route shares: the handshake allowed (``_allowed``) and its query
+    parameters read by ``read`` (400 for a ``BadParams`` or ``FrameError``); None once refused."""
+    held = await _allowed(websocket, action, subscription)
+    if held is None:
+        return None
+    try:
+        return held, read(websocket.query_params)
+    except (BadParams, FrameError) as exc:
+        await _refuse(websocket, 400, f"Invalid query params: {exc}")
+        return None
+
+
+async def _serve(
+    websocket: WebSocket,
+    held: contextlib.AbstractContextManager,
+    make: Callable[[Client], Any],
+    failed: str,
+    busy: tuple[type, ...],
+    run: Callable[[Any], Awaitable[None]],
+) -> None:
+    """Run ``make(client)`` in a thread, then accept and ``run`` what it made, holding
+    ``held``; when it fails, refuse the handshake."""
     try:
         client = await websocket_client(websocket.app)
-        return await asyncio.to_thread(make, client)
+        made = await asyncio.to_thread(make, client)
     except (BadParams, FrameError, InvalidConfiguration) as exc:
         await _refuse(websocket, 400, f"Invalid query params: {exc}")
+        return
     except busy as exc:
         await _refuse(websocket, 409, f"{failed}: {exc}")
+        return
     except ProducerBlockedQuotaExceededException as exc:
         await _refuse(websocket, 503, f"{failed}: {exc}")
+        return
     except (SluiceException, OSError) as exc:
         await _refuse(websocket, 500, f"{failed}: {exc}")
-    return None
+        return
+    await websocket.accept()
+    with held:
+        await run(made)
 
 
 @router.websocket("/ws/v2/producer" + TOPIC)
 async def producer_socket(websocket: WebSocket, tenant: str, namespace: str, topic: str) -> None:
     """A producer: send frames in, ``{"result": ...}`` frames out."""
-    held = await _allowed(websocket, "produce")
-    if held is None:
+    opening = await _opening(websocket, "produce", _producer_options)
+    if opening is None:
         return
-    params = websocket.query_params
-    try:
-        options = _producer_options(params)
-    except BadParams as exc:
-        await _refuse(websocket, 400, f"Invalid query params: {exc}")
-        return
+    held, options = opening
     name = _topic(tenant, namespace, topic)
-    producer = await _open(
+    await _serve(
         websocket,
+        held,
         lambda client: client.create_producer(name, **options),
         "Failed to create producer",
         (ProducerBusy,),
+        lambda producer: sessions.run_producer(websocket, producer),
     )
-    if producer is None:
-        return
-    await websocket.accept()
-    with held:
-        await sessions.run_producer(websocket, producer)
 
 
 def _producer_options(params: QueryParams) -> dict[str, Any]:
@@ -222,31 +245,27 @@ async def consumer_socket(
     websocket: WebSocket, tenant: str, namespace: str, topic: str, subscription: str
 ) -> None:
     """A consumer: message frames out; acks, negative acks and permits in."""
-    held = await _allowed(websocket, "consume", subscription)
-    if held is None:
-        return
-    params = websocket.query_params
-    try:
-        options = _consumer_options(params, _topic(tenant, namespace, topic), subscription)
-        queue_size = _queue_size(params)
-    except BadParams as exc:
-        await _refuse(websocket, 400, f"Invalid query params: {exc}")
-        return
-    pull_mode = _bool(params, "pullMode") is True
     name = _topic(tenant, namespace, topic)
-    consumer = await _open(
+    opening = await _opening(
         websocket,
+        "consume",
+        lambda params: (_consumer_options(params, name, subscription), _queue_size(params)),
+        subscription,
+    )
+    if opening is None:
+        return
+    held, (options, queue_size) = opening
+    pull_mode = _bool(websocket.query_params, "pullMode") is True
+    await _serve(
+        websocket,
+        held,
         lambda client: client.subscribe(
             name, subscription, receiver_queue_size=queue_size, **options
         ),
         "Failed to subscribe",
         (ConsumerBusy, SubscriptionBusy, NotAllowedError),
+        lambda consumer: sessions.run_consumer(websocket, consumer, queue_size, pull_mode),
     )
-    if consumer is None:
-        return
-    await websocket.accept()
-    with held:
-        await sessions.run_consumer(websocket, consumer, queue_size, pull_mode)
 
 
 def _consumer_options(params: QueryParams, topic: str, subscription: str) -> dict[str, Any]:
@@ -289,24 +308,15 @@ def _consumer_options(params: QueryParams, topic: str, subscription: str) -> dic
 @router.websocket("/ws/v2/reader" + TOPIC)
 async def reader_socket(websocket: WebSocket, tenant: str, namespace: str, topic: str) -> None:
     """A reader from ``messageId`` (earliest, latest or an id a consumer or reader got)."""
-    held = await _allowed(websocket, "consume")
-    if held is None:
+    opening = await _opening(websocket, "consume", _reader_options)
+    if opening is None:
         return
-    params = websocket.query_params
-    start: MessageId | None = None
-    try:
-        queue_size = _queue_size(params)
-        raw = params.get("messageId") or "latest"
-        if raw not in ("earliest", "latest"):
-            start = decode_id(raw)
-    except (BadParams, FrameError) as exc:
-        await _refuse(websocket, 400, f"Invalid query params: {exc}")
-        return
-    position = InitialPosition.Latest if raw == "latest" else InitialPosition.Earliest
+    held, (queue_size, start, position) = opening
     name = _topic(tenant, namespace, topic)
-    reader_name = params.get("readerName") or None
-    consumer = await _open(
+    reader_name = websocket.query_params.get("readerName") or None
+    await _serve(
         websocket,
+        held,
         lambda client: client.subscribe(
             name,
             reader_subscription(),
@@ -317,9 +327,14 @@ async def reader_socket(websocket: WebSocket, tenant: str, namespace: str, topic
         ),
         "Failed to create reader",
         (),
+        lambda consumer: sessions.run_reader(websocket, consumer, queue_size, start),
     )
-    if consumer is None:
-        return
-    await websocket.accept()
-    with held:
-        await sessions.run_reader(websocket, consumer, queue_size, start)
+
+
+def _reader_options(params: QueryParams) -> tuple[int, MessageId | None, InitialPosition]:
+    """A reader's receiver queue size, the id it starts from (None: at an end) and that end."""
+    queue_size = _queue_size(params)
+    raw = params.get("messageId") or "latest"
+    start = None if raw in ("earliest", "latest") else decode_id(raw)
+    position = InitialPosition.Latest if raw == "latest" else InitialPosition.Earliest
+    return queue_size, start, position

@@ -5,13 +5,7 @@
 -- Returns the number of entries that were pending and are now acknowledged.  When some were
 -- and the dispatcher waits for acks, it is woken,
 -- and so is a dormant partition.
+-- include lib/ack_tail.lua
 local ids = {}
 for i = 4, #ARGV do ids[#ids + 1] = ARGV[i] end
-local n = redis.call('XACK', KEYS[1], ARGV[1], unpack(ids))
-redis.call('ZREM', KEYS[2], unpack(ids))
-if n > 0 then
-  redis.call('HINCRBY', KEYS[3], 'acked', n)
-  local waiting = redis.call('DEL', KEYS[4]) == 1
-  if redis.call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant') == 1 or waiting then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
-end
-return n
+return acked(ack_ids(ids), ARGV[2], ARGV[3])

@@ -5,19 +5,14 @@
 -- ARGV[4] wake channel, ARGV[5] wake payload
 -- Returns the number of entries acknowledged; wakes a dispatcher waiting for acks
 -- (or a dormant partition).
+-- include lib/ack_tail.lua
 local total = 0
 while true do
   local pending = redis.call('XPENDING', KEYS[1], ARGV[1], '-', ARGV[3], 1000, ARGV[2])
   if #pending == 0 then break end
   local ids = {}
   for i, p in ipairs(pending) do ids[i] = p[1] end
-  total = total + redis.call('XACK', KEYS[1], ARGV[1], unpack(ids))
-  redis.call('ZREM', KEYS[2], unpack(ids))
+  total = total + ack_ids(ids)
   if #pending < 1000 then break end
 end
-if total > 0 then
-  redis.call('HINCRBY', KEYS[3], 'acked', total)
-  local waiting = redis.call('DEL', KEYS[4]) == 1
-  if redis.call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant') == 1 or waiting then redis.call('PUBLISH', ARGV[4], ARGV[5]) end
-end
-return total
+return acked(total, ARGV[4], ARGV[5])

@@ -31,13 +31,8 @@ local stream = call('XINFO', 'STREAM', KEYS[1])
 local s = {}
 for i = 1, #stream, 2 do s[stream[i]] = stream[i + 1] end
 if s['entries-added'] - s['length'] ~= tonumber(ARGV[5]) then return {2} end
-local function parse(id)
-  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-  return tonumber(ms), tonumber(seq)
-end
-local lms, lseq = parse(last)
-local rms, rseq = parse(ref)
-if lms < rms or (lms == rms and lseq < rseq) then return {2} end
+-- include lib/stream_ids.lua
+if id_before(last, ref) then return {2} end
 if last ~= ref then
   local got = call('XRANGE', KEYS[1], '(' .. ref, last, 'COUNT', most)
   if #got == most and got[#got][1] ~= last then

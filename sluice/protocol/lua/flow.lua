@@ -4,12 +4,12 @@
 -- ARGV[4] wake channel, ARGV[5] wake payload
 -- Permits wake the worker when the subscription waits for them or the partition is dormant.
 -- Returns 1, or 0 when the consumer is no longer registered (it must subscribe again).
+-- include lib/wake_waiting.lua
 if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then return 0 end
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
 local add = tonumber(ARGV[2])
 if add > 0 then
   redis.call('HINCRBY', KEYS[1], ARGV[1], add)
-  local waiting = redis.call('DEL', KEYS[2]) == 1
-  if redis.call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant') == 1 or waiting then redis.call('PUBLISH', ARGV[4], ARGV[5]) end
+  wake_waiting(KEYS[2], ARGV[4], ARGV[5])
 end
 return 1

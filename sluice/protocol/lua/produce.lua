@@ -108,19 +108,14 @@ local function entry_priorities()
   end
   return out
 end
+-- include lib/stream_ids.lua
 local function padded(id)
-  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-  return string.format('%013d-%010d', tonumber(ms), tonumber(seq))
+  local ms, seq = id_parts(id)
+  return string.format('%013d-%010d', ms, seq)
 end
 local function unpadded(member)
-  local ms, seq = string.match(member, '^(%d+)-(%d+)$')
-  return tonumber(ms) .. '-' .. tonumber(seq)
-end
-local function id_after(a, b)  -- a > b in stream order
-  local am, as = string.match(a, '^(%d+)-(%d+)$')
-  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
-  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
-  return am > bm or (am == bm and as > bs)
+  local ms, seq = id_parts(member)
+  return ms .. '-' .. seq
 end
 
 -- evict: with lowest-priority eviction on, every subscription (consumer group) whose backlog
@@ -173,7 +168,7 @@ if priorities then
         local states, out, anywhere, wanted, held_in = {}, false, false, false, {}
         for k, g in ipairs(groups) do
           local state = nil
-          if id_after(id, g.last) then
+          if id_before(g.last, id) then
             state = 'new'
           else
             local p = redis.call('XPENDING', KEYS[1], g.name, id, id, 1)

@@ -26,21 +26,8 @@ if call('SISMEMBER', KEYS[2], group) == 0 or call('EXISTS', KEYS[1]) == 0 then
   return redis.error_reply('NOSUB Subscription not found')
 end
 
-local function parse(id)
-  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-  return tonumber(ms), tonumber(seq)
-end
-local function before(a, b)
-  local ams, aseq = parse(a)
-  local bms, bseq = parse(b)
-  return ams < bms or (ams == bms and aseq < bseq)
-end
-local function messages(fields)
-  for i = 1, #fields, 2 do
-    if fields[i] == 'n' then return tonumber(fields[i + 1]) end
-  end
-  return 1
-end
+-- include lib/stream_ids.lua
+-- include lib/entry_messages.lua
 
 -- The receiver queues and the dormant flag are not among KEYS.  While a Redis Cluster migrates
 -- this slot, one of them may already be on the new master (or, absent, be assumed there):
@@ -61,7 +48,7 @@ if target == '$' then
   target = stream['last-generated-id']
 elseif length > 0 then
   local first = stream['first-entry'][1]
-  if before(target, first) then
+  if id_before(target, first) then
     after = length
   else
     -- Trimming removes the oldest entries only: none after the target went since the count.
@@ -95,12 +82,12 @@ for _, consumer in ipairs(owners) do
       local first, last = string.match(item, '^R(%S+) (%S+)$')
       if first then
         for _, entry in ipairs(call('XRANGE', KEYS[1], first, last)) do
-          n = n + messages(entry[2])
+          n = n + entry_messages(entry[2])
         end
       else
         local ok, packet = pcall(cmsgpack.unpack, item)
         if ok and type(packet) == 'table' then
-          for _, entry in ipairs(packet) do n = n + messages(entry[2]) end
+          for _, entry in ipairs(packet) do n = n + entry_messages(entry[2]) end
         end
       end
     end

@@ -19,12 +19,7 @@ end
 local upper = cutoff == '+' and '+' or '(' .. cutoff
 local entries, messages = 0, 0
 
-local function count(fields)
-  for i = 1, #fields, 2 do
-    if fields[i] == 'n' then return tonumber(fields[i + 1]) end
-  end
-  return 1
-end
+-- include lib/entry_messages.lua
 
 -- 1. Delivered but unacknowledged entries (eviction only).
 if ARGV[4] == '1' and budget > 0 then
@@ -34,7 +29,7 @@ if ARGV[4] == '1' and budget > 0 then
     for i, p in ipairs(pending) do
       ids[i] = p[1]
       local found = call('XRANGE', KEYS[1], p[1], p[1])
-      messages = messages + (#found > 0 and count(found[1][2]) or 1)
+      messages = messages + (#found > 0 and entry_messages(found[1][2]) or 1)
     end
     call('XACK', KEYS[1], group, unpack(ids))
     call('ZREM', KEYS[3], unpack(ids))
@@ -49,7 +44,7 @@ if budget > 0 then
   local cursor = call('GET', KEYS[2]) or '0-0'
   local fresh = call('XRANGE', KEYS[1], '(' .. cursor, upper, 'COUNT', budget)
   if #fresh > 0 then
-    for _, entry in ipairs(fresh) do messages = messages + count(entry[2]) end
+    for _, entry in ipairs(fresh) do messages = messages + entry_messages(entry[2]) end
     local last = fresh[#fresh][1]
     -- Keep the group's entries-read counter valid, so XINFO GROUPS still reports the lag.
     local read = nil
