@@ -1,4 +1,5 @@
-"""``dispatch.lua``'s TOPIC and SUBSCRIPTION limiters, on a real Redis with a given clock.
+"""``dispatch.lua``'s TOPIC and SUBSCRIPTION limiters, on a real Redis with a given clock, and
+what it puts in a consumer's receiver queue.
 
 Each test builds one partition with a backlog and consumers with permits through the same
 scripts clients use, then calls the dispatch script directly with the limiters' clock passed
