@@ -357,7 +357,12 @@ class Consumer:
         for part, elements, notices, fetched in received:
             for raw, notice in zip(elements, notices, strict=True):
                 if notice is None:
-                    self._decode(part, unpack_packets(raw), messages)
+                    packet = unpack_packets(raw)
+                    if packet and len(packet[0]) == 2:
+                        # New entries handed whole: (id, fields) pairs, as XRANGE gives them.
+                        self._decode_new(part, packet, messages)
+                    else:
+                        self._decode(part, packet, messages)
                 else:
                     self._decode_new(part, next(fetched), messages)
         with self._lock:
@@ -414,7 +419,8 @@ class Consumer:
         return [cast(tuple[bytes, list[bytes]], reply)] if reply else []
 
     def _decode_new(self, part: Part, rows: list, out: list[Message]) -> None:
-        """Append the messages of new entries as XRANGE returned them (first delivery)."""
+        """Append the messages of new entries as XRANGE returned them, or a packet of new
+        entries (first deliveries)."""
         topic = part.topic
         index = part.index_in_topic
         append = out.append

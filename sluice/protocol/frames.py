@@ -98,10 +98,12 @@ def range_notice(raw: bytes) -> tuple[bytes, bytes] | None:
     return first, last
 
 
-def unpack_packets(raw: bytes) -> list[tuple[bytes, list[bytes], int]]:
+def unpack_packets(raw: bytes) -> list[list[Any]]:
     """One element of a receiver queue as ``(entry id, flat field list, delivery count)``
-    triples, undecoded: what the consumer's hot path reads."""
-    return cast(list[tuple[bytes, list[bytes], int]], msgpack.unpackb(raw, raw=True))
+    triples (redeliveries, the priority index's entries) or ``(entry id, flat field list)``
+    pairs (new entries of the dispatch's fast path, first deliveries), undecoded: what the
+    consumer's hot path reads."""
+    return cast(list[list[Any]], msgpack.unpackb(raw, raw=True))
 
 
 def pack_batch(messages: list[tuple[bytes, str | None, str | None, int | None]]) -> bytes:

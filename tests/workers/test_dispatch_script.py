@@ -1,4 +1,5 @@
-"""``dispatch.lua``'s TOPIC and SUBSCRIPTION limiters, on a real Redis with a given clock.
+"""``dispatch.lua``'s TOPIC and SUBSCRIPTION limiters, on a real Redis with a given clock, and
+what it puts in a consumer's receiver queue.
 
 Each test builds one partition with a backlog and consumers with permits through the same
 scripts clients use, then calls the dispatch script directly with the limiters' clock passed
@@ -13,7 +14,14 @@ import pytest
 import redis
 
 from sluice.protocol import keys
-from sluice.protocol.frames import DispatchArgs, DispatchReason, DispatchResult, LimitArgs
+from sluice.protocol.frames import (
+    DispatchArgs,
+    DispatchReason,
+    DispatchResult,
+    LimitArgs,
+    range_notice,
+    unpack_packets,
+)
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import DISPATCH, FLOW, PRODUCE_SCRIPT, SCRIPTS, SUBSCRIBE
 
@@ -220,3 +228,28 @@ def test_several_reads_per_call_stay_within_every_limit(part):
     assert limited.entries == 250 and limited.reason == DispatchReason.MSG_BUDGET
     part.subscribe("t", permits=150)
     assert part.dispatch("t", 0.0, max_entries=100, reads=4).entries == 150
+
+
+def queued(part, subscription: str = "s", consumer: str = "c1") -> list[bytes]:
+    """The elements of a consumer's receiver queue."""
+    return part.client.lrange(keys.sub_prefix(part.name, subscription) + f"q:{consumer}", 0, -1)
+
+
+def test_a_run_of_small_entries_goes_to_the_consumer_whole(part):
+    """The fast path hands small entries over as they were read (id and fields): the
+    consumer reads nothing more."""
+    backlog(part, 30)
+    assert part.dispatch("s", 0.0, max_entries=20).entries == 20
+    elements = queued(part)
+    assert len(elements) == 1
+    packet = unpack_packets(elements[0])
+    ids = [entry_id for entry_id, _fields in part.client.xrange(keys.log(part.name))]
+    assert [entry_id for entry_id, _fields in packet] == ids[:20]
+    assert all(fields[fields.index(b"d") + 1] == b"x" * 10 for _id, fields in packet)
+
+
+def test_a_run_of_large_entries_goes_as_a_range_notice(part):
+    backlog(part, 3, size=300_000)
+    assert part.dispatch("s", 0.0).entries == 3
+    ids = [entry_id for entry_id, _fields in part.client.xrange(keys.log(part.name))]
+    assert [range_notice(raw) for raw in queued(part)] == [(ids[0], ids[-1])]

@@ -8,7 +8,13 @@ import pytest
 import redis
 
 from sluice.protocol import keys
-from sluice.protocol.frames import DispatchArgs, DispatchResult, parse_position, range_notice
+from sluice.protocol.frames import (
+    DispatchArgs,
+    DispatchResult,
+    parse_position,
+    range_notice,
+    unpack_packets,
+)
 from sluice.protocol.scripts import DISPATCH, FLOW, PRODUCE_SCRIPT, SUBSCRIBE
 from tests.workers.test_dispatch_script import NOW_MS, Partition
 
@@ -48,13 +54,17 @@ class KeyedPartition(Partition):
         return DispatchResult.from_reply(self.scripts["dispatch"](*DISPATCH.call(self.name, args)))
 
     def received(self, consumer: str) -> list[str]:
-        """The ids the consumer's receiver queue names, in order (range notices read back)."""
+        """The ids the consumer's receiver queue names, in order (range notices read back,
+        packets of new entries unpacked)."""
         queue = keys.sub_prefix(self.name, "s") + "q:" + consumer
         ids = []
         for raw in self.client.lrange(queue, 0, -1):
-            first, last = range_notice(raw)
-            rows = self.client.xrange(keys.log(self.name), first, last)
-            ids += [entry_id.decode() for entry_id, _ in rows]
+            notice = range_notice(raw)
+            if notice is None:
+                rows = unpack_packets(raw)
+            else:
+                rows = self.client.xrange(keys.log(self.name), *notice)
+            ids += [row[0].decode() for row in rows]
         return ids
 
     def held(self) -> int:

@@ -1,8 +1,9 @@
 """A consumer's connection breaks between taking a notice off its receiver queue and reading
 the entries it names: the entries still arrive.
 
-The worker hands new entries out as notices ("these ids are yours") in the consumer's queue;
-the consumer pops a notice, then reads the entries with ``XRANGE``.  A pop is final: if the
+The worker hands runs of large new entries out as notices ("these ids are yours") in the
+consumer's queue (small ones go whole, in the element itself); the consumer pops a notice,
+then reads the entries with ``XRANGE``.  A pop is final: if the
 read fails (the master dies, the connection resets) and the consumer forgot the notice, its
 entries would stay pending to a live consumer and never be delivered.  The client here reaches
 Redis through a forwarder that closes the connection the moment ``XRANGE`` goes out, once; the
@@ -21,6 +22,8 @@ from tests.workers.test_client import TOPIC, make_topic
 
 pytestmark = pytest.mark.faults
 
+LARGE = b"x" * 600_000  # more payload than dispatch.lua hands over whole (PACKET_BYTES)
+
 
 def test_a_read_broken_after_the_pop_still_delivers(http, namespace, worker, settings):
     make_topic(http)
@@ -32,13 +35,13 @@ def test_a_read_broken_after_the_pop_still_delivers(http, namespace, worker, set
         ):
             consumer = client.subscribe(TOPIC, "sub")
             proxy.drop_on = b"XRANGE"
-            direct.create_producer(TOPIC).send(b"one")
+            direct.create_producer(TOPIC).send(LARGE)  # goes as a notice
             with pytest.raises(sluice.Timeout):
                 consumer.receive(timeout_millis=300)  # popped the notice; the read broke
             wait_until(lambda: proxy.dropped >= 1, timeout=10)
             proxy.drop_on = None
             message = consumer.receive(timeout_millis=5000)
-            assert message.data() == b"one"
+            assert message.data() == LARGE
             assert message.redelivery_count() == 0
             consumer.acknowledge(message)
             with pytest.raises(sluice.Timeout):

@@ -96,8 +96,10 @@
 -- Budgets are checked before each entry, so the last entry may overshoot a byte budget only.
 -- What a consumer may take goes to its receiver queue as one element per run: new entries,
 -- which are consecutive in the stream, as the notice "R<first id> <last id>" (the consumer
--- reads them itself with XRANGE, so payloads are not copied through here), redeliveries as
--- a packet msgpack [[id, fields, delivery count], ...].
+-- reads them itself with XRANGE, so large payloads are not copied through here) or, for a
+-- run of the fast path (2a) of at most PACKET_BYTES payload bytes, as the packet msgpack
+-- [[id, fields], ...] of the entries themselves (first deliveries); redeliveries as a packet
+-- msgpack [[id, fields, delivery count], ...].
 -- Returns {entries, messages, bytes, redelivered, reason, unthrottled, next_due_ms, units,
 -- unacked, exhausted, wait_ms} where reason is 0 more may follow, 1 no data, 2 no permits,
 -- 3 message budget, 4 byte budget, 5 max unacked reached (the waitack flag is set; an ack
@@ -112,6 +114,7 @@ local max_entries, msg_budget, byte_budget = tonumber(ARGV[4]), tonumber(ARGV[5]
 local read_cap, count_entries = tonumber(ARGV[7]), ARGV[8] == '1'
 local active, rr_chunk, rr_offset = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
 local HOLDER = '~held'
+local PACKET_BYTES = 524288  -- a fast-path run of at most this many payload bytes goes whole
 local key_shared = ARGV[27] == '1' and active == ''
 local margin = tonumber(ARGV[26] or '-1') or -1
 local delaying = margin >= 0 and active == ''
@@ -860,7 +863,13 @@ if fast and not stop then
     if sub_room > 0 then sub_room = math.max(sub_room - n, 0) end
     entries, messages, units, bytes = entries + n, messages + n, units + n, bytes + size
     cursor = got[n][1]
-    call('RPUSH', qprefix .. c[1], 'R' .. got[1][1] .. ' ' .. cursor)
+    if size <= PACKET_BYTES then
+      -- Small payloads go in the element itself, as XREADGROUP returned them: the consumer
+      -- reads nothing more (no second read of the same entries, no second round trip).
+      call('RPUSH', qprefix .. c[1], cmsgpack.pack(got))
+    else
+      call('RPUSH', qprefix .. c[1], 'R' .. got[1][1] .. ' ' .. cursor)
+    end
     if #got < want then drained = true break end
     if stop then reason = 0 break end
   end
