@@ -347,8 +347,10 @@ class Dispatcher:
         kept = self._packed
         if kept is None or kept[0] != key:  # the same objects, or equal ones
             argv = self._args(0, 0, 0, 0, 0).argv()
-            segments = tuple(pack_args(argv[a:b]) for a, b in PACKED_SEGMENTS)
-            kept = self._packed = (key, segments)
+            kept = (key, tuple(pack_args(argv[a:b]) for a, b in PACKED_SEGMENTS))
+        # Kept with this call's objects: equal ones handed down again (limits resolved again,
+        # unchanged) are compared field by field once, not at every call.
+        self._packed = (key, kept[1])
         s0, s1, s2, s3, s4 = kept[1]
         return b"".join(
             (

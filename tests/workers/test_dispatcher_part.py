@@ -170,6 +170,15 @@ def test_packed_arguments_are_the_call_arguments_packed(settings, redis_server, 
             assert dispatcher._packed[1] is kept  # budgets change, the rest stays packed
             dispatcher.rr_offset = 12
             same(dispatcher, (3, None))
+            # The same limits resolved again (equal objects): still packed, and kept with the
+            # new objects, which later calls find without comparing them field by field.
+            again, topic_again = limits(topic_msg=10)
+            flow_again = resolve_flow(FlowInputs())
+            assert (again, topic_again, flow_again) == (subscription, topic, FLOW)
+            dispatcher.apply(again, topic_again, flow_again)
+            same(dispatcher, (3, None))
+            assert dispatcher._packed[1] is kept
+            assert any(part is flow_again for part in dispatcher._packed[0])
             subscription, topic = limits(topic_msg=10, sub_msg=3)
             dispatcher.apply(subscription, topic, FLOW)
             changed = same(dispatcher, (None, None))
