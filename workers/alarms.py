@@ -4,7 +4,9 @@ Every throttled dispatcher sleeps until its limiter's next period, thousands of 
 on a busy worker, and many wake in the same millisecond.  ``AlarmClock`` keeps one event-loop
 timer per millisecond that has sleepers and, when it fires, wakes each of them by setting its
 ``wake`` event, unless that sleeper has woken for another reason since (its ``alarm``
-sequence number moved on).
+sequence number moved on).  A sleeper that may wake somewhat late asks for a coarser
+timer (``window_ms``): the sleepers of one window wake in the same turn of the event loop,
+where the dispatch calls of a partition's subscriptions run in one script call.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ class AlarmClock:
     def __init__(self) -> None:
         self._due: dict[int, list[tuple[Sleeper, int]]] = {}
 
-    def ring_at(self, when: float, sleeper: Sleeper) -> None:
-        """Wake ``sleeper`` at loop time ``when`` (rounded up to the millisecond) unless its
-        current sleep ends before."""
-        key = math.ceil(when * 1000)
+    def ring_at(self, when: float, sleeper: Sleeper, window_ms: int = 1) -> None:
+        """Wake ``sleeper`` at loop time ``when``, rounded up to the millisecond, or to the end
+        of its window of ``window_ms`` (windows laid back to back from loop time 0, so a
+        sleeper due at the same point of every period is always rounded up by as much),
+        unless its current sleep ends before."""
+        key = math.ceil(when * 1000 / window_ms) * window_ms
         waiting = self._due.get(key)
         if waiting is None:
             waiting = self._due[key] = []

@@ -51,6 +51,7 @@ from workers.scriptcall import bulk_int, pack_args
 log = logging.getLogger(__name__)
 
 PARK_FALLBACK_SECONDS = 5.0  # re-check a parked subscription even without a wake-up
+RENEWAL_WINDOW_MS = 25  # a quota renewal served this late at most (see _renewal_window)
 SINGLE_CONSUMER_TYPES = ("Exclusive", "Failover")
 KEY_SHARED = "Key_Shared"
 # Bits of ``DispatchResult.exhausted``: the Redis-side limiters left without quota.
@@ -347,8 +348,10 @@ class Dispatcher:
         kept = self._packed
         if kept is None or kept[0] != key:  # the same objects, or equal ones
             argv = self._args(0, 0, 0, 0, 0).argv()
-            segments = tuple(pack_args(argv[a:b]) for a, b in PACKED_SEGMENTS)
-            kept = self._packed = (key, segments)
+            kept = (key, tuple(pack_args(argv[a:b]) for a, b in PACKED_SEGMENTS))
+        # Kept with this call's objects: equal ones handed down again (limits resolved again,
+        # unchanged) are compared field by field once, not at every call.
+        self._packed = (key, kept[1])
         s0, s1, s2, s3, s4 = kept[1]
         return b"".join(
             (
@@ -519,9 +522,22 @@ class Dispatcher:
             wait = max(wait, broker.next_refill() - now)
         self.waiting_for_quota = True
         try:
-            await self._sleep(wait)
+            await self._sleep(wait, self._renewal_window(result.exhausted))
         finally:
             self.waiting_for_quota = False
+
+    def _renewal_window(self, exhausted: int) -> int:
+        """How late (ms) this dispatcher may wake for its SUBSCRIPTION quota's renewal: when
+        that quota alone holds it back and one call takes all of it, the renewal may be
+        served up to a fortieth of the period (at most ``RENEWAL_WINDOW_MS``) late: half of
+        what keeps the period on its grid (``dispatch.lua``; the other half for the event
+        loop's own delays), so nothing of its quota is lost; the
+        dispatchers of a partition that renew in the same window then wake in the same turn
+        and share one script call.  Else 1 (wake on the millisecond)."""
+        sub = self._sub_args
+        if exhausted != 4 or sub.relative or not 0 < sub.msg <= self.shared.settings.max_entries:
+            return 1
+        return max(1, min(RENEWAL_WINDOW_MS, sub.period * 1000 // 40))
 
     async def _wait_for_broker(self) -> None:
         """The BROKER limiter is exhausted before the call: wait for its next period."""
@@ -553,16 +569,17 @@ class Dispatcher:
         if await self._sleep(timeout):
             self.refresh_needed = True
 
-    async def _sleep(self, timeout: float) -> bool:
-        """Sleep up to ``timeout`` s or until woken (a wake-up, a changed limit); True when
-        the time ran out.  The worker's alarm clock rings the end: thousands of dispatchers
-        sleep this way at every period boundary."""
+    async def _sleep(self, timeout: float, window_ms: int = 1) -> bool:
+        """Sleep up to ``timeout`` s (rounded up to the end of its window of ``window_ms``)
+        or until woken (a wake-up, a changed limit); True when the time ran out.  The
+        worker's alarm clock rings the end: thousands of dispatchers sleep this way at every
+        period boundary."""
         if timeout <= 0 or self.wake.is_set():
             self.wake.clear()
             await asyncio.sleep(0)
             return False
         self.alarm += 1
-        self.shared.alarms.ring_at(asyncio.get_running_loop().time() + timeout, self)
+        self.shared.alarms.ring_at(asyncio.get_running_loop().time() + timeout, self, window_ms)
         try:
             await self.wake.wait()
         finally:

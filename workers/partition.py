@@ -119,6 +119,8 @@ class PartitionRunner:
         self.publish_throttled = 0  # sends the publish rate held back (counter)
         self._last_trim = 0.0
         self._consumers_checked = 0.0
+        # When a consumer may have stopped heartbeating at the earliest (ms, wall clock).
+        self._heartbeats_due = 0
         self._lock = asyncio.Lock()
         self._stopped = False
         self._limits_at = time.monotonic()
@@ -229,6 +231,7 @@ class PartitionRunner:
         )
         self.on_subscription(self.partition.base.full, subscription)
         self.dispatchers[subscription] = dispatcher
+        self._heartbeats_due = 0  # its consumers' heartbeats are read at the next check
         return dispatcher
 
     def look_again(self) -> None:
@@ -362,21 +365,27 @@ class PartitionRunner:
         and then."""
         redis = self.context.redis
         now_ms = int(time.time() * 1000)
-        cutoff = now_ms - self.context.consumer_timeout_ms
-        # Heartbeats are checked a few times per consumer timeout (at most every 2.5 s).
-        every = min(2.5, self.context.consumer_timeout_ms / 4000)
+        timeout_ms = self.context.consumer_timeout_ms
+        cutoff = now_ms - timeout_ms
+        # Heartbeats are checked a few times per consumer timeout (at most every 2.5 s), and
+        # only once the oldest heartbeat read last time may have expired (a consumer that
+        # joins later expires later; a new subscription's are read at once).
+        every = min(2.5, timeout_ms / 4000)
         dispatchers = []
-        if time.monotonic() - self._consumers_checked >= every:
+        if now_ms >= self._heartbeats_due and time.monotonic() - self._consumers_checked >= every:
             self._consumers_checked = time.monotonic()
             dispatchers = list(self.dispatchers.items())
-        silent = []
+        replies = []
         if dispatchers:
             async with redis.pipeline(transaction=False) as pipe:
                 for name, _dispatcher in dispatchers:
                     alive = keys.sub_key(self.partition, name, "alive")
                     pipe.zrangebyscore(alive, "-inf", f"({cutoff}")
-                silent = await pipe.execute()
-        for (name, dispatcher), dead in zip(dispatchers, silent, strict=True):
+                    pipe.zrangebyscore(alive, cutoff, "+inf", start=0, num=1, withscores=True)
+                replies = await pipe.execute()
+            oldest = [int(live[0][1]) for live in replies[1::2] if live]
+            self._heartbeats_due = min(oldest, default=now_ms) + timeout_ms
+        for (name, dispatcher), dead in zip(dispatchers, replies[0::2], strict=True):
             for consumer in dead:
                 consumer_id = consumer.decode()
                 log.info("releasing consumer %s of %s/%s", consumer_id, self.partition.full, name)

@@ -170,6 +170,15 @@ def test_packed_arguments_are_the_call_arguments_packed(settings, redis_server, 
             assert dispatcher._packed[1] is kept  # budgets change, the rest stays packed
             dispatcher.rr_offset = 12
             same(dispatcher, (3, None))
+            # The same limits resolved again (equal objects): still packed, and kept with the
+            # new objects, which later calls find without comparing them field by field.
+            again, topic_again = limits(topic_msg=10)
+            flow_again = resolve_flow(FlowInputs())
+            assert (again, topic_again, flow_again) == (subscription, topic, FLOW)
+            dispatcher.apply(again, topic_again, flow_again)
+            same(dispatcher, (3, None))
+            assert dispatcher._packed[1] is kept
+            assert any(part is flow_again for part in dispatcher._packed[0])
             subscription, topic = limits(topic_msg=10, sub_msg=3)
             dispatcher.apply(subscription, topic, FLOW)
             changed = same(dispatcher, (None, None))
@@ -185,6 +194,80 @@ def test_packed_arguments_are_the_call_arguments_packed(settings, redis_server, 
             assert b"$1\r\n6\r\n" in same(dispatcher, (None, None))
             dispatcher.fencing_token = "token-2"
             assert b"token-2" in same(dispatcher, (None, None))
+
+    asyncio.run(scenario())
+    sync.close()
+
+
+def test_renewals_of_a_partition_in_one_window_share_a_script_call(settings, redis_server):
+    """Subscriptions of one partition limited to one message a period, whose periods began a
+    few milliseconds apart, wake for their renewals in the same window and renew in one
+    ``dispatch_many.lua`` call, none handing out more than its limit, and, unless the machine
+    delays the wake-ups beyond what the limiter tolerates, their periods back to back on their
+    grid."""
+    sync = redis.Redis.from_url(redis_server.url)
+    partition = Partition(sync)
+    partition.produce(200)
+    names = [f"s{i}" for i in range(8)]
+    for name in names:
+        partition.subscribe(name)
+
+    def period_start(name: str) -> float:
+        return float(sync.hget(keys.sub_key(partition.name, name, "lim"), "mws") or 0)
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        context = make_context(settings, client)
+        shared = make_shared(context)
+        subscription, topic = limits(sub_msg=1)
+        dispatchers = [Dispatcher(context, shared, partition.name, n) for n in names]
+        try:
+            for dispatcher in dispatchers:  # first periods one after another: calls of their own
+                dispatcher.apply(subscription, topic, FLOW)
+                dispatcher.start()
+                while not dispatcher.waiting_for_quota:
+                    await asyncio.sleep(0.001)
+            assert all(delivered(sync, partition, n) == 1 for n in names)
+            starts = {n: period_start(n) for n in names}
+            calls = sum(d.dispatch_calls for d in dispatchers)
+            merged = shared.script.merged_calls
+            await asyncio.sleep(2.5)  # two renewals each
+            renewed = sum(d.dispatch_calls for d in dispatchers) - calls
+            merged = shared.script.merged_calls - merged
+            assert renewed >= 2 * len(names)
+            # Most renewals ran merged (a window's boundary may split the eight).
+            assert merged >= renewed * 0.7, (merged, renewed)
+            on_grid = 0
+            for name in names:
+                assert delivered(sync, partition, name) == 3
+                on_grid += period_start(name) == starts[name] + 2000
+            assert on_grid >= len(names) // 2
+        finally:
+            await asyncio.gather(*(d.stop() for d in dispatchers))
+            await shared.script.close()
+            await client.aclose()
+
+    asyncio.run(scenario())
+    sync.close()
+
+
+def test_only_a_small_subscription_quota_renews_in_a_window(settings, redis_server):
+    """A quota one call takes whole may be renewed up to a fortieth of its period late; a
+    larger one, a TOPIC quota or a relative limit renews on the millisecond."""
+    sync = redis.Redis.from_url(redis_server.url)
+    partition = Partition(sync)
+
+    async def scenario():
+        async with running(settings, redis_server.url, partition) as (dispatcher, shared):
+            max_entries = shared.settings.max_entries
+            subscription, topic = limits(sub_msg=max_entries)
+            dispatcher.apply(subscription, topic, FLOW)
+            assert dispatcher._renewal_window(4) == 25
+            assert dispatcher._renewal_window(1) == 1  # the TOPIC quota
+            assert dispatcher._renewal_window(5) == 1
+            subscription, topic = limits(sub_msg=max_entries + 1)
+            dispatcher.apply(subscription, topic, FLOW)
+            assert dispatcher._renewal_window(4) == 1
 
     asyncio.run(scenario())
     sync.close()
