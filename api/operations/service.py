@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from api.dataplane import lookup
 from api.operations.schemas import LONG_MAX, ResetCursorBody, ResetCursorData
+from api.topic_rows import get_topic
 from api.unit_of_work import UnitOfWork
 from dataplane.cursors import (
     MAX_SEQUENCE,
@@ -35,7 +36,6 @@ from models.errors import (
     partitioned_topic_not_found,
     subscription_not_found,
 )
-from models.repository import get_topic
 from sluice.protocol.names import TopicName, check_subscription
 
 STREAM_ID = re.compile(r"^(\d+)-(\d+)$")
@@ -51,7 +51,7 @@ class Scope:
 
 
 async def _scope(uow: UnitOfWork, topic: TopicName) -> Scope:
-    _, row = await get_topic(uow.session, topic)
+    _, row = await get_topic(uow, topic)
     base = TopicName(topic.tenant, topic.namespace, row.name)
     if row.partitions > 0 and topic.partition_index < 0:
         return Scope(base, [base.partition(i) for i in range(row.partitions)], True)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from api.topic_rows import get_topic
 from api.unit_of_work import UnitOfWork
 from models.orm import Namespace, Topic
-from models.repository import get_namespace, get_topic
+from models.repository import get_namespace
 from sluice.protocol.names import TopicName, check_namespace, check_subscription
 
 
@@ -66,7 +67,7 @@ async def topic_target(
     uow: UnitOfWork, topic: TopicName, subscription: str | None = None
 ) -> PolicyTarget:
     """Target a topic (or one of its subscriptions), stored under the base topic name."""
-    namespace, row = await get_topic(uow.session, topic)
+    namespace, row = await get_topic(uow, topic)
     if subscription is not None:
         check_subscription(subscription)
     base = TopicName(topic.tenant, topic.namespace, row.name)

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from api.dataplane import aggregate, lookup, registry_topics
 from api.permissions.service import note_roles_granted
+from api.topic_rows import get_topic
 from api.topics.limits import (
     check_subscriptions,
     check_topics,
@@ -36,7 +37,6 @@ from models.repository import (
     find_topic,
     find_topics,
     get_namespace,
-    get_topic,
     insert_new,
     load_broker_config,
 )
@@ -278,7 +278,7 @@ async def delete_topic(
 async def list_subscriptions(uow: UnitOfWork, topic: TopicName) -> list[str]:
     """Subscription names of a topic (or of the topic a partition belongs to), including
     those consumers created that the workers have not recorded yet."""
-    _, row = await get_topic(uow.session, topic)
+    _, row = await get_topic(uow, topic)
     names = await _stored_subscriptions(uow, row.id)
     if uow.data_plane is not None:
         base = TopicName(topic.tenant, topic.namespace, row.name)
@@ -296,7 +296,7 @@ async def list_subscriptions(uow: UnitOfWork, topic: TopicName) -> list[str]:
 async def create_subscription(uow: UnitOfWork, topic: TopicName, name: str) -> None:
     """Create a subscription on every partition; 409 when it exists."""
     check_subscription(name)
-    _, row = await get_topic(uow.session, topic)
+    _, row = await get_topic(uow, topic)
     base = TopicName(topic.tenant, topic.namespace, row.name)
     stored = await _check_subscriptions_limit(uow, row, base, name)
     # The insert itself tells whether the subscription exists (no query before it).
@@ -313,7 +313,7 @@ async def delete_subscription(
 ) -> None:
     """Delete a subscription from every partition; 404 when it does not exist, 412 while
     consumers are connected (unless ``force``)."""
-    _, row = await get_topic(uow.session, topic)
+    _, row = await get_topic(uow, topic)
     base = TopicName(topic.tenant, topic.namespace, row.name)
     existing = await uow.session.scalar(
         select(Subscription).where(Subscription.topic_id == row.id, Subscription.name == name)
@@ -346,7 +346,7 @@ def _record_subscription(uow: UnitOfWork, base: TopicName, name: str, before, af
 async def topic_stats(uow: UnitOfWork, topic: TopicName) -> dict:
     """Pulsar's ``TopicStats`` of a partition or non-partitioned topic; for a partitioned
     topic, the totals over its partitions (as Pulsar answers)."""
-    _, row = await get_topic(uow.session, topic)
+    _, row = await get_topic(uow, topic)
     if topic.partition_index < 0 and row.partitions > 0:
         return await partitioned_stats(uow, topic, per_partition=False)
     return await _data_plane(uow).partition_stats(topic)
@@ -354,7 +354,7 @@ async def topic_stats(uow: UnitOfWork, topic: TopicName) -> dict:
 
 async def partitioned_stats(uow: UnitOfWork, topic: TopicName, per_partition: bool) -> dict:
     """Pulsar's ``PartitionedTopicStats``: totals over partitions, and each if asked."""
-    _, row = await get_topic(uow.session, topic)
+    _, row = await get_topic(uow, topic)
     if row.partitions == 0:
         raise partitioned_topic_not_found(topic)
     partitions = [topic.partition(i) for i in range(row.partitions)]
@@ -365,7 +365,7 @@ async def lookup_topic(uow: UnitOfWork, topic: TopicName) -> dict:
     """Which worker owns a topic: one answer for a partition or non-partitioned topic, a map
     partition -> answer for a partitioned topic (like ``pulsar-admin topics partitioned-lookup``).
     """
-    _, row = await get_topic(uow.session, topic)
+    _, row = await get_topic(uow, topic)
     _data_plane(uow)
     redis = uow.data_plane.redis
     if topic.partition_index < 0 and row.partitions > 0:

@@ -12,7 +12,7 @@ import sluice
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from sluice.routing import key_partition
-from tests.workers.conftest import ADMIN, drain, wait_until
+from tests.workers.conftest import ADMIN, WorkerThread, drain, wait_until
 
 TOPIC = "persistent://acme/orders/created"
 
@@ -335,6 +335,33 @@ def test_key_routing_and_round_robin(http, namespace, client):
     consumer = client.subscribe(TOPIC, "sub", initial_position=sluice.InitialPosition.Earliest)
     assert len(drain(consumer, 13, timeout=5)) == 13
     assert client.get_topic_partitions(TOPIC) == [f"{TOPIC}-partition-{i}" for i in range(4)]
+
+
+def test_a_topic_a_client_just_created_is_found_by_the_admin_api(
+    http, namespace, worker_settings, redis_server
+):
+    """A client creates a topic while no worker runs; admin calls on it made before any worker
+    has recorded it wait for that record and answer 200, not 404 (the peek of a message sent
+    a moment before found nothing now and then)."""
+    WorkerThread(worker_settings).start().stop()  # publishes the client settings, then goes
+    topic = "persistent://acme/orders/just-made"
+    with sluice.Client(redis_server.url) as client:
+        client.subscribe(topic, "s", consumer_type=sluice.ConsumerType.Shared).close()
+        client.create_producer(topic).send(b"m", priority=8)
+    later = threading.Timer(0.5, lambda: workers.append(WorkerThread(worker_settings).start()))
+    workers: list[WorkerThread] = []
+    later.start()
+    try:
+        peek = http.get(f"{ADMIN}/persistent/acme/orders/just-made/subscription/s/position/1")
+        assert peek.status_code == 200, peek.text
+        assert peek.content == b"m" and peek.headers["X-Sluice-Priority"] == "8"
+        assert http.get(f"{ADMIN}/persistent/acme/orders/just-made/stats").status_code == 200
+    finally:
+        later.join()
+        for started in workers:
+            started.stop()
+    missing = http.get(f"{ADMIN}/persistent/acme/orders/never-made/stats")
+    assert missing.status_code == 404, missing.text
 
 
 def test_auto_creation_and_its_switch(http, namespace, worker, client):
