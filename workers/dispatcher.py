@@ -232,11 +232,15 @@ class Dispatcher:
         if broker.enabled and broker.available(now).exhausted and not config.skip_when_caught_up:
             await self._wait_for_broker()
             return
-        if self.sub_type in SINGLE_CONSUMER_TYPES and not self.active:
+        group = self.group
+        if (self.sub_type in SINGLE_CONSUMER_TYPES and not self.active) or (
+            group is not None and not self.consumers
+        ):
+            # Nobody to send to: and a resource group's period is not started for nothing
+            # (it would end early in the first second of the consumers that come later).
             self.settled = not self.refresh_needed
             await self._park(-1)
             return
-        group = self.group
         grant = None
         if group is not None:
             grant = await self._reserve_group(group)

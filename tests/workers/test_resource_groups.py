@@ -15,8 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+import redis
 
 import sluice
+from sluice.protocol import keys
 from tests.receiving import BackgroundReceiver
 from tests.workers.conftest import ADMIN, WorkerThread, rate, wait_until
 from tests.workers.test_strict_bound import excess, new_topic
@@ -335,3 +337,30 @@ def test_measured_from_the_start_the_split_is_even_too(http, namespace, worker, 
     assert len(everything) >= 0.95 * LIMIT * 10
     share = len(runs[0]) / len(everything)
     assert abs(share - 0.5) <= 0.03, [len(times) for times in runs]
+
+
+def test_a_backlog_without_consumers_starts_no_period_of_the_group(
+    http, namespace, worker, redis_server
+):
+    """A member's backlog waits for its first consumer without taking from the group: the
+    group's first period starts with that consumer, so its first second holds one quota."""
+    group = make_group(http)
+    topic = member_namespace(http, group)
+    path = f"{ADMIN}/persistent/{topic.removeprefix('persistent://')}"
+    assert http.put(f"{path}/subscription/s").status_code == 204
+    with sluice.Client(redis_server.url) as client:
+        producer = client.create_producer(topic, block_if_queue_full=True)
+        for _ in range(1000):
+            producer.send_async(b"m" * 16, None)
+        producer.flush()
+        producer.close()
+    time.sleep(0.7)  # a period started by the backlog alone would end 0.3 s into the next one
+    budget = redis.Redis.from_url(redis_server.url)
+    assert budget.hget(keys.group_budget(group), "mws") is None  # no period of the group yet
+    budget.close()
+    origin = time.monotonic()
+    member = Backlogged(redis_server.url, topic, 0, origin)
+    time.sleep(2.5 - (time.monotonic() - origin))
+    times = member.close()
+    assert excess(times, LIMIT) <= 0
+    assert len(times) >= 2 * LIMIT
