@@ -86,3 +86,35 @@ def test_an_entry_deleted_while_indexed_is_dropped_uncharged(prio):
     after = prio.hand_out(1.0)
     assert (after.entries, after.messages) == (2, 2)
     assert [entry[0].decode() for entry in prio.received()] == [prio.sent[k][1] for k in (0, 2, 3)]
+
+
+def test_what_went_out_is_pending_for_its_consumer_and_what_waits_for_the_holder(prio):
+    """Entries read ahead and handed out in the same call, round robin over two consumers,
+    are pending for the consumer that got them (a first delivery); the rest for the holder,
+    however the call read them."""
+    prio.subscribe("s", "c1")
+    prio.subscribe("s", "c2")
+    prio.produce_levels([((i * 3) % 10, f"m{i}".encode()) for i in range(40)])
+    args = DispatchArgs(
+        subscription="s",
+        queue_prefix=keys.sub_prefix(prio.name, "s") + "q:",
+        now_ms=NOW_MS,
+        clock_ms=NOW_MS,
+        rr_chunk=3,
+        topic=LimitArgs(10, -1, 1, False),
+    )
+    result = DispatchResult.from_reply(prio.scripts["dispatch"](*DISPATCH.call(prio.name, args)))
+    assert result.entries == 10
+    log = keys.log(prio.name)
+    handed: list[str] = []
+    for consumer in ("c1", "c2"):
+        queue = keys.sub_prefix(prio.name, "s") + f"q:{consumer}"
+        got = [e for raw in prio.client.lrange(queue, 0, -1) for e in msgpack.unpackb(raw)]
+        pending = prio.client.xpending_range(log, "s", "-", "+", 100, consumername=consumer)
+        assert sorted(e[0] for e in got) == sorted(p["message_id"].decode() for p in pending)
+        assert {p["times_delivered"] for p in pending} == {1}
+        handed += [e[0] for e in got]
+    expected = sorted(prio.sent, key=lambda row: -row[0])
+    assert sorted(handed) == sorted(entry_id for _, entry_id, _ in expected[:10])
+    held = prio.client.xpending_range(log, "s", "-", "+", 100, consumername="~held")
+    assert len(held) == 30

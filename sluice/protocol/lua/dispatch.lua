@@ -54,7 +54,11 @@
 -- "<id>:<payload size>:<messages>" in the order they were read (stream order).  Entries go
 -- out from the highest non-empty list first, as first deliveries (delivery count 1, claimed
 -- in one XCLAIM per consumer, which returns them, sent as a packet like redeliveries), under
--- the same budgets; redeliveries still go first.  A delayed entry read ahead is held as before, and
+-- the same budgets; redeliveries still go first.  Under strict priority (ARGV[29] = 0) an
+-- entry read and handed out in the same call is never indexed: it goes out with the fields it
+-- was read with, and the call's first read is for the consumer round robin picks first (only
+-- what it may take; what it does not take is claimed for the holder, what another consumer
+-- takes for that one, JUSTID).  A delayed entry read ahead is held as before, and
 -- joins the index when it comes due.  Entries of the index count in msgBacklog (pending) and
 -- not against max-unacked.  Per level, messages handed out are counted in KEYS[5] "out_p<L>".
 -- Key_Shared ignores priorities (stream order per key).
@@ -504,9 +508,8 @@ local function index_member(id, fields)
   local size, n = fields_size(fields)
   return id .. ':' .. size .. ':' .. n
 end
--- An entry's priority and its member of the index, in one pass over its fields; also its
--- payload size.
-local function index_entry(id, fields)
+-- An entry's priority, payload size and message count, in one pass over its fields.
+local function entry_meta(fields)
   local size, n, level = 0, 1, nil
   for f = 1, #fields, 2 do
     local name = fields[f]
@@ -517,8 +520,7 @@ local function index_entry(id, fields)
       if p and p >= 0 and p <= 9 then level = math.floor(p) else level = 4 end
     end
   end
-  level = level or 4
-  return level, id .. ':' .. size .. ':' .. n, size
+  return level or 4, size, n
 end
 local function from_member(member)
   local id, size, n = string.match(member, '^([^:]+):(%d+):(%d+)$')
@@ -650,11 +652,17 @@ for consumer, run in pairs(runs) do
 end
 
 -- 1b. Priority: read new entries ahead into the index, then hand out from it, highest first.
+-- Under strict priority, what this call reads waits in memory behind its level's list until
+-- the hand-out is done, and only what is left joins the index then: an entry that goes out at
+-- once (as most do once the backlog is ordered) is never indexed, and its fields are the ones
+-- read.  The first read goes to the consumer round robin picks first, at most what it may take
+-- (one claim less for what it does take); what it does not take is claimed for the holder.
 local by_level = {}
 if prio_on and not stop then
   -- The new entries of this call all come from the index: as many as the fast path's reads.
   max_entries = max_entries * math.max(tonumber(ARGV[24] or '1') or 1, 1)
   read_cap = read_cap * math.max(tonumber(ARGV[24] or '1') or 1, 1)
+  local strict = oldest_every <= 0
   local waiting = {}
   local total = 0
   for level = 0, 9 do
@@ -663,32 +671,59 @@ if prio_on and not stop then
   end
   local room = lookahead - total
   local read_all = true
-  local pushes = {}
-  for level = 0, 9 do pushes[level] = {} end
+  local pushes, fresh = {}, {}
+  for level = 0, 9 do pushes[level], fresh[level] = {}, {} end
+  local unheld = {}  -- read for a consumer, but to wait: claimed for the holder at the end
+  local reader = strict and pick() or nil
+  local function read(count, consumer)
+    local reply = call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count,
+      'STREAMS', KEYS[1], '>')
+    return reply and reply[1] and reply[1][2] or {}
+  end
   -- Read ahead in reads of at most 1,000 entries while the look-ahead has room and what was
   -- read stays under the call's read cap (so large payloads do not fill Redis's memory).
   local read_bytes = 0
   while room > 0 do
     local want = math.min(room, 1000)
-    local reply = call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', want,
-      'STREAMS', KEYS[1], '>')
-    local got = reply and reply[1] and reply[1][2] or {}
+    local direct, owner = 0, HOLDER
+    if reader then
+      direct = math.min(want, max_entries - entries, reader[2])
+      if reader[5] >= 0 then direct = math.min(direct, reader[5]) end
+      if sub_room >= 0 then direct = math.min(direct, sub_room) end
+      owner, reader = reader[1], nil
+    end
+    local got
+    if direct > 0 then
+      got = read(direct, owner)
+      if #got == direct and direct < want then
+        for _, entry in ipairs(read(want - direct, HOLDER)) do got[#got + 1] = entry end
+      end
+    else
+      got = read(want, HOLDER)
+    end
     for k = 1, #got do
       local id, fields = got[k][1], got[k][2]
+      local mine = k <= direct and owner or HOLDER
       -- Only a partition that ever held a delayed entry (field "a") has one to look for.
       local at = delaying and pflags[2] and deliver_at(fields) or nil
       if at and at - margin > now then
         call('ZADD', KEYS[4], at - margin, id)
         call('ZADD', DELAYED, at - margin, id)
+        if mine ~= HOLDER then unheld[#unheld + 1] = id end
       else
-        local level, member, size = index_entry(id, fields)
-        local list = pushes[level]
-        list[#list + 1] = member
+        local level, size, n = entry_meta(fields)
         read_bytes = read_bytes + size
-        if #list >= 1000 then
-          call('RPUSH', PRIO .. level, unpack(list))
-          waiting[level] = waiting[level] + #list
-          pushes[level] = {}
+        if strict then
+          local list = fresh[level]
+          list[#list + 1] = {id, fields, size, n, mine}
+        else
+          local list = pushes[level]
+          list[#list + 1] = id .. ':' .. size .. ':' .. n
+          if #list >= 1000 then
+            call('RPUSH', PRIO .. level, unpack(list))
+            waiting[level] = waiting[level] + #list
+            pushes[level] = {}
+          end
         end
       end
     end
@@ -709,12 +744,12 @@ if prio_on and not stop then
     end
   end
   local prio_runs = {}
-  local claims = {}  -- consumer -> {{id, size, n, level}, ...} taken, not yet claimed
+  local claims = {}  -- consumer -> {{id, size, n, level, fresh entry or nil}, ...} not claimed
   local claim_order = {}
-  -- Take one member of the index for the next consumer (charged now, claimed in a batch by
-  -- flush_claims); false when it may not go now (reason and stop set).
-  local function take(member, level)
-    local id, size, n = from_member(member)
+  -- Take one entry for the next consumer (charged now, claimed in a batch by flush_claims):
+  -- a member of the index, or an entry this call read (``entry``, its fields at hand); false
+  -- when it may not go now (reason and stop set).
+  local function take(id, size, n, level, entry)
     local why = refuse(size, true)
     if why ~= nil then reason, stop = why, true return false end
     local c = pick()
@@ -725,28 +760,45 @@ if prio_on and not stop then
       claims[c[1]] = list
       claim_order[#claim_order + 1] = c
     end
-    list[#list + 1] = {id, size, n, level}
+    list[#list + 1] = {id, size, n, level, entry}
     charge(c, size, n, true)
     by_level[level] = (by_level[level] or 0) + n
     return true
   end
-  -- Claim what was taken, one XCLAIM per consumer: Redis claims (and returns) only what is
-  -- still pending and in the stream (Redis 7 drops deleted entries from the group on a
-  -- claim); what it did not claim is given back to the budgets.
+  local function take_member(member, level)
+    local id, size, n = from_member(member)
+    return take(id, size, n, level, nil)
+  end
+  -- Claim what was taken, per consumer: the index's entries in one XCLAIM, which returns
+  -- them (Redis claims only what is still pending and in the stream: Redis 7 drops deleted
+  -- entries from the group on a claim; what it did not claim is given back to the budgets),
+  -- and this call's entries read for another consumer or the holder in one XCLAIM JUSTID.
   local function flush_claims()
     for _, c in ipairs(claim_order) do
       local list = claims[c[1]]
-      local args = {KEYS[1], group, c[1], 0}
-      for k = 1, #list do args[#args + 1] = list[k][1] end
-      args[#args + 1] = 'RETRYCOUNT'
-      args[#args + 1] = 1
+      local args, moved = {KEYS[1], group, c[1], 0}, {KEYS[1], group, c[1], 0}
+      for k = 1, #list do
+        local entry = list[k][5]
+        if not entry then args[#args + 1] = list[k][1]
+        elseif entry[5] ~= c[1] then moved[#moved + 1] = list[k][1] end
+      end
       local claimed = {}
-      for _, entry in ipairs(call('XCLAIM', unpack(args))) do claimed[entry[1]] = entry[2] end
+      if #args > 4 then
+        args[#args + 1] = 'RETRYCOUNT'
+        args[#args + 1] = 1
+        for _, entry in ipairs(call('XCLAIM', unpack(args))) do claimed[entry[1]] = entry[2] end
+      end
+      if #moved > 4 then
+        moved[#moved + 1] = 'RETRYCOUNT'
+        moved[#moved + 1] = 1
+        moved[#moved + 1] = 'JUSTID'
+        call('XCLAIM', unpack(moved))
+      end
       local run = prio_runs[c[1]]
       if not run then run = {} prio_runs[c[1]] = run end
       for k = 1, #list do
-        local id, size, n, level = list[k][1], list[k][2], list[k][3], list[k][4]
-        local fields = claimed[id]
+        local id, size, n, level, entry = unpack(list[k])
+        local fields = entry and entry[2] or claimed[id]
         if fields then
           -- Into the consumer's packet, as a first delivery (delivery count 1).
           run[#run + 1] = {id, fields, 1}
@@ -762,15 +814,16 @@ if prio_on and not stop then
     end
     claims, claim_order = {}, {}
   end
-  if oldest_every <= 0 then
-    -- Strict priority: each level in its order, highest first, a read of it at a time.
+  if strict then
+    -- Each level in its order, highest first: its list a read at a time, then what this call
+    -- read of that level.
     for level = 9, 0, -1 do
       while not stop and waiting[level] > 0 do
         local members = call('LRANGE', PRIO .. level, 0, max_entries - 1)
         if #members == 0 then break end
         local done = 0
         for m = 1, #members do
-          if not take(members[m], level) then break end
+          if not take_member(members[m], level) then break end
           done = done + 1
         end
         if done > 0 then
@@ -778,9 +831,37 @@ if prio_on and not stop then
           waiting[level] = waiting[level] - done
         end
       end
+      local list = fresh[level]
+      local done = 0
+      while not stop and done < #list do
+        local entry = list[done + 1]
+        if not take(entry[1], entry[3], entry[4], level, entry) then break end
+        done = done + 1
+      end
+      list.done = done
       if stop then break end
     end
     flush_claims()
+    -- What this call read and did not hand out joins the index, behind its level's list.
+    for level = 0, 9 do
+      local list = fresh[level]
+      local members = {}
+      for k = (list.done or 0) + 1, #list do
+        local entry = list[k]
+        members[#members + 1] = entry[1] .. ':' .. entry[3] .. ':' .. entry[4]
+        if entry[5] ~= HOLDER then unheld[#unheld + 1] = entry[1] end
+        if #members >= 1000 or k == #list then
+          call('RPUSH', PRIO .. level, unpack(members))
+          members = {}
+        end
+      end
+    end
+    for k = 1, #unheld, 1000 do
+      local args = {KEYS[1], group, HOLDER, 0}
+      for j = k, math.min(k + 999, #unheld) do args[#args + 1] = unheld[j] end
+      args[#args + 1] = 'JUSTID'
+      call('XCLAIM', unpack(args))
+    end
   else
     -- Starvation guard: every oldest_every-th message sent is the oldest waiting one.
     local turn = tonumber(call('HGET', KEYS[5], 'prio_turn') or '0') or 0
@@ -805,7 +886,7 @@ if prio_on and not stop then
       end
       if not member then break end
       local before = entries
-      if not take(member, level) then break end
+      if not take_member(member, level) then break end
       call('LPOP', PRIO .. level)
       waiting[level] = waiting[level] - 1
       flush_claims()
