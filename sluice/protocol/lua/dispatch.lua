@@ -687,7 +687,8 @@ if prio_on and not stop then
     local want = math.min(room, 1000)
     local direct, owner = 0, HOLDER
     if reader then
-      direct = math.min(want, max_entries - entries, reader[2])
+      -- Nothing read now goes out before the index's entries of priority 9.
+      direct = math.min(want, max_entries - entries - waiting[9], reader[2])
       if reader[5] >= 0 then direct = math.min(direct, reader[5]) end
       if sub_room >= 0 then direct = math.min(direct, sub_room) end
       owner, reader = reader[1], nil
