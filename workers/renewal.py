@@ -91,4 +91,3 @@ class RenewalClock(AlarmClock):
             return
         dispatcher.renewed = result
         dispatcher.wake.set()
-
