@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import redis
 from redis.asyncio import Redis
@@ -11,6 +12,8 @@ from redis.asyncio import Redis
 from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM, SNAPSHOT_TAKEN, StatsSnapshot
 from tests.workers.parts import make_context
 from workers.stats import ROWS_PER_CALL, StatsPublisher
+
+TOPIC = f"persistent://t/ns/append-{uuid.uuid4().hex[:8]}"  # the stream is shared
 
 
 def row(index: int) -> StatsSnapshot:
@@ -20,7 +23,7 @@ def row(index: int) -> StatsSnapshot:
         worker="unit",
         tenant="t",
         namespace="ns",
-        topic="persistent://t/ns/topic",
+        topic=TOPIC,
         partition=-1,
         subscription=f"s{index}",
     )
@@ -50,7 +53,8 @@ def test_many_rows_go_in_several_round_trips(settings, redis_server):
     assert asyncio.run(scenario()) == 3
     rows = sync.xrange(SNAPSHOT_STREAM)
     field = SNAPSHOT_FIELD.encode()
-    names = [StatsSnapshot.from_json(fields[field]).subscription for _id, fields in rows]
+    snapshots = [StatsSnapshot.from_json(fields[field]) for _id, fields in rows]
+    names = [snapshot.subscription for snapshot in snapshots if snapshot.topic == TOPIC]
     assert names == [f"s{i}" for i in range(count)]
     assert sync.hget(SNAPSHOT_TAKEN, "unit") == b"taken"
     assert sync.get("doc") == b"{}"
