@@ -56,6 +56,20 @@ class PolicyInputs:
     )
 
 
+def follows_publish_rate(inputs: PolicyInputs) -> bool:
+    """True when a stored rate among ``inputs`` is relative to the publish rate: only then
+    does what ``resolve_limits`` resolves depend on the publish rate (the broker's rates
+    never are)."""
+    rates = [
+        inputs.namespace_dispatch_rate,
+        inputs.namespace_subscription_dispatch_rate,
+        inputs.topic_dispatch_rate,
+        inputs.topic_subscription_dispatch_rate,
+        *inputs.subscription_dispatch_rates.values(),
+    ]
+    return any(rate is not None and rate.relative for rate in rates)
+
+
 @dataclass(frozen=True, slots=True)
 class PublishRate:
     """A partition's average publish rate, for ``relativeToPublishRate`` policies."""

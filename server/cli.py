@@ -59,6 +59,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     import asyncio
 
     from server.worker_port import worker_http_socket
+    from workers.gcpolicy import tune_collector
     from workers.main import run_worker
 
     updates: dict[str, object] = {}
@@ -77,6 +78,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     )
     port = sock.getsockname()[1] if sock is not None else 0
     settings = settings.model_copy(update={"worker_http_port": port})
+    tune_collector()
     asyncio.run(run_worker(settings, http_socket=sock))
     return 0
 

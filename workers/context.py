@@ -23,6 +23,7 @@ from workers.alarms import AlarmClock
 from workers.gate import DispatchGate
 from workers.limiter import RateLimiter
 from workers.policy import PolicyView
+from workers.renewal import RenewalClock
 from workers.scriptcall import PackedScript
 from workers.tracing import DispatchTracer
 
@@ -83,6 +84,8 @@ class SharedDispatch:
     group_script: PackedScript | None = None
     # The dispatch spans (workers.tracing), when SLUICE_WORKER_TRACING is on.
     tracer: DispatchTracer | None = None
+    # Serves the SUBSCRIPTION-quota renewals of sleeping dispatchers (workers.renewal).
+    renewals: AlarmClock = field(default_factory=RenewalClock)
     # Each owned partition's abuse limits as last written to Redis (awake or dormant), so a
     # runner that starts again or a policy change writes only what changed.
     limits_written: dict[str, dict[str, int]] = field(default_factory=dict)

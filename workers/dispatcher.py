@@ -6,6 +6,9 @@ and move at most what all three allow (redeliveries first) into the consumers' r
 queues, in one atomic round trip; settle the BROKER reservation with what really went out.
 When a limiter is exhausted the dispatcher sleeps until its next period (or until a limit
 changes); when there is no data or no permit it parks until a producer or consumer wakes it.
+A dispatcher held back by its SUBSCRIPTION quota alone, which one call takes whole, sleeps on
+the renewal clock (``workers.renewal``), which makes its calls for it, a partition's together,
+and wakes it only for another outcome.
 
 The limits a call enforces are handed down (``apply``): the partition runner resolves them
 from what the worker gave it, and a policy change is in force for every call made after
@@ -44,9 +47,10 @@ from sluice.protocol.frames import (
 )
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import DISPATCH
+from workers.alarms import AlarmClock
 from workers.context import DispatchSettings, SharedDispatch, WorkerContext
 from workers.group_budget import Grant, GroupBudget, Settlement
-from workers.scriptcall import bulk_int, pack_args
+from workers.scriptcall import Packed, bulk_int, pack_args
 
 log = logging.getLogger(__name__)
 
@@ -127,13 +131,17 @@ class Dispatcher:
         # the partition may then go dormant (``workers.dormancy``).
         self.settled = False
         self.in_call = False  # a dispatch call is on its way
+        # A call the renewal clock made for it (``workers.renewal``), until answered, and what
+        # came of it, for the next step to take when it woke the dispatcher.
+        self.renewing: asyncio.Future | None = None
+        self.renewed: DispatchResult | BaseException | None = None
         self._stopped = False
         self._task: asyncio.Task | None = None
         self._keys = DISPATCH.keys(partition, subscription)
         self._packed_keys = shared.script.prefix(self._keys)
         self._queue_prefix = keys.sub_prefix(partition, subscription) + "q:"
         self._packed: tuple[tuple, tuple[bytes, ...]] | None = None  # see _packed_call_args
-        self._group = partition.full  # its calls may run with the partition's others
+        self.call_group = partition.full  # its calls may run with the partition's others
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -225,7 +233,18 @@ class Dispatcher:
     # --- one step -------------------------------------------------------------------------
 
     async def step(self) -> None:
-        """Dispatch once, then wait as the outcome requires."""
+        """Dispatch once, then wait as the outcome requires (or, when the renewal clock made
+        a call for it, take that call's outcome)."""
+        if self.renewing is not None:
+            await asyncio.wait([self.renewing])  # answered: its outcome is noted
+        renewed, self.renewed = self.renewed, None
+        if isinstance(renewed, BaseException):
+            if isinstance(renewed, ResponseError) and str(renewed).startswith("FENCED"):
+                raise Fenced(str(renewed))
+            raise renewed
+        if renewed is not None:
+            await self._after(renewed)
+            return
         config = self.shared.settings
         broker = self.shared.broker_limiter
         now = time.monotonic()
@@ -260,7 +279,7 @@ class Dispatcher:
             if group is not None and grant is not None:
                 group.pending = Settlement(grant, 0, 0)  # handed back by the next call
             raise
-        self._note(result, reserved)
+        self.note(result, reserved)
         if tracer is not None:
             tracer.dispatched(self.partition.full, self.subscription, started, result)
         if group is not None and grant is not None:
@@ -434,7 +453,9 @@ class Dispatcher:
             done = functools.partial(gate.leave, generation)
             script = self.shared.script
             if isinstance(args, bytes):
-                reply = await script.call_packed(self._packed_keys, ARGC, args, done, self._group)
+                reply = await script.call_packed(
+                    self._packed_keys, ARGC, args, done, self.call_group
+                )
             else:
                 reply = await script.call(self._packed_keys, args.argv(), done)
         except ResponseError as exc:
@@ -451,7 +472,7 @@ class Dispatcher:
             self.in_call = False
         return DispatchResult.from_reply(reply)
 
-    def _note(self, result: DispatchResult, reserved: tuple[int | None, int | None]) -> None:
+    def note(self, result: DispatchResult, reserved: tuple[int | None, int | None]) -> None:
         """Take in what a call did: the pending bound, the BROKER settlement, the counters."""
         broker = self.shared.broker_limiter
         self.dispatch_calls += 1
@@ -524,9 +545,11 @@ class Dispatcher:
                 await broker.wait_changed(max(broker.next_refill() - now, 0.0))
                 return
             wait = max(wait, broker.next_refill() - now)
+        window = self._renewal_window(result.exhausted)
+        clock = self.shared.renewals if window > 1 and self.renews_alone() else None
         self.waiting_for_quota = True
         try:
-            await self._sleep(wait, self._renewal_window(result.exhausted))
+            await self._sleep(wait, window, clock)
         finally:
             self.waiting_for_quota = False
 
@@ -542,6 +565,37 @@ class Dispatcher:
         if exhausted != 4 or sub.relative or not 0 < sub.msg <= self.shared.settings.max_entries:
             return 1
         return max(1, min(RENEWAL_WINDOW_MS, sub.period * 1000 // 40))
+
+    def renewal_window(self, result: DispatchResult) -> int:
+        """``_renewal_window`` of a call that ended for want of quota; 1 for any other."""
+        if result.reason not in BUDGET_REASONS:
+            return 1
+        return self._renewal_window(result.exhausted)
+
+    def renews_alone(self) -> bool:
+        """Whether the renewal clock may make this dispatcher's calls while it sleeps for its
+        SUBSCRIPTION quota: only where a call needs nothing from the worker but its
+        arguments (no BROKER limiter, no resource group, no tracing, packed calls of one
+        partition merged on one server) and nothing is to be read again first."""
+        shared = self.shared
+        return not (
+            shared.broker_limiter.enabled
+            or self.group is not None
+            or shared.tracer is not None
+            or shared.script.cluster
+            or not shared.script.multi_sha
+            or self.refresh_needed
+            or self._stopped
+        )
+
+    def renewal_call(self) -> tuple[Packed, int, bytes]:
+        """The next call as the renewal clock makes it (``PackedScript.call_many``)."""
+        self.settled = False
+        return self._packed_keys, ARGC, self._packed_call_args((None, None))
+
+    def count_renewal_wait(self) -> None:
+        """A call the renewal clock made left the SUBSCRIPTION quota spent."""
+        self._count("msg", Limiter.SUBSCRIPTION)
 
     async def _wait_for_broker(self) -> None:
         """The BROKER limiter is exhausted before the call: wait for its next period."""
@@ -573,17 +627,20 @@ class Dispatcher:
         if await self._sleep(timeout):
             self.refresh_needed = True
 
-    async def _sleep(self, timeout: float, window_ms: int = 1) -> bool:
+    async def _sleep(
+        self, timeout: float, window_ms: int = 1, clock: AlarmClock | None = None
+    ) -> bool:
         """Sleep up to ``timeout`` s (rounded up to the end of its window of ``window_ms``)
         or until woken (a wake-up, a changed limit); True when the time ran out.  The
         worker's alarm clock rings the end: thousands of dispatchers sleep this way at every
-        period boundary."""
+        period boundary (or ``clock``: the renewal clock, which may make calls for it)."""
         if timeout <= 0 or self.wake.is_set():
             self.wake.clear()
             await asyncio.sleep(0)
             return False
         self.alarm += 1
-        self.shared.alarms.ring_at(asyncio.get_running_loop().time() + timeout, self, window_ms)
+        clock = clock or self.shared.alarms
+        clock.ring_at(asyncio.get_running_loop().time() + timeout, self, window_ms)
         try:
             await self.wake.wait()
         finally:

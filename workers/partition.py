@@ -28,7 +28,7 @@ from collections.abc import Callable
 from redis.exceptions import RedisError, ResponseError
 
 from models.flow_resolution import FlowLimits, priority_eviction_limit
-from models.resolution import EffectiveLimits, PublishRate, ResolvedRate
+from models.resolution import EffectiveLimits, PublishRate, ResolvedRate, follows_publish_rate
 from models.resource_groups import GroupBinding, GroupRates
 from sluice.protocol import keys
 from sluice.protocol.abuse import limit_pairs
@@ -137,6 +137,7 @@ class PartitionRunner:
         self._limits_lock = asyncio.Lock()
         # Resolutions of the limits in force at one publish rate, by subscription (``resolve``).
         self._resolved: tuple[PartitionLimits, PublishRate, dict] | None = None
+        self._follows_rate = False  # a limit of ``_resolved``'s follows the publish rate
 
     async def start(self) -> None:
         """Resolve the limits and start a dispatcher per subscription.
@@ -285,10 +286,14 @@ class PartitionRunner:
     def resolve(self, subscription: str | None) -> EffectiveLimits:
         """The limits in force for ``subscription`` at the current publish rate; the same
         limits at the same rate are resolved once (the stats snapshot of every subscription
-        asks, every interval)."""
+        asks, every interval), and limits none of which follows the publish rate once for
+        any rate (the measured rate moves at every stats read)."""
         rate = self.publish.rate()
         kept = self._resolved
-        if kept is None or kept[0] is not self.limits or kept[1] != rate:
+        if kept is None or kept[0] is not self.limits:
+            kept = self._resolved = (self.limits, rate, {})
+            self._follows_rate = follows_publish_rate(self.limits.inputs)
+        elif kept[1] != rate and self._follows_rate:
             kept = self._resolved = (self.limits, rate, {})
         found = kept[2].get(subscription)
         if found is None:

@@ -12,7 +12,8 @@ handle.  Calls made with ``call_packed`` and a group (the dispatch calls of one 
 their keys share a slot) that meet in one turn run in one call of a multi script
 (``dispatch_many.lua``: each call as the script alone would run it, in order), up to
 ``MAX_MERGED`` a call: a busy worker whose dispatchers of a partition wake together pays
-one script run and one reply for them.  On a Redis Cluster the calls go through the cluster
+one script run and one reply for them; ``call_many`` sends such a run made up by its caller.
+On a Redis Cluster the calls go through the cluster
 client instead (each to the node of its keys' slot, following MOVED and ASK redirections), at
 most ``CLUSTER_CONCURRENCY`` at a time.  Error replies (``FENCED``) come back to their own
 caller as ``ResponseError``.
@@ -180,6 +181,22 @@ class PackedScript:
             loop.call_soon(self._flush)
         return future
 
+    def call_many(
+        self, calls: list[tuple[Packed, int, bytes]], on_done: Callable[[], None] | None
+    ) -> asyncio.Future:
+        """Several calls of the script whose keys share a slot (each as ``call_packed`` takes
+        it: key set, argument count, packed arguments), at most ``MAX_MERGED``, in one run of
+        the multi script that goes out at the end of this turn; the future gets the list of
+        their replies, an error reply (``FENCED``) as a ``ResponseError`` in its place."""
+        assert self.multi_sha and not self.cluster and 0 < len(calls) <= MAX_MERGED
+        future = asyncio.get_running_loop().create_future()
+        members = [_Call(b"", None, None, None, None, *call) for call in calls]
+        self._pending.append(_Call(self._multi_packed(members), future, on_done))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+        return future
+
     async def _send_cluster(self, call: _Call, prefix: Packed) -> None:
         """One call through the cluster client (which follows MOVED and ASK, and retries
         TRYAGAIN while a slot migrates); a script the node lacks (a replica promoted by a
@@ -249,6 +266,10 @@ class PackedScript:
             assert prefix is not None
             call.packed = b"*%d\r\n%b%b" % (prefix.words + call.count, prefix.packed, call.args)
             return call
+        return _Call(self._multi_packed(members), None, None, members=members)
+
+    def _multi_packed(self, members: list[_Call]) -> bytes:
+        """The packed call of the multi script running ``members`` (see ``_multi``)."""
         key_counts = [len(m.prefix.keys) for m in members if m.prefix is not None]
         meta = [len(members), *key_counts, *(m.count for m in members)]
         words = 3 + sum(key_counts) + len(meta) + sum(m.count for m in members)
@@ -265,7 +286,7 @@ class PackedScript:
         )
         self.multi_calls += 1
         self.merged_calls += len(members)
-        return _Call(packed, None, None, members=members)
+        return packed
 
     async def _connection(self):
         if self._free is None:
@@ -316,7 +337,7 @@ class PackedScript:
         if missing:
             try:
                 await self.redis.script_load(self.source)
-                if self.multi_source and any(call.members is not None for call in missing):
+                if self.multi_source:
                     await self.redis.script_load(self.multi_source)
             except BaseException as exc:
                 _fail(missing, exc)

@@ -14,6 +14,7 @@ stats interval over which ``publishRateLimitedTimes`` counts, as Pulsar's does o
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -55,6 +56,7 @@ DOC_TTL_SECONDS = 30
 READS_PER_SECOND = 1_000
 REASONS = ("broker", "topic", "subscription")
 SUBS_PER_CALL = 200  # subscriptions one ``stats_read.lua`` call reads at most
+ROWS_PER_CALL = 500  # snapshot rows one pipelined round trip appends at most
 
 
 def _pairs(flat: list) -> dict:
@@ -180,6 +182,7 @@ class StatsPublisher:
                 if id(runner) not in read and runner.samples is not None:
                     snapshots.extend(self._snapshots(runner, runner.samples, interval_ms))
                     self.publish_limited_base[runner.partition.full] = runner.publish_throttled
+                    await asyncio.sleep(0)  # the dispatchers' turns between partitions
             snapshots.extend(dormant_rows(interval_ms))
             self._last_snapshot = now
             taken = orjson.dumps(
@@ -196,23 +199,26 @@ class StatsPublisher:
     ):
         """Append snapshot rows to the reporting stream (and, with ``doc``, store a final
         document without expiry: key, JSON; with ``taken``, note this worker's snapshot in
-        ``SNAPSHOT_TAKEN``: its time and the report run's request it answers), in one round
-        trip."""
+        ``SNAPSHOT_TAKEN``: its time and the report run's request it answers), in round trips
+        of at most ``ROWS_PER_CALL`` rows (thousands of subscriptions: the event loop runs
+        the dispatchers between them)."""
         if not snapshots and doc is None and taken is None:
             return
-        pipe = self.context.redis.pipeline(transaction=False)
-        if doc is not None:
-            pipe.set(doc[0], doc[1])
-        for snap in snapshots:
-            pipe.xadd(
-                SNAPSHOT_STREAM,
-                {SNAPSHOT_FIELD: snap.to_json()},
-                maxlen=self.context.settings.stats_stream_maxlen,
-                approximate=True,
-            )
-        if taken is not None:  # last: whoever reads it finds the rows in the stream
-            pipe.hset(SNAPSHOT_TAKEN, self.context.worker_id, taken)
-        await pipe.execute()
+        for start in range(0, max(len(snapshots), 1), ROWS_PER_CALL):
+            pipe = self.context.redis.pipeline(transaction=False)
+            if doc is not None and start == 0:
+                pipe.set(doc[0], doc[1])
+            for snap in snapshots[start : start + ROWS_PER_CALL]:
+                pipe.xadd(
+                    SNAPSHOT_STREAM,
+                    {SNAPSHOT_FIELD: snap.to_json()},
+                    maxlen=self.context.settings.stats_stream_maxlen,
+                    approximate=True,
+                )
+            if taken is not None and start + ROWS_PER_CALL >= len(snapshots):
+                # Last: whoever reads it finds the rows in the stream.
+                pipe.hset(SNAPSHOT_TAKEN, self.context.worker_id, taken)
+            await pipe.execute()
 
     def _due(self, runners: list[PartitionRunner], now: float) -> list[PartitionRunner]:
         """The partitions to read in this tick: all of them while they hold at most

@@ -1,5 +1,6 @@
 """``PartitionRunner.resolve``: the limits in force, resolved once per subscription for the
-same limits and publish rate, and again as soon as either changes."""
+same limits and publish rate, and again as soon as either changes (the rate only when a
+limit follows it)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from workers.policy import PartitionLimits
 FLOW = resolve_flow(FlowInputs())
 
 
-def limits(sub_msg: int) -> PartitionLimits:
+def limits(sub_msg: int, relative: bool = False) -> PartitionLimits:
     inputs = PolicyInputs(
-        topic_subscription_dispatch_rate=DispatchRate(msg=sub_msg),
+        topic_subscription_dispatch_rate=DispatchRate(msg=sub_msg, relative=relative),
         subscription_dispatch_rates={"own": DispatchRate(msg=99)},
     )
     return PartitionLimits(inputs, FLOW)
@@ -41,7 +42,13 @@ def test_resolutions_follow_the_limits_and_the_publish_rate(settings, redis_serv
             assert runner.resolve("s").msg_per_second == 7
             kept = runner.resolve("s")
             runner.publish.add(0.0, 0, 0)
-            runner.publish.add(1.0, 100, 1000)  # another publish rate: resolved again
+            runner.publish.add(1.0, 100, 1000)  # another publish rate: no limit follows it
+            assert runner.resolve("s") is kept
+            assert runner.resolve("s") == runner.limits.resolve("s", runner.publish.rate())
+            runner.apply_limits(limits(7, relative=True))
+            kept = runner.resolve("s")
+            assert kept.msg_per_second == 7 + 100
+            runner.publish.add(2.0, 300, 3000)  # another publish rate: resolved again
             assert runner.resolve("s") is not kept
             assert runner.resolve("s") == runner.limits.resolve("s", runner.publish.rate())
         finally:

@@ -1,0 +1,40 @@
+"""``workers.gcpolicy``: objects that outlive a few young collections, as a worker's
+per-period objects do, stay out of the oldest generation (whose collection pauses the
+worker)."""
+
+from __future__ import annotations
+
+import gc
+
+from workers.gcpolicy import MIDDLE, YOUNG, tune_collector
+
+
+def promoted(tune: bool) -> int:
+    """How many of 1,000 objects that live through ``4 * YOUNG`` allocations of others end
+    in the oldest generation."""
+    saved = gc.get_threshold()
+    try:
+        if tune:
+            tune_collector()
+        gc.collect()
+        kept = [[] for _ in range(1000)]
+        others = [[] for _ in range(4 * YOUNG)]
+        oldest = {id(o) for o in gc.get_objects(2)}
+        del others
+        return sum(id(k) in oldest for k in kept)
+    finally:
+        gc.set_threshold(*saved)
+
+
+def test_the_thresholds():
+    saved = gc.get_threshold()
+    try:
+        tune_collector()
+        assert gc.get_threshold() == (YOUNG, MIDDLE, saved[2])
+    finally:
+        gc.set_threshold(*saved)
+
+
+def test_objects_living_a_few_young_collections_are_not_promoted():
+    assert promoted(tune=False) == 1000  # the interpreter's defaults promote them all
+    assert promoted(tune=True) == 0
