@@ -23,7 +23,6 @@ from workers.alarms import AlarmClock
 from workers.gate import DispatchGate
 from workers.limiter import RateLimiter
 from workers.policy import PolicyView
-from workers.renewal import RenewalClock
 from workers.scriptcall import PackedScript
 from workers.tracing import DispatchTracer
 
@@ -84,8 +83,10 @@ class SharedDispatch:
     group_script: PackedScript | None = None
     # The dispatch spans (workers.tracing), when SLUICE_WORKER_TRACING is on.
     tracer: DispatchTracer | None = None
-    # Serves the SUBSCRIPTION-quota renewals of sleeping dispatchers (workers.renewal).
-    renewals: AlarmClock = field(default_factory=RenewalClock)
+    # Where dispatchers sleep for their SUBSCRIPTION quota's renewal: the worker's
+    # ``workers.renewal.RenewalClock`` makes their calls for them; a plain alarm clock wakes
+    # them for their own.
+    renewals: AlarmClock = field(default_factory=AlarmClock)
     # Each owned partition's abuse limits as last written to Redis (awake or dormant), so a
     # runner that starts again or a policy change writes only what changed.
     limits_written: dict[str, dict[str, int]] = field(default_factory=dict)

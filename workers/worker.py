@@ -45,6 +45,7 @@ from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
 from workers.partition import PartitionRunner, limit_values
 from workers.policy import PolicyState
+from workers.renewal import RenewalClock
 from workers.scriptcall import PackedScript
 from workers.stats import StatsPublisher, fingerprint
 from workers.tracing import DispatchTracer
@@ -91,6 +92,7 @@ class Worker:
             broker_limiter=RateLimiter(Limiter.BROKER, time.monotonic()),
             gate=DispatchGate(),
             alarms=AlarmClock(),
+            renewals=RenewalClock(),
             script=PackedScript(redis, DISPATCH.source, DISPATCH_MANY.source),
             settings=DispatchSettings.of(self.policy, settings),
             group_script=PackedScript(redis, GROUP_BUDGET.source),

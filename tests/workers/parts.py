@@ -16,6 +16,7 @@ from workers.context import DispatchSettings, SharedDispatch, WorkerContext
 from workers.gate import DispatchGate
 from workers.limiter import RateLimiter
 from workers.policy import PolicyState
+from workers.renewal import RenewalClock
 from workers.scriptcall import PackedScript
 
 ANY_PARTITION = TopicName("_", "_", "_")  # the BROKER limiter does not depend on it
@@ -40,6 +41,7 @@ def make_shared(context: WorkerContext) -> SharedDispatch:
         broker_limiter=limiter,
         gate=DispatchGate(),
         alarms=AlarmClock(),
+        renewals=RenewalClock(),
         script=PackedScript(context.redis, DISPATCH.source, DISPATCH_MANY.source),
         settings=DispatchSettings.of(policy, context.settings),
     )
