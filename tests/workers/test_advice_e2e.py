@@ -41,7 +41,12 @@ def _traffic(client, seconds: float) -> None:
         reader.start()
     origin = time.monotonic()
     for tick in range(int(seconds * 10)):
-        time.sleep(max(0.0, origin + tick / 10 - time.monotonic()))
+        late = time.monotonic() - (origin + tick / 10)
+        if late > 0.1:
+            # A stalled sender skips the ticks it missed: catching up would send a burst, a
+            # higher publish rate that the stats rightly report (p95 110 msg/s once, loaded).
+            continue
+        time.sleep(max(0.0, -late))
         for producer in producers:
             for _ in range(PUBLISH // 10):
                 producer.send_async(b"x" * 50, None)
