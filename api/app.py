@@ -22,7 +22,6 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
 
 from api.audit.router import router as audit_router
 from api.auth import AccessControl, AuthenticationMiddleware, authorize
@@ -62,7 +61,7 @@ from dataplane.legacy_keys import migrate_legacy_keys
 from dataplane.sessions import Sessions
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
-from sluice.protocol.connection import connect_async
+from sluice.protocol.connection import REDIS_FAULTS, connect_async
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +205,7 @@ async def _start(
     try:
         await protocol.announce(redis, "this admin service")  # ProtocolMismatch: no start
         await migrate_legacy_keys(redis)
-    except RedisError as exc:  # Redis may come later; the workers migrate on their start
+    except REDIS_FAULTS as exc:  # Redis may come later; the workers migrate on their start
         log.warning("protocol not announced, legacy keys not migrated at start: %s", exc)
     data_plane = DataPlane(redis, int(settings.consumer_timeout_seconds * 1000))
     cache = PolicyCache(sessions, redis, settings.events_stream)

@@ -25,9 +25,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
-from redis.exceptions import RedisError
 
 from sluice.protocol import keys
+from sluice.protocol.connection import REDIS_FAULTS
 from sluice.protocol.frames import parse_position
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import FLEET_READ, LEASE_FENCE
@@ -70,7 +70,7 @@ class Enforcement:
                         self._note(worker, parse_position(position))
             except asyncio.CancelledError:
                 raise
-            except RedisError as exc:
+            except REDIS_FAULTS as exc:
                 log.warning("confirmation channel lost (%s); reconnecting", exc)
                 await asyncio.sleep(0.5)
             finally:
@@ -115,7 +115,7 @@ class Enforcement:
                 end = time.monotonic() + min(RECHECK_SECONDS, left)
                 while time.monotonic() < end and any(self._behind(w, target) for w in missing):
                     await wait_event(self._changed, end - time.monotonic())
-        except RedisError as exc:
+        except REDIS_FAULTS as exc:
             log.warning("cannot confirm enforcement (Redis unavailable): %s", exc)
             return Outcome(pending=f"Redis unavailable: {exc}")
 

@@ -121,21 +121,26 @@ async def _database(_request: Request, exc: Exception) -> JsonResponse:
 
 # Redis errors that mean "Redis cannot serve right now" rather than a mistake in the request
 # or the code; and the reply prefixes with that meaning redis-py has no class for.
-REDIS_UNAVAILABLE: tuple[type[redis_errors.RedisError], ...] = (
+REDIS_UNAVAILABLE: tuple[type[Exception], ...] = (
     redis_errors.ConnectionError,  # refused, reset, auth, still loading, pool exhausted
     redis_errors.TimeoutError,
     redis_errors.ReadOnlyError,  # a replica after a failover
     redis_errors.OutOfMemoryError,
     redis_errors.ClusterDownError,
     redis_errors.TryAgainError,
+    redis_errors.SlotNotCoveredError,  # a slot no master serves yet (outside RedisError)
 )
 REDIS_UNAVAILABLE_REPLIES = ("MISCONF", "MASTERDOWN", "LOADING")
+# The cluster client's words when its slot table has a hole (a plain RedisClusterException).
+CLUSTER_UNCOVERED = "All slots are not covered"
 
 
 def redis_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` says Redis is unavailable (503) rather than a bug (500)."""
     if isinstance(exc, REDIS_UNAVAILABLE):
         return True
+    if isinstance(exc, redis_errors.RedisClusterException):
+        return str(exc).startswith(CLUSTER_UNCOVERED)
     return isinstance(exc, redis_errors.ResponseError) and str(exc).startswith(
         REDIS_UNAVAILABLE_REPLIES
     )
@@ -164,4 +169,5 @@ def install_error_handlers(app: FastAPI) -> None:
     # Every pooled connection busy for the pool's whole timeout: the database is too slow.
     app.add_exception_handler(PoolTimeout, _database)
     app.add_exception_handler(redis_errors.RedisError, _redis)
+    app.add_exception_handler(redis_errors.RedisClusterException, _redis)
     app.add_exception_handler(Exception, _unexpected)

@@ -25,13 +25,13 @@ from typing import Any
 import orjson
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
-from redis.exceptions import RedisError
 from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from models.base import utcnow
 from models.journal import WrittenEvent
 from models.orm import OutboxEvent
+from sluice.protocol.connection import REDIS_FAULTS
 from sluice.waits import wait_event
 
 log = logging.getLogger(__name__)
@@ -136,7 +136,7 @@ class OutboxRelay:
             try:
                 if not await self.publish_pending(grace=0.0 if urgent else self.grace_seconds):
                     wait = min(previous * 2, max(self.sweep_seconds, self.grace_seconds))
-            except RedisError as exc:
+            except REDIS_FAULTS as exc:
                 self._urgent = urgent
                 log.warning("outbox relay: Redis unavailable, will retry: %s", exc)
             except Exception:

@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import time
 
-from redis.exceptions import RedisError
-
 from api.unit_of_work import UnitOfWork
 from models import repository
 from models.errors import NotFound
 from models.orm import Namespace, Topic
 from sluice.protocol import keys
+from sluice.protocol.connection import REDIS_FAULTS
 from sluice.protocol.names import TopicName
 
 ADOPTION_SECONDS = 3.0
@@ -50,5 +49,5 @@ async def _registered(uow: UnitOfWork, topic: TopicName) -> bool:
         return False
     try:
         return bool(await uow.data_plane.redis.hexists(keys.TOPICS, topic.base.full))
-    except RedisError:
+    except REDIS_FAULTS:
         return False

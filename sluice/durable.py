@@ -29,9 +29,9 @@ from redis.exceptions import (
     AskError,
     ClusterDownError,
     NoScriptError,
+    RedisClusterException,
     RedisError,
     ResponseError,
-    SlotNotCoveredError,
     TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -44,8 +44,11 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_MS = 1000
 PROBE_MS = 2000  # how long the question "WAITAOF here?" may wait for the master's fsync
-# Replies that mean the slot map changed or is changing: refreshed, then retried.
-TOPOLOGY_ERRORS = (AskError, TryAgainError, ClusterDownError, SlotNotCoveredError)
+# Replies that mean the slot map changed or is changing: refreshed, then retried.  The cluster
+# client's own ``RedisClusterException`` (not a ``RedisError``) includes ``SlotNotCoveredError``
+# and "All slots are not covered": a slot no master serves, between a master's loss and its
+# replica's promotion.
+TOPOLOGY_ERRORS = (AskError, TryAgainError, ClusterDownError, RedisClusterException)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,9 @@ messages of one partition share one stream entry; the batch goes out when it is 
 ``batching_max_publish_delay_ms`` after its first message; a blocking ``send`` sends the
 batch it joined at once instead of waiting out the delay.  With
 ``batching_type=BatchingType.KeyBased`` a partition's batch is one per key, each its own entry
-(``sluice.batching``).  A send that cannot reach Redis is retried until ``send_timeout_millis``
-and then fails with ``Timeout``.
+(``sluice.batching``).  A send that cannot reach Redis, or whose slot no Redis Cluster master
+serves for the moment (a failover under way), is retried until ``send_timeout_millis`` and
+then fails with ``Timeout``.
 
 ``send_async`` never waits for Redis: it hands the message (or a full batch) to the producer's
 sender thread, which writes entries one at a time, in order.  What waits there counts against
@@ -66,7 +67,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from sluice.backoff import Backoff, Clock
 from sluice.batching import BatchContainer, BatchingType
 from sluice.delivery import delivery_time
-from sluice.durable import NONE, Durability, DurableWriter
+from sluice.durable import NONE, TOPOLOGY_ERRORS, Durability, DurableWriter
 from sluice.errors import (
     AlreadyClosed,
     InvalidConfiguration,
@@ -577,7 +578,7 @@ class Producer:
                 return self._store(script_keys, args, partition)
             except RedisAuthenticationError as exc:
                 raise session_ended(exc) from None
-            except (RedisConnectionError, RedisTimeoutError) as exc:
+            except (RedisConnectionError, RedisTimeoutError, *TOPOLOGY_ERRORS) as exc:
                 if clock.now() + delay > deadline:
                     raise Timeout(f"send timed out: {exc}") from None
                 clock.sleep(delay)

@@ -33,12 +33,13 @@ import math
 import time
 from collections.abc import Callable
 
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 
 from models.flow_resolution import FlowLimits
 from models.resolution import Limiter, ResolvedRate
 from models.resource_groups import GroupBinding
 from sluice.protocol import keys
+from sluice.protocol.connection import REDIS_FAULTS
 from sluice.protocol.frames import (
     DispatchArgs,
     DispatchReason,
@@ -194,8 +195,12 @@ class Dispatcher:
                 return
             except asyncio.CancelledError:
                 raise
-            except RedisError as exc:
-                log.warning("dispatch %s/%s: %s", self.partition.full, self.subscription, exc)
+            except Exception as exc:
+                if isinstance(exc, REDIS_FAULTS):
+                    log.warning("dispatch %s/%s: %s", self.partition.full, self.subscription, exc)
+                else:  # a defect: logged in full and tried again, never a silent end of
+                    # this subscription's dispatch while its partition is held
+                    log.exception("dispatch %s/%s", self.partition.full, self.subscription)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
                 self.refresh_needed = True

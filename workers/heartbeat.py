@@ -19,10 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from redis.exceptions import RedisError
-
 from sluice.protocol import keys
-from sluice.protocol.connection import connect
+from sluice.protocol.connection import REDIS_FAULTS, connect
 from sluice.protocol.scripts import WORKER_HEARTBEAT
 
 log = logging.getLogger(__name__)
@@ -98,7 +96,7 @@ class HeartbeatThread:
                     pipe = client.pipeline(transaction=False)
                     queue_renewal(pipe, self.worker_id, self.ttl_ms, self.partitions())
                     beat = beat_of(reply, pipe.execute())
-                except RedisError as exc:
+                except REDIS_FAULTS as exc:
                     if time.monotonic() - warned >= WARN_EVERY_SECONDS:
                         warned = time.monotonic()
                         log.warning("heartbeat of worker %s: %s", self.worker_id, exc)

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from redis.exceptions import RedisError
+from sluice.protocol.connection import REDIS_FAULTS
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ async def guarded(job: Job, label: str = "") -> None:
         await job()
     except asyncio.CancelledError:
         raise
-    except RedisError as exc:
+    except REDIS_FAULTS as exc:
         log.warning("%s: Redis unavailable (%s)", name, exc)
     except Exception:
         log.exception("%s failed; will run again", name)

@@ -67,12 +67,11 @@ import time
 from collections.abc import Iterable
 
 import mmh3
-from redis.exceptions import RedisError
 
 from dataplane.batches import in_batches
 from dataplane.scripts import ensure_loaded
 from sluice.protocol import keys
-from sluice.protocol.connection import is_cluster
+from sluice.protocol.connection import REDIS_FAULTS, is_cluster
 from sluice.protocol.frames import lease_holder
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import LEASE_ACQUIRE, LEASE_RELEASE, WORKER_HEARTBEAT
@@ -229,9 +228,9 @@ class LeaseOwnership:
         async with self._lock:
             held = {**self._releasing, **self.tokens}
             self.tokens, self._releasing = {}, {}
-            with contextlib.suppress(RedisError):
+            with contextlib.suppress(*REDIS_FAULTS):
                 await self._release(held)
-        with contextlib.suppress(RedisError):
+        with contextlib.suppress(*REDIS_FAULTS):
             redis, me = context.control, context.worker_id
             await redis.zrem(keys.WORKERS, me)
             await redis.delete(
@@ -407,7 +406,7 @@ class LeaseOwnership:
                 [TopicName.from_full(name) for name in names],
                 lambda pipe, partition: pipe.get(keys.lease(partition)),
             )
-        except RedisError:
+        except REDIS_FAULTS:
             self._drop_all()
             raise
         taken = [
@@ -556,7 +555,7 @@ class LeaseOwnership:
                         lease_keys, args = LEASE_ACQUIRE.call(chunk, me, self.live)
                         await script(keys=lease_keys, args=args, client=pipe)
                     replies = await pipe.execute()
-            except RedisError:
+            except REDIS_FAULTS:
                 # Some may have been taken without this worker hearing of it.
                 self._unsure.update(zip(names, batch, strict=True))
                 raise

@@ -25,13 +25,14 @@ import logging
 import time
 from collections.abc import Callable
 
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 
 from models.flow_resolution import FlowLimits, priority_eviction_limit
 from models.resolution import EffectiveLimits, PublishRate, ResolvedRate, follows_publish_rate
 from models.resource_groups import GroupBinding, GroupRates
 from sluice.protocol import keys
 from sluice.protocol.abuse import limit_pairs
+from sluice.protocol.connection import REDIS_FAULTS
 from sluice.protocol.frames import LimitArgs
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import LIMITS, RELEASE, TRIM
@@ -198,7 +199,7 @@ class PartitionRunner:
             dispatcher.queue_consumer_read(pipe, now_ms)
         try:
             replies = await pipe.execute()
-        except RedisError:
+        except REDIS_FAULTS:
             for dispatcher in dispatchers:
                 dispatcher.refresh_needed = True  # each reads them on its first step
             raise
@@ -208,7 +209,7 @@ class PartitionRunner:
     async def look_again_now(self) -> None:
         """``look_again``, the consumers of every subscription read in one round trip
         (when Redis does not answer, each dispatcher reads its own on its next step)."""
-        with contextlib.suppress(RedisError):
+        with contextlib.suppress(*REDIS_FAULTS):
             await self.read_consumers(list(self.dispatchers.values()))
         self.wake_all()
 

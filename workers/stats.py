@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 import orjson
-from redis.exceptions import RedisError
 
 from dataplane.backlog import read_backlogs
 from dataplane.stats_document import (
@@ -41,6 +40,7 @@ from models.stats import (
     StatsSnapshot,
 )
 from sluice.protocol import keys
+from sluice.protocol.connection import REDIS_FAULTS
 from workers.context import WorkerContext
 from workers.dispatcher import Dispatcher
 from workers.jobs import bounded
@@ -160,7 +160,7 @@ class StatsPublisher:
             runner.samples = samples
             try:
                 await runner.flow.check_quota(samples, runner.msg_in, runner.bytes_in)
-            except RedisError as exc:
+            except REDIS_FAULTS as exc:
                 log.warning("backlog quota check of %s: %s", runner.partition.full, exc)
             runner.note_publish(now)
             doc = self._document(runner, samples, now)

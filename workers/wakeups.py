@@ -16,9 +16,9 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from sluice.protocol import keys
+from sluice.protocol.connection import REDIS_FAULTS
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ async def listen_for_wakeups(
                     await _deliver(on_wake, message["data"])
         except asyncio.CancelledError:
             raise
-        except RedisError as exc:
+        except REDIS_FAULTS as exc:
             log.warning("wake-up channel lost (%s); reconnecting", exc)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)

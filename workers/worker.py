@@ -19,7 +19,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from dataplane import protocol
@@ -31,6 +30,7 @@ from models.resolution import Limiter
 from models.settings import Settings
 from sluice.protocol import keys
 from sluice.protocol.abuse import limit_pairs
+from sluice.protocol.connection import REDIS_FAULTS
 from sluice.protocol.frames import partitions_of
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import DISPATCH, DISPATCH_MANY, GROUP_BUDGET, LIMITS
@@ -590,7 +590,7 @@ class Worker:
                     names,
                     lambda pipe, n: pipe.exists(keys.dormant(TopicName.from_full(n))),
                 )
-            except RedisError as exc:
+            except REDIS_FAULTS as exc:
                 # Not lost: looked at again once Redis answers (nothing dispatches before).
                 log.warning("cannot read %d dormant flag(s) yet: %s", len(names), exc)
                 self._to_probe.update(names)
@@ -708,7 +708,7 @@ class Worker:
             try:
                 for runner in list(self.runners.values()):
                     await runner.sync_subscriptions()
-            except RedisError as exc:
+            except REDIS_FAULTS as exc:
                 # The channel is lost too then: its next subscription asks again.
                 log.warning("subscriptions not read again yet: %s", exc)
                 return
@@ -744,5 +744,5 @@ class Worker:
             names, self._new_topics = self._new_topics, set()
             try:
                 await self.catalog.adopt(names)
-            except RedisError as exc:
+            except REDIS_FAULTS as exc:
                 log.warning("new topics not adopted yet (the next resync will): %s", exc)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from redis.exceptions import RedisError
 from sqlalchemy import select
 
 from api.dataplane import aggregate, lookup, registry_topics
@@ -41,6 +40,7 @@ from models.repository import (
     load_broker_config,
 )
 from sluice.protocol import keys
+from sluice.protocol.connection import REDIS_FAULTS
 from sluice.protocol.names import (
     PARTITION_SUFFIX,
     PERSISTENT,
@@ -74,7 +74,7 @@ async def _topics_of(uow: UnitOfWork, namespace_id: int, namespace: str) -> dict
     rows = (await (await uow.session.connection()).execute(query)).all()  # plain rows, no ORM
     known = {prefix + name: partitions for name, partitions in rows}
     if uow.data_plane is not None:
-        with contextlib.suppress(RedisError):
+        with contextlib.suppress(*REDIS_FAULTS):
             known.update(await registry_topics(uow.data_plane.redis, namespace, known.keys()))
     return known
 
@@ -144,7 +144,7 @@ async def _check_subscriptions_limit(
         return stored
     names = set(stored)
     if uow.data_plane is not None:
-        with contextlib.suppress(RedisError):
+        with contextlib.suppress(*REDIS_FAULTS):
             names |= await subscription_names(uow.data_plane.redis, base, topic.partitions)
     check_subscriptions(limit, names, base)
     return stored
@@ -283,7 +283,7 @@ async def list_subscriptions(uow: UnitOfWork, topic: TopicName) -> list[str]:
     if uow.data_plane is not None:
         base = TopicName(topic.tenant, topic.namespace, row.name)
         scope = topic if topic.partition_index >= 0 else base
-        with contextlib.suppress(RedisError):
+        with contextlib.suppress(*REDIS_FAULTS):
             redis = uow.data_plane.redis
             names |= await subscription_names(redis, scope, 0 if scope is topic else row.partitions)
             # Deleted by their consumers; the workers remove them from the database soon.

@@ -28,7 +28,13 @@ from typing import Any, cast
 import redis
 import redis.asyncio
 from redis.commands.core import AsyncScript, Script
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
+
+# What a Redis call may end with while a server or the cluster's shape changes: redis-py's
+# cluster client raises some of it outside ``RedisError`` (``SlotNotCoveredError``: a slot no
+# node serves, between a master's loss and its replica's promotion).  A loop that must outlive
+# such a moment catches these, not ``RedisError`` alone.
+REDIS_FAULTS: tuple[type[Exception], ...] = (RedisError, RedisClusterException)
 
 _modes: dict[str, bool] = {}
 _lock = threading.Lock()
