@@ -123,6 +123,8 @@ class Settings(BaseSettings):
     spark_master: str = "local[*]"
     # Cron expression (minute hour day month weekday, UTC) for the report jobs.
     report_schedule: str = "*/15 * * * *"
+    # A scheduled run finds nothing landed since the last complete run: it skips (no Spark).
+    report_skip_unchanged: bool = True
     # Seconds between stats landings (snapshots from Redis into the lake).
     landing_interval_seconds: float = 60.0
     # How far back each scheduled report run recomputes its windows, seconds.

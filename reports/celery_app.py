@@ -61,6 +61,7 @@ def make_celery(settings: Settings) -> Celery:
             "run-reports": {
                 "task": "sluice.run_reports",
                 "schedule": cron(settings.report_schedule),
+                "kwargs": {"skip_unchanged": settings.report_skip_unchanged},
             },
         },
     )

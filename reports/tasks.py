@@ -14,6 +14,12 @@ retried with exponential backoff (30 s doubling, at most 10 min, with jitter), f
 that have not succeeded.  One report run at a time: a scheduled run that finds another in
 progress skips; a requested one waits for it (the task is retried every ~15 s, its runs stay
 queued).
+
+A scheduled run follows traffic: when nothing was landed since the last complete run (every
+job, the default lookback) read the lake, it skips (``skip_unchanged``, which the beat's entry
+sets from ``SLUICE_REPORT_SKIP_UNCHANGED``): no Spark, no run rows, a line in the log.  Quiet
+partitions report no snapshots, so a platform of idle tenants costs no report runs; the
+first snapshot landed brings them back at the next scheduled turn.
 """
 
 from __future__ import annotations
@@ -32,13 +38,16 @@ from models.reports import RUN_QUEUED, SPAN_JOBS
 from models.settings import Settings
 from reports.freshness import request_snapshots
 from reports.jobs import JOBS, run_job
-from reports.lake import land
+from reports.lake import CHECKPOINT_KEY, land
 from reports.store import RunStore
 from sluice.protocol.connection import connect
 
 log = logging.getLogger(__name__)
 RUN_LOCK_KEY = "sluice:reports:run-lock"
 LOCK_WAIT_SECONDS = 15.0  # how often a requested run checks whether the run lock is free
+# The landing checkpoint (the last landed stream id) the last complete run read up to.
+REPORTED_KEY = "sluice:reports:reported"
+NOTHING_LANDED = b"0-0"
 
 
 class RunLockBusy(RuntimeError):
@@ -102,13 +111,15 @@ def run_reports_once(
     lookback_seconds: float | None = None,
     run_ids: dict[str, int] | None = None,
     task_id: str | None = None,
+    skip_unchanged: bool = False,
 ) -> list[dict]:
     """Land, then run the report jobs once (the body of ``sluice.run_reports``).
 
     ``run_ids`` (job -> id) are runs recorded as queued; without them the runs of ``jobs``
     are recorded now.  Runs that have ended already are left alone.  Raises ``RunLockBusy``
     when another run is in progress and ``run_ids`` wait (without, there is nothing to run),
-    ``ReportJobsFailed`` when a job failed (the others ran).
+    ``ReportJobsFailed`` when a job failed (the others ran).  With ``skip_unchanged`` (a
+    scheduled run) and nothing landed since the last complete run, nothing runs.
     """
     from reports.session import spark_session
 
@@ -127,6 +138,13 @@ def run_reports_once(
             land_once(settings)
         except RuntimeError as exc:  # a landing in progress: report on what is landed
             log.info("landing skipped: %s", exc)
+        landed = client.get(CHECKPOINT_KEY) or NOTHING_LANDED
+        complete = jobs is None and lookback_seconds is None
+        if skip_unchanged and run_ids is None and complete:
+            reported = client.get(REPORTED_KEY) or NOTHING_LANDED
+            if landed == reported:
+                log.info("report run skipped: nothing landed since the last run (%s)", landed)
+                return []
         until = datetime.now(UTC)
         since = until - timedelta(seconds=lookback_seconds or settings.report_lookback_seconds)
         spark = spark_session(settings)
@@ -168,6 +186,8 @@ def run_reports_once(
             queued = [attempt for status, attempt in states if status == RUN_QUEUED]
             message = "; ".join(f"{job}: {error}" for job, error in errors.items())
             raise ReportJobsFailed(message, run_ids, max(queued) if queued else None)
+        if complete:
+            client.set(REPORTED_KEY, landed)
         return results
     finally:
         if client.get(RUN_LOCK_KEY) == token.encode():
@@ -190,11 +210,15 @@ def run_reports(
     jobs: list[str] | None = None,
     lookback_seconds: float | None = None,
     run_ids: dict[str, int] | None = None,
+    skip_unchanged: bool = False,
 ):
-    """Run the report jobs; retry a failure with backoff, and wait for a run in progress."""
+    """Run the report jobs; retry a failure with backoff, and wait for a run in progress.
+    ``skip_unchanged``: the schedule's runs skip while nothing new was landed."""
     settings = _settings()
     try:
-        return run_reports_once(settings, jobs, lookback_seconds, run_ids, self.request.id)
+        return run_reports_once(
+            settings, jobs, lookback_seconds, run_ids, self.request.id, skip_unchanged
+        )
     except RunLockBusy as exc:
         raise self.retry(exc=exc, countdown=LOCK_WAIT_SECONDS * random.uniform(0.8, 1.2)) from exc
     except ReportJobsFailed as exc:

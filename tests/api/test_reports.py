@@ -373,6 +373,57 @@ def test_a_requested_run_waits_for_the_run_in_progress(http, redis_server, task_
     assert len(http.get(f"{ADMIN}/reports/runs").json()) == 1
 
 
+def test_a_scheduled_run_skips_while_nothing_new_was_landed(
+    http, redis_server, spark, task_settings
+):
+    # Quiet tenants cost no report runs: the beat's run (its own arguments) runs Spark only
+    # when snapshots were landed since the last complete run.
+    import time
+
+    from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM, StatsSnapshot
+    from reports.celery_app import make_celery
+    from reports.tasks import run_reports
+
+    beat = make_celery(task_settings).conf.beat_schedule["run-reports"]
+    assert beat["kwargs"] == {"skip_unchanged": True}
+    stream = redis.Redis.from_url(redis_server.url)
+
+    def scheduled() -> list:
+        result = run_reports.apply(kwargs=beat["kwargs"])
+        assert result.successful(), result.traceback
+        return result.result
+
+    def snapshot() -> None:
+        row = StatsSnapshot(
+            ts=int(time.time() * 1000),
+            interval_ms=10_000,
+            worker="w1",
+            tenant="acme",
+            namespace="orders",
+            topic="persistent://acme/orders/t",
+            partition=-1,
+            subscription="sub",
+            msg_in=5,
+            msg_out=5,
+        )
+        stream.xadd(SNAPSHOT_STREAM, {SNAPSHOT_FIELD: row.to_json()})
+
+    assert scheduled() == []  # nothing ever landed
+    assert http.get(f"{ADMIN}/reports/runs").json() == []
+    snapshot()
+    assert [r["job"] for r in scheduled()] == ["rates", "backlog", "advice"]
+    assert len(http.get(f"{ADMIN}/reports/runs").json()) == 3
+    assert scheduled() == []  # nothing landed since: no Spark, no run rows
+    assert len(http.get(f"{ADMIN}/reports/runs").json()) == 3
+    snapshot()
+    assert len(scheduled()) == 3
+    # A run asked for over REST runs whatever was landed.
+    body = http.post(f"{ADMIN}/reports/runs", json={}).json()
+    [task] = queued_tasks(redis_server.url)
+    assert len(run_reports.apply(kwargs=task["kwargs"], task_id=task["id"]).result) == 3
+    assert run_states(http, body["runIds"]) == [("succeeded", 1)] * 3
+
+
 @pytest.fixture
 def broker_down(admin_server, settings):
     """The admin service sends report tasks to a Redis that is not there."""
