@@ -406,14 +406,26 @@ if key_shared then
       end
     end
     call('HSET', KEYS[13], 'm', members, 'r', ring)
-    state.r = ring
+    state.m, state.r, state.u = members, ring, nil
   end
+  -- The ring's one owner (an index into the consumers, 0 = several or nobody) is kept beside
+  -- it as "<owner> <ring length> <consumers>": parsing the ring (101 pairs a consumer) is most
+  -- of what a call with one consumer would spend on it.  It counts only for the ring and the
+  -- consumers it was worked out for (a ring written without it is parsed again).
   local uniform = nil
-  for e, o in string.gmatch(state.r or '', '(%d+) (%d+)') do
-    ring_ends[#ring_ends + 1] = tonumber(e)
-    local owner = tonumber(o)
-    ring_owner[#ring_owner + 1] = owner
-    if uniform == nil then uniform = owner elseif uniform ~= owner then uniform = 0 end
+  local stamp = #(state.r or '') .. ' ' .. members
+  local cached_owner, cached_for = string.match(state.u or '', '^(%d+) (.*)$')
+  local valid = cached_for == stamp
+  if valid then uniform = tonumber(cached_owner) end
+  if uniform == nil or uniform == 0 then
+    uniform = nil
+    for e, o in string.gmatch(state.r or '', '(%d+) (%d+)') do
+      ring_ends[#ring_ends + 1] = tonumber(e)
+      local owner = tonumber(o)
+      ring_owner[#ring_owner + 1] = owner
+      if uniform == nil then uniform = owner elseif uniform ~= owner then uniform = 0 end
+    end
+    if not valid then call('HSET', KEYS[13], 'u', (uniform or 0) .. ' ' .. stamp) end
   end
   if uniform and uniform ~= 0 and registered[uniform] then sole_owner = registered[uniform] end
   -- The oldest entry out with a registered consumer (held entries, and those of consumers
