@@ -41,7 +41,7 @@ from sluice.errors import (
 )
 from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.message import EMPTY_PROPERTIES, Message, MessageId
-from sluice.priority import DEFAULT_PRIORITY, entry_priority, priority_value
+from sluice.priority import DEFAULT_PRIORITY, PRIORITY_OF, entry_priority, priority_value
 from sluice.protocol import keys
 from sluice.protocol.connection import raw_rows
 from sluice.protocol.frames import range_notice, unpack_batch, unpack_packets
@@ -420,7 +420,7 @@ class Consumer:
 
     def _decode_new(self, part: Part, rows: list, out: list[Message]) -> None:
         """Append the messages of new entries as XRANGE returned them, or a packet of new
-        entries (first deliveries)."""
+        entries (first deliveries: the fast path's runs, the priority index's entries)."""
         topic = part.topic
         index = part.index_in_topic
         append = out.append
@@ -433,12 +433,26 @@ class Consumer:
                 append(
                     Message(flat[3], entry_id.decode(), index, topic, flat[1], 0, flat[5].decode())
                 )
+            elif len(flat) == 6 and flat[0] == b"t" and flat[2] == b"d" and flat[4] == b"u":
+                # Publish time, payload and a priority other than the default (the priority
+                # index hands its entries out in packets of new entries).
+                level = PRIORITY_OF.get(flat[5])
+                append(
+                    Message(
+                        flat[3],
+                        entry_id.decode(),
+                        index,
+                        topic,
+                        flat[1],
+                        priority=priority_value(flat[5]) if level is None else level,
+                    )
+                )
             else:
                 self._decode_entry(part, entry_id.decode(), flat, 0, out)
 
     def _decode(self, part: Part, entries: list, out: list[Message]) -> None:
-        """Append the messages of a packet of entries (redeliveries, with delivery counts; the
-        entries the priority index hands out, first deliveries)."""
+        """Append the messages of a packet of entries with delivery counts (redeliveries, and
+        delayed entries come due as first deliveries)."""
         topic = part.topic
         index = part.index_in_topic
         append = out.append
@@ -448,6 +462,7 @@ class Consumer:
                 append(Message(flat[3], entry_id.decode(), index, topic, flat[1], redeliveries))
             elif len(flat) == 6 and flat[0] == b"t" and flat[2] == b"d" and flat[4] == b"u":
                 # Publish time, payload and a priority other than the default.
+                level = PRIORITY_OF.get(flat[5])
                 append(
                     Message(
                         flat[3],
@@ -456,7 +471,7 @@ class Consumer:
                         topic,
                         flat[1],
                         redeliveries,
-                        priority=priority_value(flat[5]),
+                        priority=priority_value(flat[5]) if level is None else level,
                     )
                 )
             else:

@@ -29,6 +29,11 @@ def check_priority(priority: object) -> int:
     return priority
 
 
+# The field's raw values of the ten priorities: the consumer's hot path looks a value up here
+# (``priority_value`` for anything else) instead of calling ``int``.
+PRIORITY_OF: dict[bytes, int] = {str(p).encode(): p for p in range(MIN_PRIORITY, MAX_PRIORITY + 1)}
+
+
 def entry_priority(fields: dict) -> int:
     """The priority of a stream entry from its fields (bytes or str keys)."""
     return priority_value(fields.get(PRIORITY_FIELD, fields.get(PRIORITY_FIELD.encode())))

@@ -29,8 +29,10 @@ one of them, which plain hashing would leave to chance.  Keys::
     sl:{P}:s:{S}:lim               hash: the subscription's SUBSCRIPTION limiter
     sl:{P}:s:{S}:q:{C}             list: consumer C's receiver queue (packed entries)
     sl:{P}:s:{S}:ks                hash: Key_Shared state (dispatch.lua): m the consumers the
-                                   ring was built for, r the ring, j:{C} the position consumer
-                                   C joined at while it is "recently joined"
+                                   ring was built for, r the ring, u the ring's one owner
+                                   (0 = several) with the ring's length and the consumers, so
+                                   a ring of one owner is not parsed every call, j:{C} the
+                                   position consumer C joined at while it is "recently joined"
     sl:{P}:lease                   fencing token <worker>:<epoch> of the partition's owner (no
                                    TTL: another worker takes it once the holder's heartbeat
                                    in the registry has lapsed)

@@ -108,3 +108,34 @@ def test_a_second_consumer_routes_by_key_again(part):
         for entry_id, fields in part.client.xrange(keys.log(part.name))
     }
     assert not {key_of[i] for i in one} & {key_of[i] for i in two}
+
+
+def test_the_ring_of_one_owner_is_kept_with_the_consumers_it_was_built_for(part):
+    state = keys.sub_prefix(part.name, "s") + "ks"
+    part.produce(20)
+    part.join("c1", permits=10)
+    part.dispatch()
+    ring = part.client.hget(state, "r")
+    # One owner for the whole ring (consumer 1): later calls take it from here, unparsed.
+    assert part.client.hget(state, "u") == f"1 {len(ring)} c1".encode()
+    # A second consumer: the ring is rebuilt, the kept owner (for c1 alone) no longer counts.
+    part.join("c2", permits=1000)
+    part.dispatch()
+    ring = part.client.hget(state, "r")
+    assert part.client.hget(state, "u") == f"0 {len(ring)} c1 c2".encode()
+
+
+def test_a_kept_owner_for_another_ring_is_not_used(part):
+    state = keys.sub_prefix(part.name, "s") + "ks"
+    part.produce(40)
+    part.join("c1", permits=1000)
+    part.join("c2", permits=1000)
+    part.dispatch()
+    # A kept owner that does not match the ring (written for a ring of another length) is
+    # worked out again from the ring: both consumers keep their keys.
+    ring = part.client.hget(state, "r")
+    part.client.hset(state, "u", f"1 {len(ring) + 1} c1 c2")
+    part.produce(40)
+    part.dispatch()
+    assert part.received("c1") and part.received("c2")
+    assert part.client.hget(state, "u") == f"0 {len(ring)} c1 c2".encode()

@@ -46,10 +46,12 @@ class PriorityPartition(Partition):
         return DispatchResult.from_reply(self.scripts["dispatch"](*DISPATCH.call(self.name, args)))
 
     def received(self) -> list[list]:
-        """[id, fields, delivery count] of every entry in c1's receiver queue, in order (bytes)."""
+        """[id, fields, delivery count] of every entry in c1's receiver queue, in order (bytes;
+        an [id, fields] row of a packet of new entries is a first delivery, count 1)."""
         queue = keys.sub_prefix(self.name, "s") + "q:c1"
         packets = self.client.lrange(queue, 0, -1)
-        return [entry for raw in packets for entry in msgpack.unpackb(raw, raw=True)]
+        rows = [entry for raw in packets for entry in msgpack.unpackb(raw, raw=True)]
+        return [row if len(row) == 3 else [*row, 1] for row in rows]
 
 
 @pytest.fixture
@@ -118,3 +120,18 @@ def test_what_went_out_is_pending_for_its_consumer_and_what_waits_for_the_holder
     assert sorted(handed) == sorted(entry_id for _, entry_id, _ in expected[:10])
     held = prio.client.xpending_range(log, "s", "-", "+", 100, consumername="~held")
     assert len(held) == 30
+
+
+def test_the_index_hands_entries_out_as_rows_of_new_entries(prio):
+    """What the index hands out goes in a packet of new entries: each row the [id, fields]
+    pair the call read or claimed, as the fast path's packets (first deliveries), not a row
+    built per entry with a delivery count."""
+    prio.subscribe("s")
+    prio.produce_levels([(level, f"m{level}".encode()) for level in (1, 9, 5, 9, 0)])
+    assert prio.hand_out(0.0, messages=2).entries == 2  # read ahead, the two 9s go at once
+    assert prio.hand_out(1.0).entries == 3  # the rest from the index
+    queue = keys.sub_prefix(prio.name, "s") + "q:c1"
+    rows = [row for raw in prio.client.lrange(queue, 0, -1) for row in msgpack.unpackb(raw)]
+    assert [len(row) for row in rows] == [2] * 5
+    levels = [dict(zip(row[1][::2], row[1][1::2], strict=True)).get("u", "4") for row in rows]
+    assert levels == ["9", "9", "5", "1", "0"]

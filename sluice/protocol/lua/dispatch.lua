@@ -406,14 +406,26 @@ if key_shared then
       end
     end
     call('HSET', KEYS[13], 'm', members, 'r', ring)
-    state.r = ring
+    state.m, state.r, state.u = members, ring, nil
   end
+  -- The ring's one owner (an index into the consumers, 0 = several or nobody) is kept beside
+  -- it as "<owner> <ring length> <consumers>": parsing the ring (101 pairs a consumer) is most
+  -- of what a call with one consumer would spend on it.  It counts only for the ring and the
+  -- consumers it was worked out for (a ring written without it is parsed again).
   local uniform = nil
-  for e, o in string.gmatch(state.r or '', '(%d+) (%d+)') do
-    ring_ends[#ring_ends + 1] = tonumber(e)
-    local owner = tonumber(o)
-    ring_owner[#ring_owner + 1] = owner
-    if uniform == nil then uniform = owner elseif uniform ~= owner then uniform = 0 end
+  local stamp = #(state.r or '') .. ' ' .. members
+  local cached_owner, cached_for = string.match(state.u or '', '^(%d+) (.*)$')
+  local valid = cached_for == stamp
+  if valid then uniform = tonumber(cached_owner) end
+  if uniform == nil or uniform == 0 then
+    uniform = nil
+    for e, o in string.gmatch(state.r or '', '(%d+) (%d+)') do
+      ring_ends[#ring_ends + 1] = tonumber(e)
+      local owner = tonumber(o)
+      ring_owner[#ring_owner + 1] = owner
+      if uniform == nil then uniform = owner elseif uniform ~= owner then uniform = 0 end
+    end
+    if not valid then call('HSET', KEYS[13], 'u', (uniform or 0) .. ' ' .. stamp) end
   end
   if uniform and uniform ~= 0 and registered[uniform] then sole_owner = registered[uniform] end
   -- The oldest entry out with a registered consumer (held entries, and those of consumers
@@ -510,6 +522,12 @@ local function index_member(id, fields)
 end
 -- An entry's priority, payload size and message count, in one pass over its fields.
 local function entry_meta(fields)
+  if #fields == 6 and fields[1] == 't' and fields[3] == 'd' and fields[5] == 'u' then
+    -- The producer's common layout: publish time, payload, priority.
+    local p = tonumber(fields[6])
+    if p and p >= 0 and p <= 9 then p = math.floor(p) else p = 4 end
+    return p, #fields[4], 1
+  end
   local size, n, level = 0, 1, nil
   for f = 1, #fields, 2 do
     local name = fields[f]
@@ -522,9 +540,12 @@ local function entry_meta(fields)
   end
   return level or 4, size, n
 end
+local find, sub = string.find, string.sub
 local function from_member(member)
-  local id, size, n = string.match(member, '^([^:]+):(%d+):(%d+)$')
-  return id, tonumber(size), tonumber(n)
+  local a = find(member, ':', 1, true)
+  local b = a and find(member, ':', a + 1, true)
+  if not b then return nil end
+  return sub(member, 1, a - 1), tonumber(sub(member, a + 1, b - 1)), tonumber(sub(member, b + 1))
 end
 
 -- An entry's deliver-at time (ms), or nil.
@@ -716,7 +737,7 @@ if prio_on and not stop then
         read_bytes = read_bytes + size
         if strict then
           local list = fresh[level]
-          list[#list + 1] = {id, fields, size, n, mine}
+          list[#list + 1] = {id, fields, size, n, mine, got[k]}
         else
           local list = pushes[level]
           list[#list + 1] = id .. ':' .. size .. ':' .. n
@@ -787,7 +808,7 @@ if prio_on and not stop then
       if #args > 4 then
         args[#args + 1] = 'RETRYCOUNT'
         args[#args + 1] = 1
-        for _, entry in ipairs(call('XCLAIM', unpack(args))) do claimed[entry[1]] = entry[2] end
+        for _, row in ipairs(call('XCLAIM', unpack(args))) do claimed[row[1]] = row end
       end
       if #moved > 4 then
         moved[#moved + 1] = 'RETRYCOUNT'
@@ -799,10 +820,11 @@ if prio_on and not stop then
       if not run then run = {} prio_runs[c[1]] = run end
       for k = 1, #list do
         local id, size, n, level, entry = unpack(list[k])
-        local fields = entry and entry[2] or claimed[id]
-        if fields then
-          -- Into the consumer's packet, as a first delivery (delivery count 1).
-          run[#run + 1] = {id, fields, 1}
+        local row = entry and entry[6] or claimed[id]
+        if row then
+          -- Into the consumer's packet of first deliveries, the [id, fields] row as
+          -- XREADGROUP or XCLAIM returned it.
+          run[#run + 1] = row
         else
           c[2], c[3], c[4] = c[2] + n, c[3] - 1, c[4] - n
           if c[5] >= 0 then c[5] = c[5] + 1 end
