@@ -5,7 +5,10 @@ permits to a waiting subscription, join, leave or ask for redelivery.  Pub/sub c
 messages while the connection is down, so every (re)subscription wakes every dispatcher, and
 parked dispatchers also look again on their own every few seconds.  The listener knows no
 worker: it hands each message to ``on_wake`` and calls ``on_subscribed`` after each
-(re)subscription.
+(re)subscription.  A subscription lost again at once (a Redis Cluster client that drops its
+connections at every CLUSTERDOWN while a slot has no master) backs off, doubling up to 5 s: the
+backoff starts over only once a subscription has held ``HELD_SECONDS``, so a flapping channel
+does not wake every dispatcher many times a second.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from sluice.protocol import keys
 from sluice.protocol.connection import REDIS_FAULTS
 
 log = logging.getLogger(__name__)
+HELD_SECONDS = 5.0  # a subscription that lasted this long starts the backoff over
 
 
 async def _deliver(on_wake: Callable[[str], Awaitable[None]], data: bytes) -> None:
@@ -39,12 +43,14 @@ async def listen_for_wakeups(
 ) -> None:
     """Hand wake-up messages to ``on_wake`` until cancelled; reconnect on errors."""
     backoff = 0.1
+    loop = asyncio.get_running_loop()
     while True:
         pubsub = redis.pubsub()
+        subscribed_at = None
         try:
             await pubsub.subscribe(keys.WAKE_CHANNEL)
+            subscribed_at = loop.time()
             on_subscribed()
-            backoff = 0.1
             while True:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                 if message is not None and message["type"] == "message":
@@ -52,7 +58,9 @@ async def listen_for_wakeups(
         except asyncio.CancelledError:
             raise
         except REDIS_FAULTS as exc:
-            log.warning("wake-up channel lost (%s); reconnecting", exc)
+            if subscribed_at is not None and loop.time() - subscribed_at >= HELD_SECONDS:
+                backoff = 0.1
+            log.warning("wake-up channel lost (%s); reconnecting in %.1f s", exc, backoff)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
         finally:

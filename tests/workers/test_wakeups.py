@@ -97,3 +97,36 @@ def test_a_subscription_whose_wake_up_was_lost_is_found_when_the_channel_is_back
     worker.call(lambda w: w.wake_everything())  # what a (re)subscription to the channel does
     got = [consumer.receive(timeout_millis=5_000).data() for _ in range(3)]
     assert got == [b"m0", b"m1", b"m2"]
+
+
+async def test_a_flapping_wake_up_channel_backs_off(redis_server):
+    """A subscription dropped as soon as it is made (here: its connection killed every 50 ms)
+    is made again with a growing pause, not at once: each one wakes every dispatcher."""
+    from redis.asyncio import Redis
+
+    from workers.wakeups import listen_for_wakeups
+
+    subscriptions: list[float] = []
+    client = Redis.from_url(redis_server.url)
+    killer = redis.Redis.from_url(redis_server.url)
+
+    async def ignore(_message: str) -> None:
+        return None
+
+    listener = asyncio.create_task(
+        listen_for_wakeups(client, ignore, lambda: subscriptions.append(time.monotonic()))
+    )
+    try:
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            await asyncio.to_thread(killer.client_kill_filter, _type="pubsub")
+            await asyncio.sleep(0.05)
+    finally:
+        listener.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await listener
+        await client.aclose()
+        killer.close()
+    # Pauses of 0.1, 0.2, 0.4, 0.8 and 1.6 s fit in 3 s: at most 6 subscriptions (one per
+    # kill, about 60 of them, without the backoff).
+    assert 2 <= len(subscriptions) <= 7, subscriptions
