@@ -625,17 +625,24 @@ class Worker:
     # --- limits ---------------------------------------------------------------------------
 
     def apply_limits(self) -> None:
-        """Re-resolve every limiter in place after a policy change, and wake every dispatcher
-        (one waiting for quota may have more now)."""
+        """Re-resolve every limiter in place after a policy change, and wake the dispatchers
+        whose limits changed (one waiting for quota may have more now), or all of them when
+        a setting or the BROKER limit did.  The same limits again (a resync every
+        ``worker_resync_seconds``) wake nobody: a dispatcher asleep on the renewal clock
+        stays there."""
         now = time.monotonic()
         shared = self.shared
         shared.gate.advance()
-        shared.settings = DispatchSettings.of(self.policy, self.settings)
+        settings = DispatchSettings.of(self.policy, self.settings)
         any_partition = TopicName("_", "_", "_")
-        shared.broker_limiter.apply(self.policy.limits(any_partition).broker, now)
+        broker = self.policy.limits(any_partition).broker
+        every = settings != shared.settings or broker != shared.broker_limiter.resolved
+        if settings != shared.settings:
+            shared.settings = settings  # else the same object: calls compare it at once
+        shared.broker_limiter.apply(broker, now)
         for runner in self._live_runners():
-            runner.apply_limits(self.policy.for_partition(runner.partition))
-            for dispatcher in runner.dispatchers.values():
+            changed = runner.apply_limits(self.policy.for_partition(runner.partition))
+            for dispatcher in runner.dispatchers.values() if every else changed:
                 dispatcher.wake.set()
 
     def _live_runners(self) -> list[PartitionRunner]:
