@@ -40,6 +40,7 @@ from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, Wo
 from workers.dormancy import CONSUMER_CHECK_MARGIN_MS, Dormancy, Timer
 from workers.events import EventFollower, split_events
 from workers.gate import DispatchGate
+from workers.gcpolicy import HeapSettler
 from workers.jobs import bounded, every
 from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
@@ -100,6 +101,7 @@ class Worker:
         )
         self.catalog = Catalog(self.context, sessions, on_changed=self.claim_partitions)
         self.stats = StatsPublisher(self.context)
+        self.heap = HeapSettler()  # the heap frozen once the subscriptions settle
         self.metrics = WorkerMetrics()
         self.events: EventFollower | None = None
         self.runners: dict[str, PartitionRunner] = {}  # the partitions awake
@@ -227,6 +229,7 @@ class Worker:
         await self.stats.tick(runners, self.dormancy.report_rows)
         await self._retire_quiet()
         await self._run_timers()
+        self.heap.observe(sum(len(runner.dispatchers) for runner in self.runners.values()))
 
     async def resync(self) -> None:
         """Reload policies and the catalog from the database (heals missed events)."""
