@@ -57,6 +57,7 @@ BATCH = 2000  # subscriptions per sampling call
 WORKER_CPU_TARGET = 0.5  # core, at 10,000 subscriptions
 UTILISATION_TARGET = 0.98  # p5
 RAMP_TIMEOUT = 120.0  # s, from the fill until every subscription has dispatched, at most
+SETTLE_SECONDS = 5.0  # s, from then until the window starts
 # One atomic read of (period start, quota left, permits, dispatched) for each subscription.
 SAMPLE = """
 local out = {}
@@ -217,7 +218,10 @@ def scenario(case: Scenario) -> list[dict]:
             began = time.monotonic()
             first_dispatch = wait_all_dispatched(sample, batches, timeout=RAMP_TIMEOUT)
             progress(case, f"every subscription dispatched {first_dispatch:.1f} s after the fill")
-            time.sleep(max(0.0, began + 2.0 - time.monotonic()))  # in their periods now
+            # In their periods now, and the worker's heap settled: it collects and freezes
+            # it once its dispatchers stop changing (``workers.gcpolicy.HeapSettler``: 2 s
+            # after the last partition woke, a pause of about a second at 10,000).
+            time.sleep(SETTLE_SECONDS)
             books = Books(subscriptions)
             every = 2.0 if case.period >= 10 else 0.25 if subscriptions <= 2000 else 0.5
             errors_before, fenced_before = errors(plain), fenced(plain)

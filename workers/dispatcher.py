@@ -164,22 +164,33 @@ class Dispatcher:
         topic: LimitArgs,
         flow: FlowLimits,
         group: GroupBinding | None = None,
-    ) -> None:
+    ) -> bool:
         """Take new limits (SUBSCRIPTION, the partition's TOPIC, flow control, the resource
         group's): every later call enforces them.  Called before ``start`` and on every
-        change."""
-        self.rate = resolved
-        self._sub_args = limit_args(resolved)
-        self.topic_args = topic
-        self.flow = flow
+        change, and with the same limits again (a resync): limits equal to those in force are
+        kept as they are, the same objects.  True when any of them changed."""
+        changed = False
+        if resolved != self.rate:
+            self.rate = resolved
+            self._sub_args = limit_args(resolved)
+            changed = True
+        if topic != self.topic_args:
+            self.topic_args = topic
+            changed = True
+        if flow != self.flow:
+            self.flow = flow
+            changed = True
         script = self.shared.group_script
         if group is None or not group.rates.dispatch_limited or script is None:
+            changed = changed or self.group is not None
             self.group = None
         elif self.group is None or self.group.binding != group:
             previous, self.group = self.group, GroupBudget(script, group)
             kept = previous.binding if previous is not None else None
             if kept is not None and (kept.group, kept.member_id) == (group.group, group.member_id):
                 self.group.pending = previous.pending  # settled with the next reservation
+            changed = True
+        return changed
 
     async def _run(self) -> None:
         backoff = 0.05

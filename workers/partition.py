@@ -266,9 +266,10 @@ class PartitionRunner:
 
     # --- limits ---------------------------------------------------------------------------
 
-    def apply_limits(self, limits: PartitionLimits | None = None) -> None:
+    def apply_limits(self, limits: PartitionLimits | None = None) -> list[Dispatcher]:
         """Re-resolve the TOPIC and SUBSCRIPTION limiters and hand them to the dispatchers:
-        new ``limits`` (a policy change), or the same ones at a new publish rate."""
+        new ``limits`` (a policy change), or the same ones at a new publish rate.  The
+        dispatchers whose limits changed."""
         if limits is not None:
             self.limits = limits
         limits = self.limits
@@ -277,12 +278,16 @@ class PartitionRunner:
         self.topic_args = limit_args(self.topic_rate)
         self.flow.limits = limits.flow
         marks = {}
+        changed = []
         for name, dispatcher in self.dispatchers.items():
             effective = limits.resolve(name, rate)
             assert effective.subscription is not None
-            dispatcher.apply(effective.subscription, self.topic_args, limits.flow, limits.group)
+            group = limits.group
+            if dispatcher.apply(effective.subscription, self.topic_args, limits.flow, group):
+                changed.append(dispatcher)
             marks[name] = (effective.msg_per_second, effective.byte_per_second)
         self.limit_clock.mark(time.monotonic(), marks)
+        return changed
 
     def resolve(self, subscription: str | None) -> EffectiveLimits:
         """The limits in force for ``subscription`` at the current publish rate; the same

@@ -4,15 +4,23 @@ Thousands of slow subscriptions (one message per period each) spend most of thei
 waking their dispatcher tasks: each period every dispatcher wakes at its SUBSCRIPTION quota's
 renewal, makes one ``dispatch.lua`` call that hands out its quota, and sleeps again.
 ``RenewalClock`` rings such sleepers (``Dispatcher.sleeps_for_renewal``) without waking them:
-when a window's timer fires it makes the calls of the sleepers of each partition in one run
-of ``dispatch_many.lua`` (``PackedScript.call_many``: each call exactly as the dispatcher
-would make it, with the limits in force when it is made, counted by the dispatch gate), and
+when a window's timer fires it makes the calls of its sleepers, whatever their partitions, in
+runs of ``dispatch_many.lua`` of at most ``MAX_MERGED`` calls (``PackedScript.call_many``:
+each call exactly as the dispatcher would make it, with the limits in force when it is made,
+counted by the dispatch gate), and
 when the reply comes notes each outcome in its dispatcher's books.  A dispatcher whose call
 ended again with its SUBSCRIPTION quota alone spent, as in the period before, stays asleep
 and is rung again at its next renewal; any other outcome (more to hand out, no data, another
 limiter, an error) wakes it with that outcome, which its next step handles as its own call's.
 A dispatcher woken meanwhile (a wake-up, a changed limit) makes its own next call once the
 renewal call for it has been answered.
+
+The clock serves only dispatchers whose calls go to one Redis server (``renews_alone``: not
+on a Redis Cluster), where one script run may name the keys of any partitions, so the
+renewals of one window share runs across partitions: with thousands of slow subscriptions
+spread over hundreds of partitions a window holds a handful of renewals of each partition,
+and a script run's own cost (the call, its KEYS and ARGV tables, the reply) is paid once for
+``MAX_MERGED`` of them instead of once or twice per partition.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ class RenewalClock(AlarmClock):
     """An alarm clock whose sleepers are dispatchers waiting for their quota's renewal."""
 
     def _ring(self, key: int) -> None:
+        # One server per script (no cluster here): the calls of all partitions may share runs.
         groups: dict[object, list[tuple[Dispatcher, int]]] = {}
         for sleeper, alarm in self._due.pop(key, ()):
             dispatcher: Dispatcher = sleeper  # type: ignore[assignment]
@@ -42,13 +51,13 @@ class RenewalClock(AlarmClock):
                 dispatcher.rang = alarm
                 dispatcher.wake.set()
                 continue
-            groups.setdefault(dispatcher.call_group, []).append((dispatcher, alarm))
+            groups.setdefault(dispatcher.shared.script, []).append((dispatcher, alarm))
         for members in groups.values():
             for start in range(0, len(members), MAX_MERGED):
                 self._renew(members[start : start + MAX_MERGED])
 
     def _renew(self, members: list[tuple[Dispatcher, int]]) -> None:
-        """One call of ``dispatch_many.lua`` for these sleepers of one partition."""
+        """One call of ``dispatch_many.lua`` for these sleepers (of any partitions)."""
         shared = members[0][0].shared
         calls = [dispatcher.renewal_call() for dispatcher, _alarm in members]
         generation = shared.gate.enter()

@@ -40,6 +40,7 @@ from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, Wo
 from workers.dormancy import CONSUMER_CHECK_MARGIN_MS, Dormancy, Timer
 from workers.events import EventFollower, split_events
 from workers.gate import DispatchGate
+from workers.gcpolicy import HeapSettler
 from workers.jobs import bounded, every
 from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
@@ -100,6 +101,7 @@ class Worker:
         )
         self.catalog = Catalog(self.context, sessions, on_changed=self.claim_partitions)
         self.stats = StatsPublisher(self.context)
+        self.heap = HeapSettler()  # the heap frozen once the subscriptions settle
         self.metrics = WorkerMetrics()
         self.events: EventFollower | None = None
         self.runners: dict[str, PartitionRunner] = {}  # the partitions awake
@@ -227,6 +229,7 @@ class Worker:
         await self.stats.tick(runners, self.dormancy.report_rows)
         await self._retire_quiet()
         await self._run_timers()
+        self.heap.observe(sum(len(runner.dispatchers) for runner in self.runners.values()))
 
     async def resync(self) -> None:
         """Reload policies and the catalog from the database (heals missed events)."""
@@ -625,17 +628,24 @@ class Worker:
     # --- limits ---------------------------------------------------------------------------
 
     def apply_limits(self) -> None:
-        """Re-resolve every limiter in place after a policy change, and wake every dispatcher
-        (one waiting for quota may have more now)."""
+        """Re-resolve every limiter in place after a policy change, and wake the dispatchers
+        whose limits changed (one waiting for quota may have more now), or all of them when
+        a setting or the BROKER limit did.  The same limits again (a resync every
+        ``worker_resync_seconds``) wake nobody: a dispatcher asleep on the renewal clock
+        stays there."""
         now = time.monotonic()
         shared = self.shared
         shared.gate.advance()
-        shared.settings = DispatchSettings.of(self.policy, self.settings)
+        settings = DispatchSettings.of(self.policy, self.settings)
         any_partition = TopicName("_", "_", "_")
-        shared.broker_limiter.apply(self.policy.limits(any_partition).broker, now)
+        broker = self.policy.limits(any_partition).broker
+        every = settings != shared.settings or broker != shared.broker_limiter.resolved
+        if settings != shared.settings:
+            shared.settings = settings  # else the same object: calls compare it at once
+        shared.broker_limiter.apply(broker, now)
         for runner in self._live_runners():
-            runner.apply_limits(self.policy.for_partition(runner.partition))
-            for dispatcher in runner.dispatchers.values():
+            changed = runner.apply_limits(self.policy.for_partition(runner.partition))
+            for dispatcher in runner.dispatchers.values() if every else changed:
                 dispatcher.wake.set()
 
     def _live_runners(self) -> list[PartitionRunner]:

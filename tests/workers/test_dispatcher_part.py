@@ -86,7 +86,8 @@ def test_a_dispatcher_hands_out_what_its_limits_allow_and_takes_new_ones(setting
             # A lower SUBSCRIPTION limit handed down binds from the next period on.
             subscription, topic = limits(topic_msg=10, sub_msg=3)
             dispatcher.apply(subscription, topic, FLOW)
-            assert dispatcher.rate is subscription and dispatcher.topic_args is topic
+            # The changed limit taken; the TOPIC limit, equal, kept as it was.
+            assert dispatcher.rate is subscription and dispatcher.topic_args == topic
             dispatcher.wake.set()
             await wait_for(lambda: delivered(sync, partition, "s") >= 13, timeout=3)
             await asyncio.sleep(0.3)
@@ -170,15 +171,17 @@ def test_packed_arguments_are_the_call_arguments_packed(settings, redis_server, 
             assert dispatcher._packed[1] is kept  # budgets change, the rest stays packed
             dispatcher.rr_offset = 12
             same(dispatcher, (3, None))
-            # The same limits resolved again (equal objects): still packed, and kept with the
-            # new objects, which later calls find without comparing them field by field.
+            # The same limits resolved again (equal objects): still packed, and the dispatcher
+            # keeps the objects it had, which later calls find without comparing them field
+            # by field.
             again, topic_again = limits(topic_msg=10)
             flow_again = resolve_flow(FlowInputs())
             assert (again, topic_again, flow_again) == (subscription, topic, FLOW)
             dispatcher.apply(again, topic_again, flow_again)
             same(dispatcher, (3, None))
             assert dispatcher._packed[1] is kept
-            assert any(part is flow_again for part in dispatcher._packed[0])
+            assert dispatcher.flow is FLOW and dispatcher.rate is subscription
+            assert any(part is FLOW for part in dispatcher._packed[0])
             subscription, topic = limits(topic_msg=10, sub_msg=3)
             dispatcher.apply(subscription, topic, FLOW)
             changed = same(dispatcher, (None, None))

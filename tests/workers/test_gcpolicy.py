@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gc
 
-from workers.gcpolicy import MIDDLE, YOUNG, tune_collector
+from workers.gcpolicy import MIDDLE, YOUNG, HeapSettler, tune_collector
 
 
 def promoted(tune: bool) -> int:
@@ -38,3 +38,21 @@ def test_the_thresholds():
 def test_objects_living_a_few_young_collections_are_not_promoted():
     assert promoted(tune=False) == 1000  # the interpreter's defaults promote them all
     assert promoted(tune=True) == 0
+
+
+def test_the_heap_is_settled_once_the_dispatchers_stop_changing():
+    """Settled (collected, then frozen) once the count moved by enough and then held for the
+    quiet time; not again until it moves by a tenth."""
+    settler = HeapSettler()
+    assert not settler.due(100, 0.0) and not settler.due(100, 10.0)  # too few to matter
+    assert not settler.due(10_000, 10.0)  # still changing
+    assert not settler.due(10_000, 11.0)
+    try:
+        assert settler.observe(10_000, 12.5)
+        assert gc.get_freeze_count() > 0 and settler.settled_at_count == 10_000
+        assert not settler.observe(10_500, 20.0) and not settler.observe(10_500, 30.0)
+        assert not settler.observe(11_000, 40.0)
+        assert settler.observe(11_000, 42.0)
+        assert settler.settlings == 2
+    finally:
+        gc.unfreeze()

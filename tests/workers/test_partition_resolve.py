@@ -56,3 +56,27 @@ def test_resolutions_follow_the_limits_and_the_publish_rate(settings, redis_serv
             await client.aclose()
 
     asyncio.run(scenario())
+
+
+def test_the_same_limits_again_change_no_dispatcher(settings, redis_server):
+    """Limits handed down again unchanged (a resync) name no dispatcher to wake and leave
+    each one's limits the same objects; a change names the dispatchers it changes."""
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        context = make_context(settings, client)
+        shared = make_shared(context)
+        runner = PartitionRunner(context, shared, TopicName("t", "ns", "again"), limits(5))
+        try:
+            s, own = runner._add("s"), runner._add("own")
+            rate, flow = s.rate, s.flow
+            assert runner.apply_limits(limits(5)) == []  # equal limits, new objects
+            assert s.rate is rate and s.flow is flow
+            assert runner.apply_limits(limits(7)) == [s]  # "own" keeps its 99
+            assert s.rate is not None and s.rate.permits_msg == 7
+            assert own.rate is not None and own.rate.permits_msg == 99
+        finally:
+            await shared.script.close()
+            await client.aclose()
+
+    asyncio.run(scenario())

@@ -4,6 +4,7 @@ dispatchers made in their stead, a partition's in one script call, on a real Red
 from __future__ import annotations
 
 import asyncio
+import time
 
 import redis
 from redis.asyncio import Redis
@@ -167,3 +168,43 @@ def test_a_renewal_refused_for_the_lease_fences_the_dispatcher(settings, redis_s
     asyncio.run(scenario())
     sync.close()
 
+
+
+def test_renewals_of_several_partitions_in_one_window_share_a_script_run(settings, redis_server):
+    """One subscription on each of six partitions, started together: the clock renews those
+    that fall in one window together, whatever their partition, in one ``dispatch_many.lua``
+    run, each within its limit."""
+    sync = redis.Redis.from_url(redis_server.url)
+    partitions = [Partition(sync) for _ in range(6)]
+    for partition in partitions:
+        partition.produce(200)
+        partition.subscribe("s")
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        context = make_context(settings, client)
+        shared = make_shared(context)
+        subscription, topic = limits(sub_msg=1)
+        dispatchers = [Dispatcher(context, shared, p.name, "s") for p in partitions]
+        try:
+            for dispatcher in dispatchers:
+                dispatcher.apply(subscription, topic, FLOW)
+                dispatcher.start()
+            await wait_for(lambda: all(d.waiting_for_quota for d in dispatchers))
+            began = time.monotonic()
+            calls = sum(d.dispatch_calls for d in dispatchers)
+            multi = shared.script.multi_calls
+            await asyncio.sleep(2.5)  # two renewals each
+            renewed = sum(d.dispatch_calls for d in dispatchers) - calls
+            runs = shared.script.multi_calls - multi
+            assert renewed >= len(dispatchers)
+            # Runs of several partitions' renewals (a window's boundary may split the six).
+            assert runs <= renewed / 2, (runs, renewed)
+            periods = 1 + (time.monotonic() - began)
+            for partition in partitions:
+                assert delivered(sync, partition, "s") <= periods
+        finally:
+            await stopped(client, shared, dispatchers)
+
+    asyncio.run(scenario())
+    sync.close()

@@ -1,6 +1,8 @@
 -- dispatch_many: dispatch.lua for several subscriptions of one partition in one script run
 -- (a busy worker wakes many dispatchers of a partition at once; every key of the calls is in
--- the partition's slot, so the run is cluster-safe).  The calls run one after another, in
+-- the partition's slot, so the run is cluster-safe; on a single server, not a Redis Cluster,
+-- the worker's renewal clock also runs calls of several partitions in one run, every key of
+-- which is among KEYS).  The calls run one after another, in
 -- order, each exactly as dispatch.lua would run alone (its own KEYS and ARGV, its own checks
 -- of the lease and the quotas): the same as the same calls pipelined.
 -- ARGV[1] n, the number of calls; ARGV[2..n+1] each call's key count; ARGV[n+2..2n+1] each
