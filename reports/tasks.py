@@ -105,6 +105,26 @@ def _since(
     return since
 
 
+def _land_up_to_now(settings: Settings, client: redis_lib.Redis) -> tuple[datetime, bytes]:
+    """Have the workers snapshot the interval so far, land: up to when the data reaches, and
+    the landing checkpoint (the last landed snapshot's stream id)."""
+    # What the workers measured until now, not only until their last stats interval.
+    data_until = request_snapshots(client, settings.report_snapshot_wait_seconds)
+    try:
+        land_once(settings)
+    except RuntimeError as exc:  # a landing in progress: report on what is landed
+        log.info("landing skipped: %s", exc)
+    return data_until, client.get(CHECKPOINT_KEY) or NOTHING_LANDED
+
+
+def _unchanged(client: redis_lib.Redis, landed: bytes) -> bool:
+    """Whether the last complete run read the lake up to ``landed`` already."""
+    if landed != (client.get(REPORTED_KEY) or NOTHING_LANDED):
+        return False
+    log.info("report run skipped: nothing landed since the last run (%s)", landed.decode())
+    return True
+
+
 def run_reports_once(
     settings: Settings,
     jobs: list[str] | None = None,
@@ -132,19 +152,10 @@ def run_reports_once(
         log.info("report run skipped: another run is in progress")
         return []
     try:
-        # What the workers measured until now, not only until their last stats interval.
-        data_until = request_snapshots(client, settings.report_snapshot_wait_seconds)
-        try:
-            land_once(settings)
-        except RuntimeError as exc:  # a landing in progress: report on what is landed
-            log.info("landing skipped: %s", exc)
-        landed = client.get(CHECKPOINT_KEY) or NOTHING_LANDED
+        data_until, landed = _land_up_to_now(settings, client)
         complete = jobs is None and lookback_seconds is None
-        if skip_unchanged and run_ids is None and complete:
-            reported = client.get(REPORTED_KEY) or NOTHING_LANDED
-            if landed == reported:
-                log.info("report run skipped: nothing landed since the last run (%s)", landed)
-                return []
+        if skip_unchanged and run_ids is None and complete and _unchanged(client, landed):
+            return []
         until = datetime.now(UTC)
         since = until - timedelta(seconds=lookback_seconds or settings.report_lookback_seconds)
         spark = spark_session(settings)
