@@ -32,9 +32,15 @@ YOUNG = 5_000  # net allocations of tracked objects between two young collection
 MIDDLE = 100  # young collections between two of the middle generation
 
 
+_tuned = False  # this process is a worker's (``sluice worker``): its collector is ours
+
+
 def tune_collector() -> None:
-    """Set the worker's collection thresholds (the oldest generation's is kept)."""
+    """Set the worker's collection thresholds (the oldest generation's is kept), and let the
+    heap be settled: only the ``sluice worker`` process calls it."""
+    global _tuned
     gc.set_threshold(YOUNG, MIDDLE, gc.get_threshold()[2])
+    _tuned = True
 
 
 SETTLE_MIN_CHANGE = 500  # dispatchers added or gone before the heap is settled again, at least
@@ -45,9 +51,12 @@ SETTLE_QUIET_SECONDS = 2.0  # the count unchanged this long first
 class HeapSettler:
     """Settles the heap (one full collection, then ``gc.freeze``) once the number of
     dispatchers has moved by ``SETTLE_MIN_CHANGE`` or a tenth since the last time and then
-    stayed put for ``SETTLE_QUIET_SECONDS``."""
+    stayed put for ``SETTLE_QUIET_SECONDS``.  Only in a process whose collector was tuned
+    (``enabled`` by default there alone): a worker run inside another program (the tests'
+    in-process workers) leaves that program's collector alone."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = _tuned if enabled is None else enabled
         self.settled_at_count = 0  # dispatchers at the last settling
         self.settlings = 0
         self._count = 0
@@ -64,7 +73,7 @@ class HeapSettler:
 
     def observe(self, count: int, now: float | None = None) -> bool:
         """Settle the heap if due (see ``due``); True when it did."""
-        if not self.due(count, time.monotonic() if now is None else now):
+        if not self.enabled or not self.due(count, time.monotonic() if now is None else now):
             return False
         gc.unfreeze()  # what an earlier settling froze: its garbage is collected now
         gc.collect()

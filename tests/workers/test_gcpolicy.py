@@ -6,7 +6,17 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
+from workers import gcpolicy
 from workers.gcpolicy import MIDDLE, YOUNG, HeapSettler, tune_collector
+
+
+@pytest.fixture(autouse=True)
+def untuned(monkeypatch):
+    """``tune_collector`` marks the process as a worker's: undone after each test, so the
+    in-process workers of later tests leave this process's collector alone."""
+    monkeypatch.setattr(gcpolicy, "_tuned", False)
 
 
 def promoted(tune: bool) -> int:
@@ -43,7 +53,7 @@ def test_objects_living_a_few_young_collections_are_not_promoted():
 def test_the_heap_is_settled_once_the_dispatchers_stop_changing():
     """Settled (collected, then frozen) once the count moved by enough and then held for the
     quiet time; not again until it moves by a tenth."""
-    settler = HeapSettler()
+    settler = HeapSettler(enabled=True)
     assert not settler.due(100, 0.0) and not settler.due(100, 10.0)  # too few to matter
     assert not settler.due(10_000, 10.0)  # still changing
     assert not settler.due(10_000, 11.0)
@@ -56,3 +66,11 @@ def test_the_heap_is_settled_once_the_dispatchers_stop_changing():
         assert settler.settlings == 2
     finally:
         gc.unfreeze()
+
+
+def test_a_worker_inside_another_program_leaves_its_collector_alone():
+    # Not tuned (this test process is no ``sluice worker``): never settled, never frozen.
+    settler = HeapSettler()
+    assert not settler.enabled
+    assert not settler.observe(10_000, 0.0) and not settler.observe(10_000, 10.0)
+    assert settler.settlings == 0 and gc.get_freeze_count() == 0
