@@ -41,7 +41,7 @@ from sluice.errors import (
 )
 from sluice.keyshared import ConsumerKeySharedPolicy
 from sluice.message import EMPTY_PROPERTIES, Message, MessageId
-from sluice.priority import DEFAULT_PRIORITY, PRIORITY_OF, entry_priority, priority_value
+from sluice.priority import DEFAULT_PRIORITY, entry_priority, priority_value
 from sluice.protocol import keys
 from sluice.protocol.connection import raw_rows
 from sluice.protocol.frames import range_notice, unpack_batch, unpack_packets
@@ -436,7 +436,6 @@ class Consumer:
             elif len(flat) == 6 and flat[0] == b"t" and flat[2] == b"d" and flat[4] == b"u":
                 # Publish time, payload and a priority other than the default (the priority
                 # index hands its entries out in packets of new entries).
-                level = PRIORITY_OF.get(flat[5])
                 append(
                     Message(
                         flat[3],
@@ -444,7 +443,7 @@ class Consumer:
                         index,
                         topic,
                         flat[1],
-                        priority=priority_value(flat[5]) if level is None else level,
+                        priority=priority_value(flat[5]),
                     )
                 )
             else:
@@ -462,7 +461,6 @@ class Consumer:
                 append(Message(flat[3], entry_id.decode(), index, topic, flat[1], redeliveries))
             elif len(flat) == 6 and flat[0] == b"t" and flat[2] == b"d" and flat[4] == b"u":
                 # Publish time, payload and a priority other than the default.
-                level = PRIORITY_OF.get(flat[5])
                 append(
                     Message(
                         flat[3],
@@ -471,7 +469,7 @@ class Consumer:
                         topic,
                         flat[1],
                         redeliveries,
-                        priority=priority_value(flat[5]) if level is None else level,
+                        priority=priority_value(flat[5]),
                     )
                 )
             else:

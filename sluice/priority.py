@@ -40,7 +40,11 @@ def entry_priority(fields: dict) -> int:
 
 
 def priority_value(raw: bytes | str | None) -> int:
-    """The priority an entry's priority field holds (the default when it holds none)."""
+    """The priority an entry's priority field holds (the default when it holds none); the ten
+    levels' raw values are looked up, not parsed (the consumer's hot path)."""
+    level = PRIORITY_OF.get(raw)  # type: ignore[arg-type]
+    if level is not None:
+        return level
     if raw is None:
         return DEFAULT_PRIORITY
     try:

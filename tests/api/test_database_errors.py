@@ -3,13 +3,11 @@ every pooled connection stayed busy past the pool's timeout."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
-from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from api.errors import install_error_handlers
+from tests.api.raising import answer_to
 
 
 @pytest.mark.parametrize(
@@ -21,15 +19,6 @@ from api.errors import install_error_handlers
     ids=["connection", "pool"],
 )
 async def test_database_errors_answer_503(error: Exception) -> None:
-    app = FastAPI()
-    install_error_handlers(app)
-
-    @app.get("/fails")
-    async def fails() -> None:
-        raise error
-
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-        response = await client.get("/fails")
+    response = await answer_to(error)
     assert response.status_code == 503
     assert response.json() == {"reason": "Database unavailable, retry later"}

@@ -4,25 +4,10 @@ a 500."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
-from fastapi import FastAPI
 from redis import exceptions as redis_errors
 
-from api.errors import install_error_handlers
-
-
-async def _answer(error: Exception) -> httpx.Response:
-    app = FastAPI()
-    install_error_handlers(app)
-
-    @app.get("/fails")
-    async def fails() -> None:
-        raise error
-
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-        return await client.get("/fails")
+from tests.api.raising import answer_to
 
 
 @pytest.mark.parametrize(
@@ -39,7 +24,7 @@ async def _answer(error: Exception) -> httpx.Response:
     ids=["connection", "cluster-down", "slot-not-covered", "slots-not-covered", "loading"],
 )
 async def test_redis_unavailable_answers_503(error: Exception) -> None:
-    response = await _answer(error)
+    response = await answer_to(error)
     assert response.status_code == 503
     assert response.json() == {"reason": "Redis unavailable, retry later"}
 
@@ -53,6 +38,6 @@ async def test_redis_unavailable_answers_503(error: Exception) -> None:
     ids=["wrongtype", "no-targets"],
 )
 async def test_a_mistake_in_a_call_answers_500(error: Exception) -> None:
-    response = await _answer(error)
+    response = await answer_to(error)
     assert response.status_code == 500
     assert response.json() == {"reason": "Internal server error"}
