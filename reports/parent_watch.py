@@ -7,13 +7,15 @@ shutdown waits for a running report, and neither its beat process nor the JVM he
 The standalone names itself in ``SLUICE_PARENT_PID`` and starts the scheduler in a session
 of its own; a thread of the worker watches for a new parent and then kills the group, and
 when the worker exits (a stop that did not wait for a running report) it kills what is left
-of its group first.
+of its group first.  The watching thread sleeps on the parent's process file descriptor
+(Linux), so it costs nothing until the parent goes.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import select
 import signal
 import threading
 import time
@@ -51,6 +53,23 @@ def kill_rest_of_group() -> int:
     return killed
 
 
+def _until_parent_gone(parent: int, poll: float) -> None:
+    """Block until ``parent`` is no longer this process's parent: asleep on a process file
+    descriptor where Linux has one (woken only by the parent's exit), else polling."""
+    try:
+        pidfd = os.pidfd_open(parent)
+    except (AttributeError, OSError):  # not Linux 5.3+, or the parent is gone already
+        pidfd = None
+    try:
+        if pidfd is not None and os.getppid() == parent:  # the descriptor is our parent's
+            select.select([pidfd], [], [])
+        while os.getppid() == parent:  # the fallback; or a parent not quite gone yet
+            time.sleep(poll)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
 def watch_parent(poll: float = POLL_SECONDS) -> threading.Thread | None:
     """Start the watch when ``SLUICE_PARENT_PID`` names this process's parent; None
     otherwise (a scheduler run by hand, or under another supervisor)."""
@@ -61,8 +80,7 @@ def watch_parent(poll: float = POLL_SECONDS) -> threading.Thread | None:
     parent = int(expected)
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(poll)
+        _until_parent_gone(parent, poll)
         _kill_own_group()
 
     thread = threading.Thread(target=watch, name="parent-watch", daemon=True)

@@ -42,16 +42,18 @@ def _api(args: argparse.Namespace, settings: Settings) -> int:
 
     from api.app import create_app
     from server.http_protocol import HTTP_PROTOCOL
+    from server.quiet_server import QuietServer
 
     check_free(Port(args.host, args.port, "admin API", "--port"))
     settings = settings.model_copy(update={"http_host": args.host, "http_port": args.port})
-    uvicorn.run(
+    config = uvicorn.Config(
         create_app(settings),
         host=args.host,
         port=args.port,
         log_level=args.log_level,
         http=HTTP_PROTOCOL,
     )
+    QuietServer(config).run()
     return 0
 
 

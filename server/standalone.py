@@ -56,6 +56,7 @@ from server.acl_file import write_private
 from server.embedded_redis import EmbeddedRedis, die_with_parent
 from server.http_protocol import HTTP_PROTOCOL
 from server.ports import Port, check_free
+from server.quiet_server import QuietServer
 from server.supervisor import SupervisedProcess, describe_exit
 from sluice.protocol.urls import redact_url, with_credentials
 
@@ -144,7 +145,10 @@ def _start_redis(
         folder,
         port,
         appendonly=True,
-        extra_args=("--appendfsync", "everysec"),
+        # Background tasks once a second, not ten times (an idle server's main cost): a key
+        # past its TTL is still gone when read, blocking reads still time out to the
+        # millisecond, and the append-only file is still written before every reply.
+        extra_args=("--appendfsync", "everysec", "--hz", "1"),
         acl_file=folder / ACL_FILE if passwords else None,
         username=SERVICE_USERS["api"] if passwords else None,
         password=passwords["api"] if passwords else None,
@@ -221,6 +225,11 @@ def report_scheduler(
         "--beat",
         "--pool",
         "solo",
+        # The standalone's one scheduler has no peers to greet, gossip with or send
+        # heartbeat events to (nothing reads them): without them it is quiet at rest.
+        "--without-mingle",
+        "--without-gossip",
+        "--without-heartbeat",
         "--loglevel",
         log_level.upper(),
         "--hostname",
@@ -345,7 +354,7 @@ async def _serve(settings: Settings, log_level: str, children: list[SupervisedPr
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    server = uvicorn.Server(
+    server = QuietServer(
         uvicorn.Config(
             create_app(settings),
             host=settings.http_host,

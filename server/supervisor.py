@@ -4,7 +4,9 @@
 worker, the Celery report scheduler).  A child that dies is logged with its exit code or
 signal and started again after a delay that starts at 0.5 s and doubles up to 10 s; the delay
 goes back to 0.5 s once a child has run for 30 s.  Nothing is restarted once the standalone
-is stopping.  Each child's pid is kept in ``<data dir>/run/<name>.pid`` while it runs.
+is stopping.  Each child's pid is kept in ``<data dir>/run/<name>.pid`` while it runs.  A running
+child is awaited through a process file descriptor (Linux), not polled: an idle standalone's
+supervisor does not wake until a child dies.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from sluice.waits import wait_event
 
 log = logging.getLogger("sluice.supervisor")
 
-POLL_SECONDS = 0.2  # how often a child's liveness is checked
+POLL_SECONDS = 0.2  # how often a child's liveness is checked where it cannot be awaited
 
 
 @dataclass
@@ -65,6 +67,33 @@ async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
     """Wait up to ``seconds``; True when ``stop`` was set meanwhile."""
     await wait_event(stop, seconds)
     return stop.is_set()
+
+
+async def _until_exit_or_stop(process: subprocess.Popen, stop: asyncio.Event) -> None:
+    """Return when ``process`` exits or ``stop`` is set, whichever comes first.
+
+    On Linux the wait is a process file descriptor in the event loop (``pidfd_open``): the
+    loop wakes when the child exits and never in between.  Elsewhere, or when the descriptor
+    cannot be had, the child is polled every ``POLL_SECONDS``."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+, or the child is already reaped
+        await _stopped_within(stop, POLL_SECONDS)
+        return
+    loop = asyncio.get_running_loop()
+    exited = asyncio.Event()
+    try:
+        loop.add_reader(pidfd, exited.set)
+        stopping = asyncio.ensure_future(stop.wait())
+        exiting = asyncio.ensure_future(exited.wait())
+        try:
+            await asyncio.wait((stopping, exiting), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            exiting.cancel()
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
 
 
 class SupervisedProcess:
@@ -128,7 +157,7 @@ class SupervisedProcess:
         while not stop.is_set():
             process = self.process
             if process is not None and process.poll() is None:
-                await _stopped_within(stop, POLL_SECONDS)
+                await _until_exit_or_stop(process, stop)
                 continue
             if stop.is_set():
                 return

@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from models.db import make_async_engine, make_session_factory
 from models.settings import Settings
+from server.quiet_server import QuietServer
 from sluice.protocol.connection import connect_async
 from sluice.protocol.version import ProtocolMismatch
 from sluice.waits import wait_event
@@ -74,7 +75,7 @@ async def run_worker(
     server = None
     server_task = None
     if settings.worker_http_port:
-        server = uvicorn.Server(
+        server = QuietServer(
             uvicorn.Config(
                 create_http_app(worker),
                 host=settings.http_host,

@@ -97,3 +97,46 @@ def test_a_failing_restart_is_retried_with_backoff(tmp_path, caplog):
     assert all(gap >= delay for gap, delay in zip(gaps, [0.05, 0.1, 0.2, 0.2], strict=True)), gaps
     assert "flaky: restart 1 failed: no such binary" in caplog.text
     assert "died: exit code 7" in caplog.text
+
+
+class _CountingPopen(subprocess.Popen):
+    """A child whose liveness checks are counted."""
+
+    polls = 0
+
+    def poll(self):
+        type(self).polls += 1
+        return super().poll()
+
+
+def test_a_running_child_is_awaited_not_polled_and_its_death_is_seen_at_once():
+    child = SupervisedProcess(
+        "sleeper", lambda: _CountingPopen(SLEEPER), backoff=Backoff(initial=0.05)
+    )
+
+    async def scenario() -> tuple[int, float]:
+        stop = asyncio.Event()
+        child.start()
+        supervisor = asyncio.create_task(child.supervise(stop))
+        await asyncio.sleep(1.5)
+        polls_while_running = _CountingPopen.polls
+        first = child.process
+        assert first is not None
+        first.kill()
+        killed = time.monotonic()
+        while child.process is first:
+            assert time.monotonic() - killed < 5, "not restarted"
+            await asyncio.sleep(0.005)
+        restarted_after = time.monotonic() - killed
+        stop.set()
+        await asyncio.wait_for(supervisor, 2)
+        return polls_while_running, restarted_after
+
+    try:
+        polls, restarted_after = asyncio.run(scenario())
+    finally:
+        child.stop()
+    # Polled every 0.2 s this would be 7 or 8 checks in 1.5 s.
+    assert polls <= 2, polls
+    # The restart delay is 0.05 s: the death was noticed well within a polling interval.
+    assert restarted_after < 0.2, restarted_after

@@ -169,7 +169,6 @@ def test_a_renewal_refused_for_the_lease_fences_the_dispatcher(settings, redis_s
     sync.close()
 
 
-
 def test_renewals_of_several_partitions_in_one_window_share_a_script_run(settings, redis_server):
     """One subscription on each of six partitions, started together: the clock renews those
     that fall in one window together, whatever their partition, in one ``dispatch_many.lua``
