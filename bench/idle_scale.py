@@ -121,6 +121,12 @@ def _is_redis(pid: int) -> bool:
         return False
 
 
+def _is_worker(pid: int) -> bool:
+    """Whether ``pid`` is a broker worker (``sluice worker``, not Celery's worker)."""
+    command = _command(pid)
+    return " worker " in command and "celery" not in command and not _is_redis(pid)
+
+
 def descendants(root: int) -> list[int]:
     """``root`` and every live process below it."""
     children: dict[int, list[int]] = {}
@@ -285,15 +291,17 @@ class StandaloneDeployment(Deployment):
 
     def sluice_cpu(self) -> dict[str, float]:
         root = self.process.pid
+        tree = descendants(root)
         return {
             "process": cpu_seconds(root),
-            "tree": sum(cpu_seconds(pid) for pid in descendants(root)),
+            "worker": sum(cpu_seconds(pid) for pid in tree if _is_worker(pid)),
+            "tree": sum(cpu_seconds(pid) for pid in tree),
         }
 
     def sluice_rss_kib(self) -> int:
         """The memory of its worker child (the process holding the partitions)."""
         for pid in descendants(self.process.pid):
-            if not _is_redis(pid) and " worker " in _command(pid):
+            if _is_worker(pid):
                 return rss_kib(pid)
         return 0
 
@@ -561,10 +569,11 @@ def table(steps: list[Step], standalone: bool, full: bool) -> list[dict]:
     row("s from the step's creation until settled", "", [f"{s.wait_seconds:.0f}" for s in steps])
     if standalone:
         row(
-            "sluice process (admin + worker) CPU, core",
+            "admin service (the standalone process) CPU, core",
             "",
             [show(s.quiet["process"]) for s in steps],
         )
+        row("worker child CPU, core", "", [show(s.quiet["worker"]) for s in steps])
     else:
         row(
             "worker CPU, core",
