@@ -9,7 +9,8 @@ partitions, a high dispatch rate) shares neither an event loop nor an interprete
 the admin API.  Both open the same SQLite file (WAL, with a busy timeout: a writer waits for
 the other's transaction instead of failing).  When the reporting extra is installed, a
 Celery worker with an embedded beat (one process, solo pool) lands stats and runs the report
-jobs on schedule (``--no-reports`` leaves it out).
+jobs on schedule (``--no-reports`` leaves it out); it runs at niceness 10, so a report's
+Spark run yields the cores to the admin service and the worker.
 
 What the standalone starts, it supervises (``server.supervisor``): the embedded Redis, the
 broker worker and the report scheduler are restarted when they die, with exponential
@@ -65,6 +66,7 @@ ACL_FILE = "users.acl"
 WORKER_START_SECONDS = 60.0  # a (re)started worker must answer /healthz within this long
 CELERY_ROOT_WARNING = "You're running the worker with superuser privileges"
 SCHEDULER_STOP_SECONDS = 5.0  # a stop waits this long for the scheduler, then kills it
+REPORT_NICENESS = 10  # the report scheduler and its Spark runs: background work
 
 
 def run_standalone(settings: Settings, args: argparse.Namespace) -> int:
@@ -198,6 +200,14 @@ def celery_worker(*options: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "reports.celery_app:app", "worker", *options]
 
 
+def _in_the_background() -> None:
+    """In the report scheduler's child before exec: it dies with the standalone, and it and
+    what it starts (a report's Spark JVM, a minute of a core or more) yield the CPU to the
+    admin service and the worker (``REPORT_NICENESS``)."""
+    die_with_parent()
+    os.nice(REPORT_NICENESS)
+
+
 def report_scheduler(
     settings: Settings, log_level: str, run_dir: Path, redis_url: str | None = None
 ) -> SupervisedProcess | None:
@@ -243,7 +253,7 @@ def report_scheduler(
         return subprocess.Popen(
             command,
             env={**env, PARENT_ENV: str(os.getpid())},
-            preexec_fn=die_with_parent,
+            preexec_fn=_in_the_background,
             start_new_session=True,
         )
 
