@@ -11,6 +11,7 @@ sluice redis-acl-file [--output F]  the Redis ACL file of a secured data plane (
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
@@ -39,6 +40,7 @@ def missing_server_module() -> str | None:
 
 def _api(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
 
     from api.app import create_app
     from server.http_protocol import HTTP_PROTOCOL
@@ -53,8 +55,11 @@ def _api(args: argparse.Namespace, settings: Settings) -> int:
         log_level=args.log_level,
         http=HTTP_PROTOCOL,
     )
-    QuietServer(config).run()
-    return 0
+    server = QuietServer(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    # As uvicorn.run: a service that never started (its app's start-up failed) exits 3.
+    return 0 if server.started else STARTUP_FAILURE
 
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
