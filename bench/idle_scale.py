@@ -27,15 +27,15 @@ increments and per-1,000-partition CPU (as a total and as the increment over the
 with the targets beside them.  ``--cluster`` puts the data on a 3-master Redis Cluster (CPU,
 memory and commands summed over the masters; keys and commands per master show whether they
 spread).  ``--standalone`` runs the real ``sluice standalone`` instead
-(free ports, ``--no-reports``, a data folder of its own): "Sluice" is then its whole process
-tree (the admin service, its worker child and its embedded Redis child); the RSS is the
-worker child's.
+(free ports, ``--no-reports`` unless ``--reports``, a data folder of its own): "Sluice" is
+then its whole process tree (the admin service, its worker child, its embedded Redis child,
+and with ``--reports`` its report scheduler); the RSS is the worker child's.
 
 The processes measured inherit the environment, so a setting can be tried without code, e.g.
 ``SLUICE_WORKER_LEASE_TTL_SECONDS=30`` on a machine too loaded for the worker to renew 3 s
 leases (the "FENCED" replies and the workers' counts in the table tell).
 
-    python -m bench.idle_scale [--quick] [--standalone | --cluster] [--steps 0,1000,10000]
+    python -m bench.idle_scale [--quick] [--standalone [--reports] | --cluster] [--steps 0,1000]
 """
 
 from __future__ import annotations
@@ -267,7 +267,12 @@ class StandaloneDeployment(Deployment):
 
     label = "sluice standalone (admin service, its worker child and its embedded Redis child)"
 
-    def __init__(self) -> None:
+    def __init__(self, reports: bool = False) -> None:
+        if reports:
+            self.label = (
+                "sluice standalone with its report scheduler (admin service, its worker, "
+                "report scheduler and embedded Redis children)"
+            )
         self.tmp = Path(tempfile.mkdtemp(prefix="sluice-bench-standalone-"))
         port, redis_port = free_port(), free_port()
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
@@ -276,7 +281,9 @@ class StandaloneDeployment(Deployment):
         self.worker_url = f"http://127.0.0.1:{worker_port}"
         command = [sys.executable, "-m", "server.cli", "--log-level", "warning", "standalone"]
         command += ["--host", "127.0.0.1", "--port", str(port), "--redis-port", str(redis_port)]
-        command += ["--data-dir", str(self.tmp / "data"), "--no-reports"]
+        command += ["--data-dir", str(self.tmp / "data")]
+        if not reports:
+            command.append("--no-reports")
         self.log = open(self.tmp / "standalone.log", "w")  # noqa: SIM115
         self.process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT
@@ -679,6 +686,11 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="0, 1k, 5k partitions, 10 s windows")
     parser.add_argument("--standalone", action="store_true", help="measure `sluice standalone`")
     parser.add_argument(
+        "--reports",
+        action="store_true",
+        help="with --standalone: keep its report scheduler (as a user runs it)",
+    )
+    parser.add_argument(
         "--cluster", action="store_true", help="on a 3-master Redis Cluster (separate processes)"
     )
     parser.add_argument("--steps", help="comma-separated idle partition counts (from 0)")
@@ -707,10 +719,13 @@ def main() -> None:
     if sizes[0] != 0 or any(s % PARTITIONS_PER_TOPIC for s in sizes) or sizes != sorted(sizes):
         raise SystemExit(f"steps must start at 0, grow, and be multiples of {PARTITIONS_PER_TOPIC}")
     seconds = args.window or (10.0 if args.quick else 20.0)
-    settle = args.settle if args.settle is not None else (5.0 if args.quick else 20.0)
+    # Past the worker's 7 s of quiet before a partition goes dormant, even in quick mode.
+    settle = args.settle if args.settle is not None else (10.0 if args.quick else 20.0)
     load_before = os.getloadavg()
     deployment: Deployment = (
-        StandaloneDeployment() if args.standalone else SeparateDeployment(cluster=args.cluster)
+        StandaloneDeployment(args.reports)
+        if args.standalone
+        else SeparateDeployment(cluster=args.cluster)
     )
     host: ConsumerPool | None = None
     steps: list[Step] = []
