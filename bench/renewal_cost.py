@@ -134,8 +134,10 @@ def main() -> None:
             names = setup(client, args.partitions, args.subs, backlog)
             measure(client, names, args.subs, args.subs, 1, 0)  # warm up (first periods)
             start = 1
-            print(f"{time.strftime('%H:%M:%S', time.gmtime())} UTC, {args.partitions} partitions"
-                  f" x {args.subs} subscriptions, 1 msg/s each, {args.rounds} periods a round")
+            print(
+                f"{time.strftime('%H:%M:%S', time.gmtime())} UTC, {args.partitions} partitions"
+                f" x {args.subs} subscriptions, 1 msg/s each, {args.rounds} periods a round"
+            )
             print("| scripts | calls a run | Redis time per dispatch call (us), best / rounds |")
             print("|---|---|---|")
             for run in (1, 2, args.subs):
