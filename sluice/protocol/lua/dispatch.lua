@@ -28,7 +28,8 @@
 -- ARGV[22], ARGV[23] 1 = the TOPIC / SUBSCRIPTION limit follows the publish rate (relative)
 -- ARGV[24] reads per call: the fast path may read up to this many times max entries (each
 --          XREADGROUP reads at most max entries; the read size cap applies per read)
--- ARGV[25] the limiters' clock in ms instead of Redis's TIME (for tests; "" or absent = TIME)
+-- ARGV[25] the limiters' clock in ms instead of Redis's TIME (for tests, and dispatch_many.lua's
+--          one reading of TIME for its run; "" or absent = TIME)
 -- ARGV[26] delayed delivery (optional): -1 = deliver every entry at once, else the margin in ms
 --          (delayedDeliveryTickTimeMillis, 0 when strict): a new entry whose deliver-at field
 --          "a" minus the margin is still ahead of now is not handed out but held: read into the
