@@ -8,7 +8,8 @@ path (``XPENDING``).  Replies (but the pending count, which only the checked cal
 and every key the calls write must be the same, period after period, through a renewal, a
 drained backlog, an empty one and a redelivery that comes due; and a renewal must run no more
 than ``LEAN_COMMANDS`` commands (the full path runs 16; with Redis's own clock both run a
-``TIME`` more, which ``dispatch_many.lua`` reads once for a whole run).
+``TIME`` more, which ``dispatch_many.lua`` reads once for a whole run, as the last test
+checks).
 """
 
 from __future__ import annotations
@@ -23,11 +24,19 @@ from server.embedded_redis import EmbeddedRedis
 from sluice.protocol import keys
 from sluice.protocol.frames import DispatchArgs, DispatchReason, DispatchResult, LimitArgs
 from sluice.protocol.names import TopicName
-from sluice.protocol.scripts import DISPATCH, FLOW, PRODUCE_SCRIPT, SCRIPTS, SUBSCRIBE
+from sluice.protocol.scripts import (
+    DISPATCH,
+    DISPATCH_MANY,
+    FLOW,
+    PRODUCE_SCRIPT,
+    SCRIPTS,
+    SUBSCRIBE,
+)
 
 NOW_MS = 1_700_000_000_000
 TOKEN = "w1:1:1"
 LEAN_COMMANDS = 13  # a renewal's commands on the lean path, the limiters' clock given
+ONE = LimitArgs(1, 0, 1, False)  # 1 message a second
 FULL_UNACKED = 1_000_000  # a max-unacked limit nothing reaches: the full path, same outcome
 
 
@@ -131,3 +140,23 @@ def test_a_renewal_runs_fewer_commands_and_leaves_what_the_full_path_leaves(clie
             )
             assert ran <= LEAN_COMMANDS < ran_full, at
     assert DispatchReason.NO_DATA in seen
+
+
+def test_a_run_reads_redis_clock_once(client):
+    """``dispatch_many.lua`` reads ``TIME`` once for its run's calls that would each read it
+    (no clock given), and each still hands out its quota."""
+    twins = [Twin(client, 3) for _ in range(3)]
+    many = client.register_script(DISPATCH_MANY.source)
+    argvs = [
+        dataclasses.replace(twin.args(0.0, full=False, sub=ONE), clock_ms=None).argv()
+        for twin in twins
+    ]
+    call_keys = [key for twin in twins for key in DISPATCH.keys(twin.name, "s")]
+    counts = [len(DISPATCH.layout)] * len(twins) + [len(argv) for argv in argvs]
+    client.script_load(DISPATCH_MANY.source)
+    before = client.info("commandstats").get("cmdstat_time", {}).get("calls", 0)
+    replies = many(keys=call_keys, args=[len(twins), *counts, *(a for v in argvs for a in v)])
+    after = client.info("commandstats").get("cmdstat_time", {}).get("calls", 0)
+    assert after - before == 1
+    results = [DispatchResult.from_reply(reply) for reply in replies]
+    assert [(r.entries, r.reason) for r in results] == [(1, DispatchReason.MSG_BUDGET)] * 3
