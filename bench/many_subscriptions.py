@@ -25,7 +25,8 @@ observed; mean, p5, min; target p5 >= 0.98), the periods over the strict bound (
 handing out more than the limit; target none), the largest period of any subscription, the
 largest "aggregate period" (the sum over subscriptions of their k-th period) against the
 aggregate limit plus one entry per subscription, and the worker process's CPU (share of one
-core; target < 0.5 core at 10,000 subscriptions) and memory.
+core; target < 0.5 core at 10,000 subscriptions) and memory, and the Redis server's CPU
+over the window (which the sampling reads share).
 
     python -m bench.many_subscriptions [--quick] [--rows 10000,100000]
 """
@@ -225,6 +226,9 @@ def scenario(case: Scenario) -> list[dict]:
             books = Books(subscriptions)
             every = 2.0 if case.period >= 10 else 0.25 if subscriptions <= 2000 else 0.5
             errors_before, fenced_before = errors(plain), fenced(plain)
+            redis_process = getattr(stack.redis, "process", None)  # None on a cluster
+            redis_pid = redis_process.pid if redis_process is not None else None
+            redis_before = cpu_seconds(redis_pid) if redis_pid else 0.0
             cpu_before, started = cpu_seconds(worker_pid), time.monotonic()
             while time.monotonic() - started < case.seconds:
                 now = time.monotonic()
@@ -241,6 +245,7 @@ def scenario(case: Scenario) -> list[dict]:
                 time.sleep(max(0.0, every - (time.monotonic() - now)))
             elapsed = time.monotonic() - started
             cpu = (cpu_seconds(worker_pid) - cpu_before) / elapsed
+            redis_cpu = (cpu_seconds(redis_pid) - redis_before) / elapsed if redis_pid else -1.0
             memory = rss_mib(worker_pid)
             health = Health(
                 running=running_partitions(stack),
@@ -250,7 +255,8 @@ def scenario(case: Scenario) -> list[dict]:
                 seconds=elapsed,
             )
             plain.close()
-    return rows_of(case, books, cpu, memory, health, (created, subscribed, first_dispatch))
+    setup = (created, subscribed, first_dispatch)
+    return rows_of(case, books, (cpu, redis_cpu), memory, health, setup)
 
 
 def wait_all_dispatched(sample, batches: list, timeout: float) -> float:
@@ -315,14 +321,16 @@ def running_partitions(stack: Stack) -> int | None:
 def rows_of(
     case: Scenario,
     books: Books,
-    cpu: float,
+    cpus: tuple[float, float],
     memory: float,
     health: Health,
     setup: tuple[float, float, float],
 ) -> list[dict]:
     """The rows of one scenario (``setup``: seconds to create the topics, to subscribe, and
-    from the fill until every subscription had dispatched)."""
+    from the fill until every subscription had dispatched; ``cpus``: the worker's and the
+    Redis server's CPU over the window, share of one core, -1 when not measured)."""
     created, subscribed, first_dispatch = setup
+    cpu, redis_cpu = cpus
     subscriptions, permits = case.subscriptions, case.permits
     periods = [books.periods(i) for i in range(subscriptions)]
     # Delivered over the whole periods observed, against what the limit allows in that time.
@@ -380,6 +388,10 @@ def rows_of(
         ),
         row("worker CPU (share of one core)", f"{cpu:.2f}", case.cpu_target),
         row("worker memory (RSS, MiB)", f"{memory:.0f}"),
+        row(
+            "Redis server CPU (share of one core; the benchmark's sampling included)",
+            f"{redis_cpu:.2f}" if redis_cpu >= 0 else "not measured",
+        ),
         row(
             "partitions the worker runs at the end; Redis error replies in the window",
             health.text(),

@@ -28,7 +28,8 @@
 -- ARGV[22], ARGV[23] 1 = the TOPIC / SUBSCRIPTION limit follows the publish rate (relative)
 -- ARGV[24] reads per call: the fast path may read up to this many times max entries (each
 --          XREADGROUP reads at most max entries; the read size cap applies per read)
--- ARGV[25] the limiters' clock in ms instead of Redis's TIME (for tests; "" or absent = TIME)
+-- ARGV[25] the limiters' clock in ms instead of Redis's TIME (for tests, and dispatch_many.lua's
+--          one reading of TIME for its run; "" or absent = TIME)
 -- ARGV[26] delayed delivery (optional): -1 = deliver every entry at once, else the margin in ms
 --          (delayedDeliveryTickTimeMillis, 0 when strict): a new entry whose deliver-at field
 --          "a" minus the margin is still ahead of now is not handed out but held: read into the
@@ -117,15 +118,10 @@ local group, qprefix, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local max_entries, msg_budget, byte_budget = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local read_cap, count_entries = tonumber(ARGV[7]), ARGV[8] == '1'
 local active, rr_chunk, rr_offset = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
-local HOLDER = '~held'
 local PACKET_BYTES = 524288  -- a fast-path run of at most this many payload bytes goes whole
 local key_shared = ARGV[27] == '1' and active == ''
 local margin = tonumber(ARGV[26] or '-1') or -1
 local delaying = margin >= 0 and active == ''
-local PRIO = string.sub(KEYS[4], 1, -10) .. 'prio:'
-local DELAYED = string.sub(KEYS[4], 1, -10) .. 'delayed'
-local lookahead = tonumber(ARGV[28] or '') or 10000
-local oldest_every = tonumber(ARGV[29] or '') or 0
 if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
   return redis.error_reply('FENCED partition lease lost')
 end
@@ -193,6 +189,106 @@ local function settle(used_units, used_bytes, free)
   end
   return exhausted, math.ceil(wait)
 end
+
+-- Lean path: the call a renewal of a slow subscription makes (its message quota alone binds
+-- and one read takes all of it) with nothing else to do: no byte budget, no max-unacked
+-- check, not Key_Shared, no batch, priority or (when delaying) delayed entries in the
+-- partition, no redelivery due, and a first consumer in round-robin order whose permits
+-- and chunk exceed the budget.  It makes the fast path's one XREADGROUP and writes what
+-- the full path would, with fewer commands (the redeliver zset read once, the cursor not
+-- read) and without building the rest of the script's functions.  Anything else (found
+-- before the first write) returns nil: the full path runs as if this had not been tried.
+local function lean()
+  if byte_budget >= 0 or msg_budget < 1 or ARGV[12] == '1' or key_shared
+    or tonumber(ARGV[14] or '0') > 0 or tonumber(ARGV[15] or '0') > 0 then
+    return nil
+  end
+  local flags = call('HMGET', KEYS[9], 'batch_entries', 'delayed_entries', 'priority_entries')
+  if flags[1] or flags[3] or (delaying and flags[2]) then return nil end
+  local first = call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  local due_next = -1
+  if #first > 0 then
+    due_next = tonumber(first[2])
+    if due_next <= now then return nil end
+  end
+  -- The consumers with permits in round-robin order, as the full path orders them.
+  local ids, chunk = {}, rr_chunk
+  local taker, left
+  if active ~= '' then
+    local p = tonumber(call('HGET', KEYS[3], active) or '0')
+    if p > 0 then ids[1], taker, left = active, active, p end
+  else
+    local flat = call('HGETALL', KEYS[3])
+    local permits = {}
+    for i = 1, #flat, 2 do
+      local p = tonumber(flat[i + 1])
+      if p > 0 then
+        ids[#ids + 1] = flat[i]
+        permits[flat[i]] = p
+      end
+    end
+    if #ids == 1 then chunk = max_entries end
+    if #ids > 0 then
+      table.sort(ids)
+      taker = ids[(rr_offset % #ids) + 1]
+      left = permits[taker]
+    end
+  end
+  local reads = math.max(tonumber(ARGV[24] or '1') or 1, 1)
+  local want = msg_budget
+  if not taker or want >= left or want > chunk or want > max_entries
+    or want > max_entries * reads then
+    return nil
+  end
+  for i = 1, #ids do call('EXISTS', qprefix .. ids[i]) end
+  local reply = call('XREADGROUP', 'GROUP', group, taker, 'COUNT', want, 'STREAMS', KEYS[1], '>')
+  local got = reply and reply[1] and reply[1][2] or {}
+  local n, size = #got, 0
+  local reason = 3
+  if n == 0 then
+    call('SET', KEYS[2], call('GET', KEYS[2]) or '0-0')
+  else
+    for k = 1, n do
+      local fields = got[k][2]
+      if fields[3] == 'd' then
+        size = size + #fields[4]
+      else
+        for f = 1, #fields, 2 do
+          if fields[f] == 'd' then size = size + #fields[f + 1] break end
+        end
+      end
+    end
+    if size > read_cap * reads or n >= max_entries * reads then reason = 0 end
+    local cursor = got[n][1]
+    if size <= PACKET_BYTES then
+      call('RPUSH', qprefix .. taker, cmsgpack.pack(got))
+    else
+      call('RPUSH', qprefix .. taker, 'R' .. got[1][1] .. ' ' .. cursor)
+    end
+    call('SET', KEYS[2], cursor)
+  end
+  if n < want then
+    -- Everything available was handed out: ask producers to wake us.
+    reason = 0
+    call('SADD', KEYS[6], group)
+    if n == 0 then reason = 1 end
+  end
+  if n > 0 then
+    call('HINCRBY', KEYS[3], taker, -n)
+    call('HINCRBY', KEYS[5], 'msg_out', n)
+    call('HINCRBY', KEYS[5], 'bytes_out', size)
+  end
+  local exhausted, wait_ms = settle(n, size, false)
+  return {n, n, size, 0, reason, 0, due_next, n, -1, exhausted, wait_ms}
+end
+local lean_reply = lean()
+if lean_reply then return lean_reply end
+
+local HOLDER = '~held'
+local PRIO = string.sub(KEYS[4], 1, -10) .. 'prio:'
+local DELAYED = string.sub(KEYS[4], 1, -10) .. 'delayed'
+local lookahead = tonumber(ARGV[28] or '') or 10000
+local oldest_every = tonumber(ARGV[29] or '') or 0
 
 -- Stream ids in stream order.
 local function id_parts(id)
