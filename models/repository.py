@@ -323,8 +323,9 @@ async def insert_or_lock(
     usually exists (a policy is set more often than created): lock it in one statement, and
     insert only when there is none.
     """
-    query = select(model).filter_by(**key).with_for_update()
-    row = (await session.execute(query)).scalar_one_or_none()
+    query = _locking_query(model, tuple(key))
+    params = {f"key_{name}": value for name, value in key.items()}
+    row = (await session.execute(query, params)).scalar_one_or_none()
     if row is not None:
         return row, False
     assert session.bind is not None
@@ -336,4 +337,22 @@ async def insert_or_lock(
         row = await session.get(model, tuple(inserted) if len(pk) > 1 else inserted[0])
         return row, True
     # Another writer inserted it meanwhile: wait for its lock like any other writer.
-    return (await session.execute(query)).scalar_one(), False
+    return (await session.execute(query, params)).scalar_one(), False
+
+
+_LOCKING: dict[tuple[Any, tuple[str, ...]], Any] = {}
+
+
+def _locking_query(model: Any, names: tuple[str, ...]) -> Any:
+    """``SELECT ... FOR UPDATE`` of a ``model`` row by the columns ``names`` (parameters
+    ``key_<name>``), built once per shape: a statement built per request costs its
+    construction and its cache key on every write."""
+    query = _LOCKING.get((model, names))
+    if query is None:
+        query = (
+            select(model)
+            .filter_by(**{name: bindparam(f"key_{name}") for name in names})
+            .with_for_update()
+        )
+        _LOCKING[(model, names)] = query
+    return query
