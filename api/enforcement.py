@@ -115,6 +115,11 @@ class Enforcement:
                 end = time.monotonic() + min(RECHECK_SECONDS, left)
                 while time.monotonic() < end and any(self._behind(w, target) for w in missing):
                     await wait_event(self._changed, end - time.monotonic())
+                if not any(self._behind(w, target) for w in missing):
+                    # Every worker of the fleet read after the events confirmed them.  A
+                    # worker that joined since applies every event published before it
+                    # joined before it dispatches (``workers.worker``): no second read.
+                    return Outcome()
         except REDIS_FAULTS as exc:
             log.warning("cannot confirm enforcement (Redis unavailable): %s", exc)
             return Outcome(pending=f"Redis unavailable: {exc}")

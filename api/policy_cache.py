@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from api.permissions.service import PERMISSIONS
 from api.resource_groups.service import RESOURCE_GROUP
 from dataplane.events import ChangeEvent, ChangeFollower
+from models.db import without_transaction
 from models.dispatch_rate import DispatchRate
 from models.orm import DISPATCH_RATE, Namespace, Tenant, Topic
 from models.repository import load_snapshot
@@ -138,6 +139,7 @@ class PolicyCache:
         snapshot = self.snapshot
         try:
             async with self.sessions() as session:
+                await without_transaction(session)
                 if policies:
                     snapshot = await load_snapshot(session)
                 if full:

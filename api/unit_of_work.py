@@ -48,7 +48,8 @@ class UnitOfWork:
         self.caller = caller
         self.dry_run = dry_run
         self.changes: list[Change] = []
-        self.deferred: list[UpdateBase] = []  # written with the changes (``write_later``)
+        # Written with the changes (``write_later``): statements and their parameters.
+        self.deferred: list[tuple[UpdateBase, dict[str, Any]]] = []
         self.events: list[WrittenEvent] = []  # the changes' events, once written
         self.after_commit_hooks: list[Callable[[], Awaitable[None]]] = []
         # Roles whose produce/consume grants this unit of work changed or removed; the
@@ -84,11 +85,12 @@ class UnitOfWork:
         action follows from before/after."""
         self.changes.append(Change(kind, entity_type, entity, before, after, payload))
 
-    def write_later(self, statement: UpdateBase) -> None:
-        """Execute ``statement`` together with the audit entries and change events (in
-        their statement on PostgreSQL): a round trip less while a locked row waits for
-        the commit.  Only for a write nothing in the request reads back from the database."""
-        self.deferred.append(statement)
+    def write_later(self, statement: UpdateBase, params: dict[str, Any] | None = None) -> None:
+        """Execute ``statement`` with ``params`` together with the audit entries and change
+        events (in their statement on PostgreSQL): a round trip less while a locked row
+        waits for the commit.  Only for a write nothing in the request reads back from the
+        database.  The parameter names of the request's deferred statements must differ."""
+        self.deferred.append((statement, params or {}))
 
     async def write_changes(self) -> None:
         """Write the deferred statements, the audit entries and the change events recorded

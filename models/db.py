@@ -125,6 +125,16 @@ def make_sync_engine(url: str) -> Engine:
     return engine
 
 
+async def without_transaction(session: AsyncSession) -> None:
+    """Let the session's reads run outside a transaction on PostgreSQL: under READ
+    COMMITTED (the default, which Sluice keeps) each statement sees its own snapshot inside
+    a transaction too, so a BEGIN and a ROLLBACK around a batch of reads are two round trips
+    for nothing.  For sessions that only read; call before the session's first statement."""
+    bind = session.bind
+    if bind is not None and bind.dialect.name == "postgresql":
+        await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+
+
 def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """Sessions that keep loaded objects usable after commit."""
     return async_sessionmaker(engine, expire_on_commit=False)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Index, String, Table, insert
+from sqlalchemy import Index, String, Table, bindparam, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.sql.dml import UpdateBase
@@ -156,17 +156,20 @@ async def write_changes(
     role: str,
     request_id: str,
     changes: list[Change],
-    statements: Sequence[UpdateBase] = (),
+    statements: Sequence[tuple[UpdateBase, dict[str, Any]]] = (),
 ) -> list[WrittenEvent]:
     """Insert the audit entries and change events of ``changes`` in the caller's
-    transaction, after executing ``statements`` (writes the changes describe); return the
-    events, in order.
+    transaction, after executing ``statements`` (writes the changes describe, each with its
+    parameters); return the events, in order.
 
     On PostgreSQL everything is one statement (the audit rows and the other writes in
     data-modifying CTEs), one round trip whatever the number of changes."""
+    params: dict[str, Any] = {}
+    for _statement, values in statements:
+        params.update(values)
     if not changes:
-        for statement in statements:
-            await session.execute(statement)
+        for statement, values in statements:
+            await session.execute(statement, values)
         return []
     now = utcnow()
     audit = [
@@ -189,21 +192,28 @@ async def write_changes(
     ]
     assert session.bind is not None
     # Core inserts on the tables: the ORM's bulk-insert layer would cost more than the rest.
-    # One change (the usual case) is a single-row VALUES, a statement SQLAlchemy compiles
-    # once and caches; a multi-row VALUES is compiled each time.
     outbox = cast(Table, OutboxEvent.__table__)
     audit_log = cast(Table, AuditEntry.__table__)
     if session.bind.dialect.name == "postgresql":
-        statement = insert(outbox).values(events[0] if len(events) == 1 else events)
-        for index, write in enumerate(statements):
-            statement = statement.add_cte(write.cte(f"write_{index}"))
-        audit_rows = audit[0] if len(audit) == 1 else audit
-        statement = statement.add_cte(insert(audit_log).values(audit_rows).cte("audit"))
-        # The ids come from the sequence in the order of the VALUES rows.
-        ids = sorted((await session.execute(statement.returning(outbox.c.id))).scalars().all())
+        if len(changes) == 1:
+            # The usual case: a statement built once per shape of deferred writes, its
+            # values as parameters (no statement to build, no cache key to compute).
+            statement = _one_change_statement(tuple(s for s, _values in statements))
+            params.update({f"event_{k}": v for k, v in events[0].items()})
+            params.update({f"audit_{k}": v for k, v in audit[0].items()})
+            ids = [(await session.execute(statement, params)).scalar_one()]
+        else:
+            # A multi-row VALUES is compiled each time.
+            statement = insert(outbox).values(events)
+            for index, (write, _values) in enumerate(statements):
+                statement = statement.add_cte(write.cte(f"write_{index}"))
+            statement = statement.add_cte(insert(audit_log).values(audit).cte("audit"))
+            # The ids come from the sequence in the order of the VALUES rows.
+            returning = statement.returning(outbox.c.id)
+            ids = sorted((await session.execute(returning, params)).scalars().all())
     else:
-        for write in statements:
-            await session.execute(write)
+        for write, values in statements:
+            await session.execute(write, values)
         await session.execute(insert(audit_log), audit)
         ids = []
         for event in events:
@@ -213,3 +223,31 @@ async def write_changes(
         WrittenEvent(event_id, now, c.kind, c.entity, payload)
         for event_id, c, payload in zip(ids, changes, payloads, strict=True)
     ]
+
+
+_ONE_CHANGE: dict[tuple[UpdateBase, ...], Any] = {}
+_ONE_CHANGE_MAX = 256
+_EVENT_COLUMNS = ("created_at", "kind", "entity", "payload")
+_AUDIT_COLUMNS = ("at", "role", "request_id", "action", "entity_type", "entity", "before", "after")
+
+
+def _one_change_statement(writes: tuple[UpdateBase, ...]) -> Any:
+    """The PostgreSQL statement that writes one change event (parameters ``event_<column>``)
+    and its audit entry (``audit_<column>``) after the deferred ``writes`` (statements built
+    once, with parameters of their own), returning the event's id; built once per tuple of
+    writes."""
+    statement = _ONE_CHANGE.get(writes)
+    if statement is None:
+        outbox = cast(Table, OutboxEvent.__table__)
+        audit_log = cast(Table, AuditEntry.__table__)
+        statement = insert(outbox).values(
+            {c: bindparam(f"event_{c}", type_=outbox.c[c].type) for c in _EVENT_COLUMNS}
+        )
+        for index, write in enumerate(writes):
+            statement = statement.add_cte(write.cte(f"write_{index}"))
+        audit_rows = {c: bindparam(f"audit_{c}", type_=audit_log.c[c].type) for c in _AUDIT_COLUMNS}
+        statement = statement.add_cte(insert(audit_log).values(audit_rows).cte("audit"))
+        statement = statement.returning(outbox.c.id)
+        if len(_ONE_CHANGE) < _ONE_CHANGE_MAX:  # writes are built once: a few shapes
+            _ONE_CHANGE[writes] = statement
+    return statement

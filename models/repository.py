@@ -307,10 +307,29 @@ async def insert_new(session: AsyncSession, model: Any, values: dict[str, Any]) 
     """Insert a row unless one with the same unique key exists (then nothing happens, and
     the transaction goes on); True when it was inserted.  One statement."""
     assert session.bind is not None
-    insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
-    pk = list(model.__table__.primary_key.columns)
-    statement = insert(model).values(**values).on_conflict_do_nothing().returning(*pk)
-    return (await session.execute(statement)).first() is not None
+    statement = _insert_new_statement(model, tuple(values), session.bind.dialect.name)
+    params = {f"new_{name}": value for name, value in values.items()}
+    return (await session.execute(statement, params)).first() is not None
+
+
+_INSERT_NEW: dict[tuple[Any, tuple[str, ...], str], Any] = {}
+
+
+def _insert_new_statement(model: Any, names: tuple[str, ...], dialect: str) -> Any:
+    """``INSERT ... ON CONFLICT DO NOTHING RETURNING`` the key, of the columns ``names``
+    (parameters ``new_<name>``), built once per shape and dialect."""
+    statement = _INSERT_NEW.get((model, names, dialect))
+    if statement is None:
+        insert = pg_insert if dialect == "postgresql" else sqlite_insert
+        table = model.__table__
+        statement = (
+            insert(table)
+            .values({name: bindparam(f"new_{name}", type_=table.c[name].type) for name in names})
+            .on_conflict_do_nothing()
+            .returning(*table.primary_key.columns)
+        )
+        _INSERT_NEW[(model, names, dialect)] = statement
+    return statement
 
 
 async def insert_or_lock(
@@ -323,8 +342,9 @@ async def insert_or_lock(
     usually exists (a policy is set more often than created): lock it in one statement, and
     insert only when there is none.
     """
-    query = select(model).filter_by(**key).with_for_update()
-    row = (await session.execute(query)).scalar_one_or_none()
+    query = _locking_query(model, tuple(key))
+    params = {f"key_{name}": value for name, value in key.items()}
+    row = (await session.execute(query, params)).scalar_one_or_none()
     if row is not None:
         return row, False
     assert session.bind is not None
@@ -336,4 +356,22 @@ async def insert_or_lock(
         row = await session.get(model, tuple(inserted) if len(pk) > 1 else inserted[0])
         return row, True
     # Another writer inserted it meanwhile: wait for its lock like any other writer.
-    return (await session.execute(query)).scalar_one(), False
+    return (await session.execute(query, params)).scalar_one(), False
+
+
+_LOCKING: dict[tuple[Any, tuple[str, ...]], Any] = {}
+
+
+def _locking_query(model: Any, names: tuple[str, ...]) -> Any:
+    """``SELECT ... FOR UPDATE`` of a ``model`` row by the columns ``names`` (parameters
+    ``key_<name>``), built once per shape: a statement built per request costs its
+    construction and its cache key on every write."""
+    query = _LOCKING.get((model, names))
+    if query is None:
+        query = (
+            select(model)
+            .filter_by(**{name: bindparam(f"key_{name}") for name in names})
+            .with_for_update()
+        )
+        _LOCKING[(model, names)] = query
+    return query

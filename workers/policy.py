@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from models.abuse import MAX_TOPICS_PER_NAMESPACE
 from models.broker_config import BrokerConfig
+from models.db import without_transaction
 from models.flow_resolution import FlowLimits, resolve_flow
 from models.repository import load_broker_config, load_snapshot
 from models.resolution import EffectiveLimits, PolicyInputs, PublishRate, resolve_limits
@@ -105,6 +106,7 @@ class PolicyState:
     async def reload(self) -> None:
         """Read every policy and the broker configuration again."""
         async with self._lock, self.sessions() as session:
+            await without_transaction(session)
             snapshot = await load_snapshot(session)
             self.groups = await load_group_snapshot(session)
             self._swap(snapshot)
@@ -112,6 +114,7 @@ class PolicyState:
     async def reload_groups(self) -> None:
         """Read the resource groups and their attachments again (a ``resourcegroup`` event)."""
         async with self._lock, self.sessions() as session:
+            await without_transaction(session)
             self.groups = await load_group_snapshot(session)
             self.version += 1
 
@@ -119,6 +122,7 @@ class PolicyState:
         """Read again only the policies of some namespaces (``tenant/ns``) and, if asked, the
         broker configuration: what a change event names."""
         async with self._lock, self.sessions() as session:
+            await without_transaction(session)
             snapshot = self.snapshot
             if broker:
                 snapshot = replace(snapshot, broker=await load_broker_config(session))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -84,13 +84,39 @@ async def store(uow: UnitOfWork, slot: Slot, value: Any) -> None:
         for name, column_value in changed.items():
             set_committed_value(row, name, column_value)  # the session's view, not flushed
         if changed:
+            prefix = f"w{len(uow.deferred)}_"
             pk = slot.model.__table__.primary_key.columns
-            uow.write_later(
-                update(slot.model)
-                .where(*(column == getattr(row, column.key) for column in pk))
-                .values(**changed)
-            )
+            params = {f"{prefix}{name}": value for name, value in changed.items()}
+            params.update({f"{prefix}pk_{column.key}": getattr(row, column.key) for column in pk})
+            uow.write_later(_update_statement(slot.model, tuple(changed), prefix), params)
     _record(uow, slot, before, row.stored_json())
+
+
+_UPDATES: dict[tuple[Any, tuple[str, ...], str], Any] = {}
+
+
+def _update_statement(model: Any, columns: tuple[str, ...], prefix: str) -> Any:
+    """The UPDATE of ``columns`` of one ``model`` row by its primary key, built once per
+    shape: parameters ``<prefix><column>`` and ``<prefix>pk_<key>``.  The prefix (the
+    statement's place among the request's deferred writes) keeps the parameter names of
+    several writes apart when they share one statement."""
+    statement = _UPDATES.get((model, columns, prefix))
+    if statement is None:
+        table = model.__table__
+        statement = (
+            update(table)
+            .where(
+                *(
+                    column == bindparam(f"{prefix}pk_{column.key}", type_=column.type)
+                    for column in table.primary_key.columns
+                )
+            )
+            .values(
+                {name: bindparam(f"{prefix}{name}", type_=table.c[name].type) for name in columns}
+            )
+        )
+        _UPDATES[(model, columns, prefix)] = statement
+    return statement
 
 
 async def remove(uow: UnitOfWork, slot: Slot) -> None:

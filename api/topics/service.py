@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from api.dataplane import aggregate, lookup, registry_topics
 from api.permissions.service import note_roles_granted
@@ -85,6 +85,12 @@ async def _stored_subscriptions(uow: UnitOfWork, topic_id: int) -> set[str]:
     return set((await uow.session.scalars(query)).all())
 
 
+# Built once: the flow policies stored under some scope keys.
+_STORED_LIMITS = select(FlowPolicy.scope_key, FlowPolicy.kind, FlowPolicy.value).where(
+    FlowPolicy.scope_key.in_(bindparam("scopes", expanding=True))
+)
+
+
 async def _stored_limits(
     uow: UnitOfWork, namespace_id: int, topic_id: int | None, kind: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -93,11 +99,7 @@ async def _stored_limits(
     scopes = {FlowPolicy.key(namespace_id, None, kind): False}
     if topic_id is not None:
         scopes[FlowPolicy.key(namespace_id, topic_id, kind)] = True
-    rows = await uow.session.execute(
-        select(FlowPolicy.scope_key, FlowPolicy.kind, FlowPolicy.value).where(
-            FlowPolicy.scope_key.in_(list(scopes))
-        )
-    )
+    rows = await uow.session.execute(_STORED_LIMITS, {"scopes": list(scopes)})
     namespace: dict[str, Any] = {}
     topic: dict[str, Any] = {}
     for scope_key, stored_kind, value in rows:

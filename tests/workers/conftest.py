@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 import sluice
-from models.db import make_async_engine, make_session_factory
+from models.db import make_session_factory
 from models.settings import Settings
 from tests.bodies import dispatch_rate as rate  # noqa: F401  (the suites import it from here)
-from workers.main import build_worker
+from workers.main import build_worker, database_engine
 from workers.worker import Worker
 
 ADMIN = "/admin/v2"
@@ -53,7 +53,7 @@ class WorkerThread:
     async def _main(self) -> None:
         self.loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        engine = make_async_engine(self.settings.effective_database_url, pool_size=2)
+        engine = database_engine(self.settings, pool_size=2)
         worker = build_worker(self.settings, make_session_factory(engine))
         try:
             await worker.start()
