@@ -190,6 +190,23 @@ local function settle(used_units, used_bytes, free)
   return exhausted, math.ceil(wait)
 end
 
+-- The payload bytes of entries as XREADGROUP returned them (one message each: field 'd',
+-- first or after the others).
+local function payload_bytes(got)
+  local size = 0
+  for k = 1, #got do
+    local fields = got[k][2]
+    if fields[3] == 'd' then
+      size = size + #fields[4]
+    else
+      for f = 1, #fields, 2 do
+        if fields[f] == 'd' then size = size + #fields[f + 1] break end
+      end
+    end
+  end
+  return size
+end
+
 -- Lean path: the call a renewal of a slow subscription makes (its message quota alone binds
 -- and one read takes all of it) with nothing else to do: no byte budget, no max-unacked
 -- check, not Key_Shared, no batch, priority or (when delaying) delayed entries in the
@@ -243,21 +260,12 @@ local function lean()
   for i = 1, #ids do call('EXISTS', qprefix .. ids[i]) end
   local reply = call('XREADGROUP', 'GROUP', group, taker, 'COUNT', want, 'STREAMS', KEYS[1], '>')
   local got = reply and reply[1] and reply[1][2] or {}
-  local n, size = #got, 0
+  local n = #got
+  local size = payload_bytes(got)
   local reason = 3
   if n == 0 then
     call('SET', KEYS[2], call('GET', KEYS[2]) or '0-0')
   else
-    for k = 1, n do
-      local fields = got[k][2]
-      if fields[3] == 'd' then
-        size = size + #fields[4]
-      else
-        for f = 1, #fields, 2 do
-          if fields[f] == 'd' then size = size + #fields[f + 1] break end
-        end
-      end
-    end
     if size > read_cap * reads or n >= max_entries * reads then reason = 0 end
     local cursor = got[n][1]
     if size <= PACKET_BYTES then
@@ -1045,17 +1053,7 @@ if fast and not stop then
     local got = reply and reply[1] and reply[1][2] or {}
     if #got == 0 then drained = true break end
     -- Every entry of the fast path holds one message: charge the run at once.
-    local n, size = #got, 0
-    for k = 1, n do
-      local fields = got[k][2]
-      if fields[3] == 'd' then
-        size = size + #fields[4]
-      else
-        for f = 1, #fields, 2 do
-          if fields[f] == 'd' then size = size + #fields[f + 1] break end
-        end
-      end
-    end
+    local n, size = #got, payload_bytes(got)
     -- Already handed to the group: the run goes out whole, the read cap stops the next read.
     if bytes + size > call_cap then stop = true end
     c[2], c[3], c[4] = c[2] - n, c[3] + n, c[4] + n
