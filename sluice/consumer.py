@@ -673,7 +673,9 @@ class Consumer:
             else:
                 script_keys = part.ack_keys
                 args = ack_argv(part.name, self._subscription, value)
-            scripts[script.name](keys=script_keys, args=args, client=pipe)
+            # EVALSHA itself: a script object in a pipeline would first ask SCRIPT EXISTS, a
+            # round trip more per flush; a server without the script answers NOSCRIPT, below.
+            pipe.evalsha(scripts[script.name].sha, len(script_keys), *script_keys, *args)
         try:
             pipe.execute()
         except NoPermissionError as exc:

@@ -8,6 +8,7 @@ client, the worker in between.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import faulthandler
 import threading
 import time
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
+import redis
 
 import sluice
 from models.db import make_session_factory
@@ -136,6 +138,39 @@ def namespace(http: httpx.Client) -> str:
     )
     assert http.put(f"{ADMIN}/namespaces/acme/orders").status_code == 204
     return "acme/orders"
+
+
+@contextlib.contextmanager
+def monitored(url: str) -> Iterator[list[dict]]:
+    """Every command the server at ``url`` runs inside the block, as MONITOR shows them (a
+    client's, with its address and port; those a script runs, ``client_type`` "lua").  The
+    list fills while the block runs and is complete when it ends."""
+    seen: list[dict] = []
+    stop = threading.Event()
+    watcher = redis.Redis.from_url(url)
+    started = threading.Event()
+
+    def read() -> None:
+        with watcher.monitor() as monitor:
+            started.set()
+            while not stop.is_set():
+                seen.append(monitor.next_command())
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    started.wait(5)
+    poke = redis.Redis.from_url(url)
+    try:
+        poke.ping()  # seen once MONITOR runs: nothing of the block is missed
+        wait_until(lambda: seen, timeout=5)
+        yield seen
+    finally:
+        stop.set()
+        while thread.is_alive():  # any command ends the watcher's wait for the next one
+            poke.ping()
+            thread.join(0.1)
+        poke.close()
+        watcher.close()
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 10.0, every: float = 0.02):

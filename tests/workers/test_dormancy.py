@@ -8,7 +8,6 @@ reach a sleeping partition, and a sleeping worker makes (almost) no Redis calls.
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -17,7 +16,7 @@ import redis
 import sluice
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
-from tests.workers.conftest import ADMIN, WorkerThread, drain, wait_until
+from tests.workers.conftest import ADMIN, WorkerThread, drain, monitored, wait_until
 from workers.dispatcher import PARK_FALLBACK_SECONDS
 
 TOPIC = "persistent://acme/orders/quiet"
@@ -149,33 +148,6 @@ def test_a_new_worker_takes_sleeping_partitions_over_asleep(
         successor.stop()
 
 
-def watch_commands(url: str, seconds: float) -> list[dict]:
-    """Every command the server runs for ``seconds`` (MONITOR: those of clients and those a
-    script runs, ``client_type`` "lua")."""
-    seen: list[dict] = []
-    stop = threading.Event()
-    watcher = redis.Redis.from_url(url)
-
-    def read() -> None:
-        with watcher.monitor() as monitor:
-            while not stop.is_set():
-                seen.append(monitor.next_command())
-
-    thread = threading.Thread(target=read, daemon=True)
-    thread.start()
-    time.sleep(seconds)
-    stop.set()
-    poke = redis.Redis.from_url(url)
-    try:
-        while thread.is_alive():  # any command ends the watcher's wait for the next one
-            poke.ping()
-            thread.join(0.1)
-    finally:
-        poke.close()
-        watcher.close()
-    return seen
-
-
 def test_sleeping_partitions_cost_no_redis_calls(http, namespace, worker, redis_server):
     """A worker with 200 sleeping partitions (a subscription each) makes no Redis call for
     them: its fixed cost (a fleet heartbeat, change-event reads) is all it spends.
@@ -187,7 +159,8 @@ def test_sleeping_partitions_cost_no_redis_calls(http, namespace, worker, redis_
     assert http.put(f"{PATH}/subscription/sub").status_code == 204
     wait_until(lambda: len(dormant(worker)) == 200, timeout=30)
     seconds = 4.0
-    seen = watch_commands(redis_server.url, seconds)
+    with monitored(redis_server.url) as seen:
+        time.sleep(seconds)
     mine = [c for c in seen if "acme/orders/quiet-partition-" in c["command"]]
     # A call per sleeping partition and second would be 800 here; a wake-up that a late
     # event still causes may touch a few.  Tolerance: 2 calls/s (1 % of the partitions).
