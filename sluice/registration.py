@@ -100,7 +100,9 @@ class ProducerRegistration:
         pipe = self._client.redis.pipeline(transaction=False)
         for partition in self._partitions:
             script_keys, args = PRODUCER.call(partition, self._id, self.expiry_ms)
-            script(keys=script_keys, args=args, client=pipe)
+            # EVALSHA itself: a script object in a pipeline first asks SCRIPT EXISTS, a round
+            # trip more every heartbeat; a NOSCRIPT reply is handled below.
+            pipe.evalsha(script.sha, len(script_keys), *script_keys, *args)
         try:
             with self._turn:
                 if self._unregistered:

@@ -173,6 +173,13 @@ def monitored(url: str) -> Iterator[list[dict]]:
         watcher.close()
 
 
+def client_ports(client: sluice.Client) -> set[str]:
+    """The local ports of the client's connections to Redis."""
+    pool = client.redis.connection_pool
+    connections = [*pool._available_connections, *pool._in_use_connections]
+    return {str(c._sock.getsockname()[1]) for c in connections if c._sock is not None}
+
+
 def wait_until(predicate: Callable[[], object], timeout: float = 10.0, every: float = 0.02):
     """Poll ``predicate`` until it is truthy; return its value or fail after ``timeout``."""
     deadline = time.monotonic() + timeout

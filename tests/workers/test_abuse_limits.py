@@ -19,7 +19,7 @@ from sluice.protocol import keys
 from sluice.protocol.frames import wake_data
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import PRODUCE_SCRIPT
-from tests.workers.conftest import ADMIN, wait_until
+from tests.workers.conftest import ADMIN, client_ports, monitored, wait_until
 
 TOPIC = "persistent://acme/orders/abuse"
 PATH = f"{ADMIN}/persistent/acme/orders/abuse"
@@ -129,6 +129,34 @@ def test_a_heartbeat_racing_a_close_does_not_register_the_producer_again(
             producer.close()
             heartbeat.join()
             assert r.zcard(keys.producers(NAME)) == 0
+
+
+def test_a_producer_heartbeat_is_one_round_trip_and_survives_a_script_flush(
+    topic, worker, client, redis_server
+):
+    # A heartbeat renews every registration in one pipeline of EVALSHA: no SCRIPT EXISTS
+    # before it (a round trip more for every producer every heartbeat).  A server that lost
+    # its scripts answers NOSCRIPT: the client loads them again and the next heartbeat
+    # renews, well within the expiry.
+    producer = client.create_producer(TOPIC)
+    registration = producer._registration
+    with redis.Redis.from_url(redis_server.url) as r:
+        before = r.zscore(keys.producers(NAME), registration._id)
+        with monitored(redis_server.url) as seen:
+            time.sleep(0.01)  # the renewal's score (Redis time, ms) moves on
+            registration.renew()
+        ports = client_ports(client)
+        beats = [c["command"] for c in seen if c.get("client_port") in ports]
+        assert beats and all(c.startswith("EVALSHA") for c in beats), beats
+        renewed = r.zscore(keys.producers(NAME), registration._id)
+        assert renewed > before
+        r.script_flush()
+        registration.renew()  # NOSCRIPT: loads the scripts again
+        time.sleep(0.01)
+        registration.renew()
+        assert r.zscore(keys.producers(NAME), registration._id) > renewed
+    producer.send(b"after the flush")
+    producer.close()
 
 
 # --- subscriptions and consumers -------------------------------------------------------------

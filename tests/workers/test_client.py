@@ -12,7 +12,14 @@ import sluice
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from sluice.routing import key_partition
-from tests.workers.conftest import ADMIN, WorkerThread, drain, monitored, wait_until
+from tests.workers.conftest import (
+    ADMIN,
+    WorkerThread,
+    client_ports,
+    drain,
+    monitored,
+    wait_until,
+)
 
 TOPIC = "persistent://acme/orders/created"
 
@@ -299,13 +306,6 @@ def test_an_idle_consumer_schedules_no_flush_and_an_ack_arms_one(http, namespace
     log = keys.log(TopicName.from_full(TOPIC))
     wait_until(lambda: client.redis.xpending(log, "idle")["pending"] == 0, timeout=5)
     wait_until(lambda: flush_due() == math.inf, timeout=5)  # and disarmed after it ran
-
-
-def client_ports(client: sluice.Client) -> set[str]:
-    """The local ports of the client's connections to Redis."""
-    pool = client.redis.connection_pool
-    connections = [*pool._available_connections, *pool._in_use_connections]
-    return {str(c._sock.getsockname()[1]) for c in connections if c._sock is not None}
 
 
 def test_acknowledgements_go_out_in_one_round_trip(http, namespace, client, redis_server):
