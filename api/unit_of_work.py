@@ -50,6 +50,7 @@ class UnitOfWork:
         self.changes: list[Change] = []
         # Written with the changes (``write_later``): statements and their parameters.
         self.deferred: list[tuple[UpdateBase, dict[str, Any]]] = []
+        self.refusals: list[Exception | None] = []  # one per deferred statement
         self.events: list[WrittenEvent] = []  # the changes' events, once written
         self.after_commit_hooks: list[Callable[[], Awaitable[None]]] = []
         # Roles whose produce/consume grants this unit of work changed or removed; the
@@ -85,24 +86,37 @@ class UnitOfWork:
         action follows from before/after."""
         self.changes.append(Change(kind, entity_type, entity, before, after, payload))
 
-    def write_later(self, statement: UpdateBase, params: dict[str, Any] | None = None) -> None:
+    def write_later(
+        self,
+        statement: UpdateBase,
+        params: dict[str, Any] | None = None,
+        *,
+        refusal: Exception | None = None,
+    ) -> None:
         """Execute ``statement`` with ``params`` together with the audit entries and change
         events (in their statement on PostgreSQL): a round trip less while a locked row
         waits for the commit.  Only for a write nothing in the request reads back from the
-        database.  The parameter names of the request's deferred statements must differ."""
+        database.  The parameter names of the request's deferred statements must differ.
+
+        With ``refusal``, the statement returns the rows it wrote (``INSERT ... ON CONFLICT
+        DO NOTHING RETURNING``), and writing none raises ``refusal`` at the commit: the
+        request fails with it and rolls back, as if it had been raised before."""
         self.deferred.append((statement, params or {}))
+        self.refusals.append(refusal)
 
     async def write_changes(self) -> None:
         """Write the deferred statements, the audit entries and the change events recorded
         so far (before the commit)."""
         changes, self.changes = self.changes, []
         statements, self.deferred = self.deferred, []
+        refusals, self.refusals = self.refusals, []
         self.events += await write_changes(
             self.session,
             role=self.caller.role,
             request_id=self.caller.request_id,
             changes=changes,
             statements=statements,
+            refusals=refusals,
         )
 
     async def commit(self) -> None:
