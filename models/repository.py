@@ -41,15 +41,16 @@ async def load_broker_config(session: AsyncSession) -> BrokerConfig:
     return BrokerConfig.from_overrides(dict(await _core_rows(session, _BROKER_QUERY)))
 
 
-# Built once: the flow policies stored under some scope keys, and every broker setting
+# Built once: the flow policies stored under two scope keys, and every broker setting
 # override, in one statement (a flow row has its value in ``json``, a setting in ``text``).
+# Plain parameters, not an expanding list: the statement's SQL is then the same every time.
 _LIMITS_QUERY = union_all(
     select(
         FlowPolicy.scope_key.label("name"),
         FlowPolicy.kind.label("kind"),
         FlowPolicy.value.label("json"),
         cast(null(), Text).label("text"),
-    ).where(FlowPolicy.scope_key.in_(bindparam("scopes", expanding=True))),
+    ).where(FlowPolicy.scope_key.in_([bindparam("scope"), bindparam("other_scope")])),
     select(
         BrokerConfigOverride.name,
         cast(null(), String),
@@ -63,10 +64,15 @@ async def load_limits(
     session: AsyncSession, scopes: list[str]
 ) -> tuple[BrokerConfig, dict[str, tuple[str, Any]]]:
     """The broker configuration (as ``load_broker_config``) and the flow policies stored
-    under the scope keys ``scopes`` (scope key -> (kind, stored JSON)), in one query."""
+    under the scope keys ``scopes`` (at most two: scope key -> (kind, stored JSON)), in one
+    query."""
+    assert len(scopes) <= 2
+    # No scope key is empty: "" stands for a missing one.
+    padded = [*scopes, "", ""]
+    params = {"scope": padded[0], "other_scope": padded[1]}
     overrides: dict[str, str] = {}
     flows: dict[str, tuple[str, Any]] = {}
-    for name, kind, value, text in await _core_rows(session, _LIMITS_QUERY, {"scopes": scopes}):
+    for name, kind, value, text in await _core_rows(session, _LIMITS_QUERY, params):
         if kind is None:
             overrides[name] = text
         else:
@@ -344,7 +350,8 @@ def _named_topic(topic: TopicName, found: dict[str, Any]) -> Any:
 
 
 # Built once: as ``_TOPIC_QUERY``, plain columns (no ORM objects to build) for the paths
-# that only read the rows: the namespace's id, and the topic's columns (None without one).
+# that only read the rows: the namespace's id, and the topic's columns (None without one);
+# ``name`` and ``base`` are the same name for a topic that is not a partition.
 _TOPIC_ROWS_QUERY = (
     select(
         Namespace.id.label("ns_id"),
@@ -357,7 +364,8 @@ _TOPIC_ROWS_QUERY = (
     .join(Tenant, Namespace.tenant_id == Tenant.id)
     .outerjoin(
         Topic,
-        (Topic.namespace_id == Namespace.id) & Topic.name.in_(bindparam("names", expanding=True)),
+        (Topic.namespace_id == Namespace.id)
+        & Topic.name.in_([bindparam("name"), bindparam("base")]),
     )
     .where(Tenant.name == bindparam("tenant"), Namespace.name == bindparam("namespace"))
 )
@@ -366,10 +374,13 @@ _TOPIC_ROWS_QUERY = (
 async def find_topic_rows(session: AsyncSession, topic: TopicName) -> tuple[int, dict[str, Any]]:
     """As ``find_topics``, the namespace's id and plain rows (``id``, ``namespace_id``,
     ``name``, ``partitions``, ``properties``) instead of ORM objects: for reads only."""
-    names = [topic.local]
-    if topic.partition_index >= 0:
-        names.append(topic.base.local)
-    params = {"tenant": topic.tenant, "namespace": topic.namespace, "names": names}
+    base = topic.base.local if topic.partition_index >= 0 else topic.local
+    params = {
+        "tenant": topic.tenant,
+        "namespace": topic.namespace,
+        "name": topic.local,
+        "base": base,
+    }
     rows = await _core_rows(session, _TOPIC_ROWS_QUERY, params)
     if not rows:
         raise NotFound("Namespace does not exist")
