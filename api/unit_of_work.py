@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.sql.dml import UpdateBase
 
 from api.dataplane import DataPlane
+from models.db import without_transaction
 from models.journal import Change, WrittenEvent, write_changes
 
 ANONYMOUS = "anonymous"
@@ -57,6 +58,7 @@ class UnitOfWork:
         # request dependency has the data plane's credentials refreshed for them once the
         # change is durable (``api.deps.refresh_dataplane_acl``).
         self.permission_roles: set[str] = set()
+        self.one_statement = False  # see ``writes_in_one_statement``
 
     def after_commit(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Run ``hook`` once the transaction has committed (never after a rollback)."""
@@ -104,9 +106,22 @@ class UnitOfWork:
         self.deferred.append((statement, params or {}))
         self.refusals.append(refusal)
 
+    async def writes_in_one_statement(self) -> None:
+        """Declare that this request writes one change, only through ``record`` and
+        ``write_later``: on PostgreSQL that is one statement, atomic by itself, so the
+        request needs no transaction around it.  Its reads then run outside one (READ
+        COMMITTED gives each statement its own snapshot either way) and the statement
+        commits by itself: no BEGIN and no COMMIT, two round trips less.  A dry run keeps
+        its transaction (it may write before it rolls back).  Call before any statement."""
+        if not self.dry_run:
+            await without_transaction(self.session)
+            self.one_statement = True
+
     async def write_changes(self) -> None:
         """Write the deferred statements, the audit entries and the change events recorded
         so far (before the commit)."""
+        # Outside a transaction, more than one statement would not be atomic.
+        assert not self.one_statement or len(self.changes) == 1
         changes, self.changes = self.changes, []
         statements, self.deferred = self.deferred, []
         refusals, self.refusals = self.refusals, []

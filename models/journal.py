@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Index, String, Table, bindparam, func, insert, select
+from sqlalchemy import Index, String, Table, and_, bindparam, exists, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.sql.dml import UpdateBase
@@ -165,7 +165,8 @@ async def write_changes(
 
     ``refusals`` goes with ``statements`` (missing ones are None): a statement with one
     returns rows (``INSERT ... ON CONFLICT DO NOTHING RETURNING``), and when it wrote none
-    its refusal is raised (the caller rolls back).
+    its refusal is raised (the caller rolls back; for one change on PostgreSQL the statement
+    then wrote no audit entry and no event either, the first refusal is raised).
 
     On PostgreSQL everything is one statement (the audit rows and the other writes in
     data-modifying CTEs), one round trip whatever the number of changes."""
@@ -238,16 +239,19 @@ async def _write_on_postgresql(
         params.update({f"event_{k}": v for k, v in events[0].items()})
         params.update({f"audit_{k}": v for k, v in audit[0].items()})
         rows = (await session.execute(statement, params)).all()
-    else:
-        # A multi-row VALUES is compiled each time.
-        statement = insert(outbox).values(events)
-        ctes = [write.cte(f"write_{i}") for i, (write, _values) in enumerate(statements)]
-        for cte in ctes:
-            statement = statement.add_cte(cte)
-        statement = statement.add_cte(insert(audit_log).values(audit).cte("audit"))
-        # The ids come from the sequence in the order of the VALUES rows.
-        returning = statement.returning(outbox.c.id, *_written(ctes, guarded))
-        rows = sorted((await session.execute(returning, params)).all())
+        if not rows:  # a guarded write wrote nothing, nor did the statement
+            raise cast(Exception, refusals[guarded[0]])
+        return [rows[0][0]]
+    # A multi-row VALUES is compiled each time (in the request's transaction: a refused
+    # write rolls the rest back with it).
+    statement = insert(outbox).values(events)
+    ctes = [write.cte(f"write_{i}") for i, (write, _values) in enumerate(statements)]
+    for cte in ctes:
+        statement = statement.add_cte(cte)
+    statement = statement.add_cte(insert(audit_log).values(audit).cte("audit"))
+    # The ids come from the sequence in the order of the VALUES rows.
+    returning = statement.returning(outbox.c.id, *_written(ctes, guarded))
+    rows = sorted((await session.execute(returning, params)).all())
     for index, written in zip(guarded, rows[0][1:], strict=True):
         if not written:
             raise cast(Exception, refusals[index])
@@ -269,21 +273,31 @@ def _written(ctes: Sequence[Any], guarded: tuple[int, ...]) -> list[Any]:
 def _one_change_statement(writes: tuple[UpdateBase, ...], guarded: tuple[int, ...] = ()) -> Any:
     """The PostgreSQL statement that writes one change event (parameters ``event_<column>``)
     and its audit entry (``audit_<column>``) after the deferred ``writes`` (statements built
-    once, with parameters of their own), returning the event's id and, for each of the
-    ``guarded`` writes, how many rows it returned; built once per tuple of writes."""
+    once, with parameters of their own), returning the event's id; built once per tuple of
+    writes.  With ``guarded`` writes, the entry and the event are written only when each of
+    them returned a row: otherwise the statement writes nothing more and returns no row."""
     statement = _ONE_CHANGE.get((writes, guarded))
     if statement is None:
         outbox = cast(Table, OutboxEvent.__table__)
         audit_log = cast(Table, AuditEntry.__table__)
-        statement = insert(outbox).values(
-            {c: bindparam(f"event_{c}", type_=outbox.c[c].type) for c in _EVENT_COLUMNS}
-        )
         ctes = [write.cte(f"write_{index}") for index, write in enumerate(writes)]
+        event = {c: bindparam(f"event_{c}", type_=outbox.c[c].type) for c in _EVENT_COLUMNS}
+        audit = {c: bindparam(f"audit_{c}", type_=audit_log.c[c].type) for c in _AUDIT_COLUMNS}
+        if guarded:
+            written = and_(*(exists().select_from(ctes[i]) for i in guarded))
+            statement = insert(outbox).from_select(
+                list(event), select(*event.values()).where(written)
+            )
+            audit_insert = insert(audit_log).from_select(
+                list(audit), select(*audit.values()).where(written)
+            )
+        else:
+            statement = insert(outbox).values(event)
+            audit_insert = insert(audit_log).values(audit)
         for cte in ctes:
             statement = statement.add_cte(cte)
-        audit_rows = {c: bindparam(f"audit_{c}", type_=audit_log.c[c].type) for c in _AUDIT_COLUMNS}
-        statement = statement.add_cte(insert(audit_log).values(audit_rows).cte("audit"))
-        statement = statement.returning(outbox.c.id, *_written(ctes, guarded))
+        statement = statement.add_cte(audit_insert.cte("audit"))
+        statement = statement.returning(outbox.c.id)
         if len(_ONE_CHANGE) < _ONE_CHANGE_MAX:  # writes are built once: a few shapes
             _ONE_CHANGE[(writes, guarded)] = statement
     return statement

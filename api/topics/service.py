@@ -188,6 +188,7 @@ async def create_partitioned_topic(uow: UnitOfWork, topic: TopicName, partitions
     name is taken (in this order)."""
     if PARTITION_SUFFIX in topic.local:
         raise PreconditionFailed(f"Partitioned Topic Name should not contain '{PARTITION_SUFFIX}'")
+    await uow.writes_in_one_statement()
     try:
         found: tuple[int, dict[str, Any]] | None = await find_topic_rows(uow.session, topic)
     except NotFound:  # reported after the count is checked
@@ -326,6 +327,7 @@ async def list_subscriptions(uow: UnitOfWork, topic: TopicName) -> list[str]:
 async def create_subscription(uow: UnitOfWork, topic: TopicName, name: str) -> None:
     """Create a subscription on every partition; 409 when it exists."""
     check_subscription(name)
+    await uow.writes_in_one_statement()
     _, row = await get_topic_row(uow, topic)
     base = TopicName(topic.tenant, topic.namespace, row.name)
     stored = await _check_subscriptions_limit(uow, row, base, name)

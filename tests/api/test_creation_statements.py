@@ -1,7 +1,8 @@
 """Creating a partitioned topic with a subscription, as scripts create thousands of them: each
 request reads what it checks in two statements (the namespace with the topic's rows; the
 broker's settings with the stored limits) and writes in one (the row with its audit entry and
-change event), where each took five.  Its answers stay what they were."""
+change event), where each took five, and without a BEGIN and a COMMIT around them (that
+statement is atomic by itself).  Its answers stay what they were."""
 
 from __future__ import annotations
 
@@ -19,13 +20,15 @@ TOPIC = f"{PERSISTENT}/small"
 @pytest.fixture
 def request_statements() -> Iterator[list[str]]:
     """The SQL that request handlers send (the admin service runs in a thread of the test
-    process; its background tasks, such as the policy cache's reloads, are left out)."""
+    process; its background tasks, such as the policy cache's reloads, are left out), each
+    prefixed with "autocommit: " when sent outside a transaction."""
     seen: list[str] = []
 
-    def before(_conn, _cursor, statement, *_args) -> None:
+    def before(conn, _cursor, statement, *_args) -> None:
         task = asyncio.current_task()
         if task is not None and task.get_coro().__qualname__.endswith("run_asgi"):
-            seen.append(" ".join(statement.split()))
+            outside = conn.connection.dbapi_connection.autocommit
+            seen.append(("autocommit: " if outside else "") + " ".join(statement.split()))
 
     event.listen(Engine, "before_cursor_execute", before)
     yield seen
@@ -41,10 +44,12 @@ def test_a_topic_and_its_subscription_take_three_statements_each(http, request_s
     subscription = list(request_statements)
     assert len(topic) == 3, topic
     assert len(subscription) == 3, subscription
+    # No transaction: no BEGIN before the first statement, no COMMIT after the last.
+    assert all(sql.startswith("autocommit: ") for sql in topic + subscription)
     # The settings and the stored limits in one read; the row written with its audit entry.
     assert all("broker_config" not in sql or "flow_policies" in sql for sql in topic)
-    assert topic[-1].startswith("WITH write_0 AS (INSERT INTO topics")
-    assert subscription[-1].startswith("WITH write_0 AS (INSERT INTO subscriptions")
+    assert topic[-1].startswith("autocommit: WITH write_0 AS (INSERT INTO topics")
+    assert subscription[-1].startswith("autocommit: WITH write_0 AS (INSERT INTO subscriptions")
     assert http.get(f"{TOPIC}/partitions").json() == {"partitions": 4}
     assert http.get(f"{TOPIC}/subscriptions").json() == ["s"]
 
