@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from api.unit_of_work import UnitOfWork
 from models import repository
@@ -23,13 +25,28 @@ from sluice.protocol.names import TopicName
 
 ADOPTION_SECONDS = 3.0
 POLL_SECONDS = 0.05
+T = TypeVar("T")  # what a lookup returns
 
 
 async def get_topic(uow: UnitOfWork, topic: TopicName) -> tuple[Namespace, Topic]:
     """The namespace and topic rows of a topic or one of its partitions, waiting for a topic
     that clients created and no worker has recorded yet; 404 otherwise."""
+    return await _adopted(uow, topic, repository.get_topic)
+
+
+async def get_topic_row(uow: UnitOfWork, topic: TopicName) -> tuple[int, Any]:
+    """As ``get_topic``, the namespace's id and a plain row (``repository.get_topic_row``),
+    for a path that only reads them."""
+    return await _adopted(uow, topic, repository.get_topic_row)
+
+
+async def _adopted(
+    uow: UnitOfWork, topic: TopicName, lookup: Callable[[Any, TopicName], Awaitable[T]]
+) -> T:
+    """``lookup(session, topic)``, waiting for a topic that clients created and no worker
+    has recorded yet."""
     try:
-        return await repository.get_topic(uow.session, topic)
+        return await lookup(uow.session, topic)
     except NotFound:
         if not await _registered(uow, topic):
             raise
@@ -37,7 +54,7 @@ async def get_topic(uow: UnitOfWork, topic: TopicName) -> tuple[Namespace, Topic
     while True:
         await asyncio.sleep(POLL_SECONDS)
         try:
-            return await repository.get_topic(uow.session, topic)
+            return await lookup(uow.session, topic)
         except NotFound:
             if time.monotonic() >= deadline:
                 raise

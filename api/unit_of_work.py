@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.sql.dml import UpdateBase
 
 from api.dataplane import DataPlane
+from models.db import without_transaction
 from models.journal import Change, WrittenEvent, write_changes
 
 ANONYMOUS = "anonymous"
@@ -50,12 +51,14 @@ class UnitOfWork:
         self.changes: list[Change] = []
         # Written with the changes (``write_later``): statements and their parameters.
         self.deferred: list[tuple[UpdateBase, dict[str, Any]]] = []
+        self.refusals: list[Exception | None] = []  # one per deferred statement
         self.events: list[WrittenEvent] = []  # the changes' events, once written
         self.after_commit_hooks: list[Callable[[], Awaitable[None]]] = []
         # Roles whose produce/consume grants this unit of work changed or removed; the
         # request dependency has the data plane's credentials refreshed for them once the
         # change is durable (``api.deps.refresh_dataplane_acl``).
         self.permission_roles: set[str] = set()
+        self.one_statement = False  # see ``writes_in_one_statement``
 
     def after_commit(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Run ``hook`` once the transaction has committed (never after a rollback)."""
@@ -85,24 +88,50 @@ class UnitOfWork:
         action follows from before/after."""
         self.changes.append(Change(kind, entity_type, entity, before, after, payload))
 
-    def write_later(self, statement: UpdateBase, params: dict[str, Any] | None = None) -> None:
+    def write_later(
+        self,
+        statement: UpdateBase,
+        params: dict[str, Any] | None = None,
+        *,
+        refusal: Exception | None = None,
+    ) -> None:
         """Execute ``statement`` with ``params`` together with the audit entries and change
         events (in their statement on PostgreSQL): a round trip less while a locked row
         waits for the commit.  Only for a write nothing in the request reads back from the
-        database.  The parameter names of the request's deferred statements must differ."""
+        database.  The parameter names of the request's deferred statements must differ.
+
+        With ``refusal``, the statement returns the rows it wrote (``INSERT ... ON CONFLICT
+        DO NOTHING RETURNING``), and writing none raises ``refusal`` at the commit: the
+        request fails with it and rolls back, as if it had been raised before."""
         self.deferred.append((statement, params or {}))
+        self.refusals.append(refusal)
+
+    async def writes_in_one_statement(self) -> None:
+        """Declare that this request writes one change, only through ``record`` and
+        ``write_later``: on PostgreSQL that is one statement, atomic by itself, so the
+        request needs no transaction around it.  Its reads then run outside one (READ
+        COMMITTED gives each statement its own snapshot either way) and the statement
+        commits by itself: no BEGIN and no COMMIT, two round trips less.  A dry run keeps
+        its transaction (it may write before it rolls back).  Call before any statement."""
+        if not self.dry_run:
+            await without_transaction(self.session)
+            self.one_statement = True
 
     async def write_changes(self) -> None:
         """Write the deferred statements, the audit entries and the change events recorded
         so far (before the commit)."""
+        # Outside a transaction, more than one statement would not be atomic.
+        assert not self.one_statement or len(self.changes) == 1
         changes, self.changes = self.changes, []
         statements, self.deferred = self.deferred, []
+        refusals, self.refusals = self.refusals, []
         self.events += await write_changes(
             self.session,
             role=self.caller.role,
             request_id=self.caller.request_id,
             changes=changes,
             statements=statements,
+            refusals=refusals,
         )
 
     async def commit(self) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Index, String, Table, bindparam, insert
+from sqlalchemy import Index, String, Table, and_, bindparam, exists, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.sql.dml import UpdateBase
@@ -157,19 +157,29 @@ async def write_changes(
     request_id: str,
     changes: list[Change],
     statements: Sequence[tuple[UpdateBase, dict[str, Any]]] = (),
+    refusals: Sequence[Exception | None] = (),
 ) -> list[WrittenEvent]:
     """Insert the audit entries and change events of ``changes`` in the caller's
     transaction, after executing ``statements`` (writes the changes describe, each with its
     parameters); return the events, in order.
+
+    ``refusals`` goes with ``statements`` (missing ones are None): a statement with one
+    returns rows (``INSERT ... ON CONFLICT DO NOTHING RETURNING``), and when it wrote none
+    its refusal is raised (the caller rolls back; for one change on PostgreSQL the statement
+    then wrote no audit entry and no event either, the first refusal is raised).
 
     On PostgreSQL everything is one statement (the audit rows and the other writes in
     data-modifying CTEs), one round trip whatever the number of changes."""
     params: dict[str, Any] = {}
     for _statement, values in statements:
         params.update(values)
+    guarded = tuple(i for i, refusal in enumerate(refusals) if refusal is not None)
+    if not changes or session.bind is None or session.bind.dialect.name != "postgresql":
+        for index, (statement, values) in enumerate(statements):
+            result = await session.execute(statement, values)
+            if index in guarded and result.first() is None:
+                raise cast(Exception, refusals[index])
     if not changes:
-        for statement, values in statements:
-            await session.execute(statement, values)
         return []
     now = utcnow()
     audit = [
@@ -195,25 +205,8 @@ async def write_changes(
     outbox = cast(Table, OutboxEvent.__table__)
     audit_log = cast(Table, AuditEntry.__table__)
     if session.bind.dialect.name == "postgresql":
-        if len(changes) == 1:
-            # The usual case: a statement built once per shape of deferred writes, its
-            # values as parameters (no statement to build, no cache key to compute).
-            statement = _one_change_statement(tuple(s for s, _values in statements))
-            params.update({f"event_{k}": v for k, v in events[0].items()})
-            params.update({f"audit_{k}": v for k, v in audit[0].items()})
-            ids = [(await session.execute(statement, params)).scalar_one()]
-        else:
-            # A multi-row VALUES is compiled each time.
-            statement = insert(outbox).values(events)
-            for index, (write, _values) in enumerate(statements):
-                statement = statement.add_cte(write.cte(f"write_{index}"))
-            statement = statement.add_cte(insert(audit_log).values(audit).cte("audit"))
-            # The ids come from the sequence in the order of the VALUES rows.
-            returning = statement.returning(outbox.c.id)
-            ids = sorted((await session.execute(returning, params)).scalars().all())
+        ids = await _write_on_postgresql(session, audit, events, statements, params, refusals)
     else:
-        for write, values in statements:
-            await session.execute(write, values)
         await session.execute(insert(audit_log), audit)
         ids = []
         for event in events:
@@ -225,29 +218,86 @@ async def write_changes(
     ]
 
 
-_ONE_CHANGE: dict[tuple[UpdateBase, ...], Any] = {}
+async def _write_on_postgresql(
+    session: AsyncSession,
+    audit: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    statements: Sequence[tuple[UpdateBase, dict[str, Any]]],
+    params: dict[str, Any],
+    refusals: Sequence[Exception | None],
+) -> list[int]:
+    """``write_changes`` on PostgreSQL: the ``audit`` rows, the ``events`` and the
+    ``statements`` (their parameters merged in ``params``) in one statement; the events'
+    ids, in order."""
+    outbox = cast(Table, OutboxEvent.__table__)
+    audit_log = cast(Table, AuditEntry.__table__)
+    guarded = tuple(i for i, refusal in enumerate(refusals) if refusal is not None)
+    if len(events) == 1:
+        # The usual case: a statement built once per shape of deferred writes, its
+        # values as parameters (no statement to build, no cache key to compute).
+        statement = _one_change_statement(tuple(s for s, _values in statements), guarded)
+        params.update({f"event_{k}": v for k, v in events[0].items()})
+        params.update({f"audit_{k}": v for k, v in audit[0].items()})
+        rows = (await session.execute(statement, params)).all()
+        if not rows:  # a guarded write wrote nothing, nor did the statement
+            raise cast(Exception, refusals[guarded[0]])
+        return [rows[0][0]]
+    # A multi-row VALUES is compiled each time (in the request's transaction: a refused
+    # write rolls the rest back with it).
+    statement = insert(outbox).values(events)
+    ctes = [write.cte(f"write_{i}") for i, (write, _values) in enumerate(statements)]
+    for cte in ctes:
+        statement = statement.add_cte(cte)
+    statement = statement.add_cte(insert(audit_log).values(audit).cte("audit"))
+    # The ids come from the sequence in the order of the VALUES rows.
+    returning = statement.returning(outbox.c.id, *_written(ctes, guarded))
+    rows = sorted((await session.execute(returning, params)).all())
+    for index, written in zip(guarded, rows[0][1:], strict=True):
+        if not written:
+            raise cast(Exception, refusals[index])
+    return [row[0] for row in rows]
+
+
+_ONE_CHANGE: dict[tuple[tuple[UpdateBase, ...], tuple[int, ...]], Any] = {}
 _ONE_CHANGE_MAX = 256
 _EVENT_COLUMNS = ("created_at", "kind", "entity", "payload")
 _AUDIT_COLUMNS = ("at", "role", "request_id", "action", "entity_type", "entity", "before", "after")
 
 
-def _one_change_statement(writes: tuple[UpdateBase, ...]) -> Any:
+def _written(ctes: Sequence[Any], guarded: tuple[int, ...]) -> list[Any]:
+    """For each of the ``guarded`` writes (by index in ``ctes``): whether it returned a row
+    (the number of rows it returned, as a column of the statement's own RETURNING)."""
+    return [select(func.count()).select_from(ctes[i]).scalar_subquery() for i in guarded]
+
+
+def _one_change_statement(writes: tuple[UpdateBase, ...], guarded: tuple[int, ...] = ()) -> Any:
     """The PostgreSQL statement that writes one change event (parameters ``event_<column>``)
     and its audit entry (``audit_<column>``) after the deferred ``writes`` (statements built
     once, with parameters of their own), returning the event's id; built once per tuple of
-    writes."""
-    statement = _ONE_CHANGE.get(writes)
+    writes.  With ``guarded`` writes, the entry and the event are written only when each of
+    them returned a row: otherwise the statement writes nothing more and returns no row."""
+    statement = _ONE_CHANGE.get((writes, guarded))
     if statement is None:
         outbox = cast(Table, OutboxEvent.__table__)
         audit_log = cast(Table, AuditEntry.__table__)
-        statement = insert(outbox).values(
-            {c: bindparam(f"event_{c}", type_=outbox.c[c].type) for c in _EVENT_COLUMNS}
-        )
-        for index, write in enumerate(writes):
-            statement = statement.add_cte(write.cte(f"write_{index}"))
-        audit_rows = {c: bindparam(f"audit_{c}", type_=audit_log.c[c].type) for c in _AUDIT_COLUMNS}
-        statement = statement.add_cte(insert(audit_log).values(audit_rows).cte("audit"))
+        ctes = [write.cte(f"write_{index}") for index, write in enumerate(writes)]
+        event = {c: bindparam(f"event_{c}", type_=outbox.c[c].type) for c in _EVENT_COLUMNS}
+        audit = {c: bindparam(f"audit_{c}", type_=audit_log.c[c].type) for c in _AUDIT_COLUMNS}
+        if guarded:
+            written = and_(*(exists().select_from(ctes[i]) for i in guarded))
+            statement = insert(outbox).from_select(
+                list(event), select(*event.values()).where(written)
+            )
+            audit_insert = insert(audit_log).from_select(
+                list(audit), select(*audit.values()).where(written)
+            )
+        else:
+            statement = insert(outbox).values(event)
+            audit_insert = insert(audit_log).values(audit)
+        for cte in ctes:
+            statement = statement.add_cte(cte)
+        statement = statement.add_cte(audit_insert.cte("audit"))
         statement = statement.returning(outbox.c.id)
         if len(_ONE_CHANGE) < _ONE_CHANGE_MAX:  # writes are built once: a few shapes
-            _ONE_CHANGE[writes] = statement
+            _ONE_CHANGE[(writes, guarded)] = statement
     return statement

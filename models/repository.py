@@ -10,11 +10,12 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import Select, bindparam, select
+from sqlalchemy import Select, String, Text, bindparam, cast, null, select, union_all
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from models.base import Json
 from models.broker_config import BrokerConfig
 from models.dispatch_rate import DispatchRate
 from models.errors import Conflict, NotAllowed, NotFound, topic_not_found
@@ -38,6 +39,45 @@ _BROKER_QUERY = select(BrokerConfigOverride.name, BrokerConfigOverride.value)
 async def load_broker_config(session: AsyncSession) -> BrokerConfig:
     """Defaults plus every stored override."""
     return BrokerConfig.from_overrides(dict(await _core_rows(session, _BROKER_QUERY)))
+
+
+# Built once: the flow policies stored under two scope keys, and every broker setting
+# override, in one statement (a flow row has its value in ``json``, a setting in ``text``).
+# Plain parameters, not an expanding list: the statement's SQL is then the same every time.
+_LIMITS_QUERY = union_all(
+    select(
+        FlowPolicy.scope_key.label("name"),
+        FlowPolicy.kind.label("kind"),
+        FlowPolicy.value.label("json"),
+        cast(null(), Text).label("text"),
+    ).where(FlowPolicy.scope_key.in_([bindparam("scope"), bindparam("other_scope")])),
+    select(
+        BrokerConfigOverride.name,
+        cast(null(), String),
+        cast(null(), Json),
+        BrokerConfigOverride.value,
+    ),
+)
+
+
+async def load_limits(
+    session: AsyncSession, scopes: list[str]
+) -> tuple[BrokerConfig, dict[str, tuple[str, Any]]]:
+    """The broker configuration (as ``load_broker_config``) and the flow policies stored
+    under the scope keys ``scopes`` (at most two: scope key -> (kind, stored JSON)), in one
+    query."""
+    assert len(scopes) <= 2
+    # No scope key is empty: "" stands for a missing one.
+    padded = [*scopes, "", ""]
+    params = {"scope": padded[0], "other_scope": padded[1]}
+    overrides: dict[str, str] = {}
+    flows: dict[str, tuple[str, Any]] = {}
+    for name, kind, value, text in await _core_rows(session, _LIMITS_QUERY, params):
+        if kind is None:
+            overrides[name] = text
+        else:
+            flows[name] = (kind, value)
+    return BrokerConfig.from_overrides(overrides), flows
 
 
 async def _core_rows(
@@ -293,6 +333,12 @@ async def get_topic(session: AsyncSession, topic: TopicName) -> tuple[Namespace,
     """The namespace and topic rows of a topic or one of its partitions; 404 otherwise
     (one query)."""
     namespace, found = await find_topics(session, topic)
+    return namespace, _named_topic(topic, found)
+
+
+def _named_topic(topic: TopicName, found: dict[str, Any]) -> Any:
+    """The row of ``found`` (local name -> row) that ``topic`` names: its own, or for a
+    partition its partitioned base's; 404 when there is none."""
     row = found.get(topic.local)
     if row is None and topic.partition_index >= 0:
         base = found.get(topic.base.local)
@@ -300,16 +346,68 @@ async def get_topic(session: AsyncSession, topic: TopicName) -> tuple[Namespace,
             row = base
     if row is None:
         raise topic_not_found(topic)
-    return namespace, row
+    return row
+
+
+# Built once: as ``_TOPIC_QUERY``, plain columns (no ORM objects to build) for the paths
+# that only read the rows: the namespace's id, and the topic's columns (None without one);
+# ``name`` and ``base`` are the same name for a topic that is not a partition.
+_TOPIC_ROWS_QUERY = (
+    select(
+        Namespace.id.label("ns_id"),
+        Topic.id,
+        Topic.namespace_id,
+        Topic.name,
+        Topic.partitions,
+        Topic.properties,
+    )
+    .join(Tenant, Namespace.tenant_id == Tenant.id)
+    .outerjoin(
+        Topic,
+        (Topic.namespace_id == Namespace.id)
+        & Topic.name.in_([bindparam("name"), bindparam("base")]),
+    )
+    .where(Tenant.name == bindparam("tenant"), Namespace.name == bindparam("namespace"))
+)
+
+
+async def find_topic_rows(session: AsyncSession, topic: TopicName) -> tuple[int, dict[str, Any]]:
+    """As ``find_topics``, the namespace's id and plain rows (``id``, ``namespace_id``,
+    ``name``, ``partitions``, ``properties``) instead of ORM objects: for reads only."""
+    base = topic.base.local if topic.partition_index >= 0 else topic.local
+    params = {
+        "tenant": topic.tenant,
+        "namespace": topic.namespace,
+        "name": topic.local,
+        "base": base,
+    }
+    rows = await _core_rows(session, _TOPIC_ROWS_QUERY, params)
+    if not rows:
+        raise NotFound("Namespace does not exist")
+    return rows[0].ns_id, {row.name: row for row in rows if row.id is not None}
+
+
+async def get_topic_row(session: AsyncSession, topic: TopicName) -> tuple[int, Any]:
+    """As ``get_topic``, the namespace's id and a plain row (``find_topic_rows``)."""
+    namespace_id, found = await find_topic_rows(session, topic)
+    return namespace_id, _named_topic(topic, found)
 
 
 async def insert_new(session: AsyncSession, model: Any, values: dict[str, Any]) -> bool:
     """Insert a row unless one with the same unique key exists (then nothing happens, and
     the transaction goes on); True when it was inserted.  One statement."""
+    statement, params = insert_new_statement(session, model, values)
+    return (await session.execute(statement, params)).first() is not None
+
+
+def insert_new_statement(
+    session: AsyncSession, model: Any, values: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The statement of ``insert_new`` (it returns the key of the row it inserted, no row
+    when one existed) and its parameters, to execute later."""
     assert session.bind is not None
     statement = _insert_new_statement(model, tuple(values), session.bind.dialect.name)
-    params = {f"new_{name}": value for name, value in values.items()}
-    return (await session.execute(statement, params)).first() is not None
+    return statement, {f"new_{name}": value for name, value in values.items()}
 
 
 _INSERT_NEW: dict[tuple[Any, tuple[str, ...], str], Any] = {}

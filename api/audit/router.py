@@ -2,15 +2,15 @@
 
 from datetime import datetime
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from api.audit import service
 from api.audit.schemas import AuditEntryDocument
 from api.audit.service import AuditFilter
 from api.deps import UowDep
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 
-router = APIRouter(prefix="/admin/v2/audit", tags=["audit"], route_class=SluiceRoute)
+router = SluiceRouter(prefix="/admin/v2/audit", tags=["audit"], route_class=SluiceRoute)
 
 
 @router.get("", response_model=list[AuditEntryDocument])

@@ -2,7 +2,7 @@
 
 import asyncio
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from starlette.responses import PlainTextResponse, Response
 
 from api.brokers import service
@@ -13,11 +13,11 @@ from api.limits.provenance import provenance_for
 from api.limits.schemas import BrokerDryRun
 from api.policy_store.dry_run import write_answer
 from api.responses import JsonResponse
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 from models.errors import NotFound
 from sluice.protocol.names import check_cluster
 
-router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"], route_class=SluiceRoute)
+router = SluiceRouter(prefix="/admin/v2/brokers", tags=["brokers"], route_class=SluiceRoute)
 DRY_RUN = Query(False, alias="dryRun", description="validate and report, change nothing")
 DRY_RUN_ANSWER: dict[int | str, dict] = {
     200: {"model": BrokerDryRun, "description": "dryRun=true: the limits of every topic"}

@@ -1,13 +1,11 @@
 """Routes of ``/admin/v2/clusters``: the one local cluster."""
 
-from fastapi import APIRouter
-
 from api.clusters import service
 from api.deps import UowDep
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 from api.schemas import ClusterDocument
 
-router = APIRouter(prefix="/admin/v2/clusters", tags=["clusters"], route_class=SluiceRoute)
+router = SluiceRouter(prefix="/admin/v2/clusters", tags=["clusters"], route_class=SluiceRoute)
 
 
 @router.get("")

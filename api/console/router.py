@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from importlib.resources import files
 
-from fastapi import APIRouter
 from starlette.responses import Response
 
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 
 CONSOLE_URL = "/console"
 STATIC = files("api.console") / "static"
@@ -41,7 +40,7 @@ HEADERS = {
     ),
 }
 
-router = APIRouter(route_class=SluiceRoute, include_in_schema=False)
+router = SluiceRouter(route_class=SluiceRoute, include_in_schema=False)
 
 
 def _serve(name: str, media_type: str) -> None:

@@ -5,14 +5,12 @@ Pulsar)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from api.deps import StateDep, UowDep
 from api.identity import service
 from api.identity.schemas import Identity
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 
-router = APIRouter(tags=["identity"], route_class=SluiceRoute)
+router = SluiceRouter(tags=["identity"], route_class=SluiceRoute)
 
 
 @router.get("/admin/v2/whoami", response_model=Identity)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import Depends
 from starlette.responses import Response
 
 from api.deps import CallerDep, StateDep, UowDep
@@ -44,11 +44,11 @@ from api.limits.service import remove_policy, set_policy
 from api.limits.values import Posted, Where
 from api.policy_store.target import PolicyTarget
 from api.responses import JsonResponse
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 
 # One router per OpenAPI tag: each is included in the app on its own.
 ROUTERS = {
-    tag: APIRouter(tags=[tag], route_class=SluiceRoute)
+    tag: SluiceRouter(tags=[tag], route_class=SluiceRoute)
     for tag in (DISPATCH_TAG, FLOW_TAG, RATES_TAG)
 }
 DRY_RUN = Depends(dry_run_query)

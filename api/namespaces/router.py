@@ -1,16 +1,16 @@
 """Routes of ``/admin/v2/namespaces`` (the dispatch-rate policies live in ``api.policies``)."""
 
-from fastapi import APIRouter, Body
+from fastapi import Body
 from starlette.responses import Response
 
 from api.deps import StateDep, UowDep
 from api.namespaces import service
 from api.responses import JsonResponse, no_content
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 from api.schemas import NamespacePolicies, PoliciesDocument
 from api.topics.service import list_topics
 
-router = APIRouter(prefix="/admin/v2/namespaces", tags=["namespaces"], route_class=SluiceRoute)
+router = SluiceRouter(prefix="/admin/v2/namespaces", tags=["namespaces"], route_class=SluiceRoute)
 
 
 @router.get("/{tenant}")

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import Body, Path, Query
 from starlette.responses import Response
 
 from api.deps import UowDep
@@ -26,13 +26,13 @@ from api.operations.schemas import (
     TopicInternalStats,
 )
 from api.responses import no_content
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 from api.topics.router import TopicDep
 from dataplane.cursors import MAX_POSITION, Entry, pulsar_position
 from sluice.priority import entry_priority
 from sluice.protocol.frames import parse_position
 
-router = APIRouter(tags=["topic operations"], route_class=SluiceRoute)
+router = SluiceRouter(tags=["topic operations"], route_class=SluiceRoute)
 
 TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
 SUBSCRIPTION = TOPIC + "/subscription/{subName}"

@@ -17,7 +17,7 @@ no list), ``GET .../permissions/subscription`` answers subscription -> roles.
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query
+from fastapi import Body, Depends, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
@@ -26,12 +26,12 @@ from api.permissions import service, subscriptions
 from api.permissions.schemas import Permissions, PermissionsDryRun, SubscriptionPermissions
 from api.policy_store.target import PolicyTarget, namespace_target, topic_target
 from api.responses import JsonResponse, no_content
-from api.routing import SluiceRoute, named
+from api.routing import SluiceRoute, SluiceRouter, named
 from api.unit_of_work import UnitOfWork
 from models.permissions import Action, check_role, parse_actions, parse_roles
 from sluice.protocol.names import TopicName, check_subscription
 
-router = APIRouter(tags=["permissions"], route_class=SluiceRoute)
+router = SluiceRouter(tags=["permissions"], route_class=SluiceRoute)
 
 NS = "/admin/v2/namespaces/{tenant}/{namespace}/permissions"
 TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}/permissions"

@@ -3,16 +3,16 @@ topic) and of the limit simulator (``POST /admin/v2/reports/simulate``)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 
 from api.auth import require_tenant_admin
 from api.deps import StateDep, UowDep
 from api.reports import advice_service, simulate_service
 from api.reports.advice_schemas import AdviceDocument, SimulateRequest, SimulationDocument
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 from sluice.protocol.names import TopicName, check_namespace
 
-router = APIRouter(prefix="/admin/v2/reports", tags=["reports"], route_class=SluiceRoute)
+router = SluiceRouter(prefix="/admin/v2/reports", tags=["reports"], route_class=SluiceRoute)
 
 
 @router.get("/advice/{tenant}/{namespace}", response_model=AdviceDocument)

@@ -6,7 +6,7 @@ import asyncio
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import Body, Path, Query
 from starlette.responses import HTMLResponse, Response
 
 from api.deps import CallerDep, StateDep, UowDep
@@ -18,14 +18,14 @@ from api.reports.schemas import (
     RunDocument,
     RunRequest,
 )
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 from api.unit_of_work import committed
 from models.errors import InvalidInput, Unavailable
 from models.json_body import INT64_MAX, shown
 from models.reports import REPORT_JOBS as JOBS
 from sluice.protocol.names import TopicName, check_subscription
 
-router = APIRouter(prefix="/admin/v2/reports", tags=["reports"], route_class=SluiceRoute)
+router = SluiceRouter(prefix="/admin/v2/reports", tags=["reports"], route_class=SluiceRoute)
 
 
 def _topic(tenant: str, namespace: str, topic: str | None) -> str | None:

@@ -10,7 +10,7 @@ policy permissions (a namespace's or topic's tenant admins; a tenant's: super-us
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query
+from fastapi import Body, Depends, Query
 from starlette.responses import Response
 
 from api.deps import UowDep
@@ -18,12 +18,12 @@ from api.resource_groups import service
 from api.resource_groups.schemas import MemberDocument, ResourceGroupDocument
 from api.resource_groups.service import Member
 from api.responses import JsonResponse, no_content
-from api.routing import SluiceRoute, named
+from api.routing import SluiceRoute, SluiceRouter, named
 from api.unit_of_work import UnitOfWork
 from models.errors import InvalidInput, NotFound
 from sluice.protocol.names import TopicName, is_valid_name
 
-router = APIRouter(tags=["resource groups"], route_class=SluiceRoute)
+router = SluiceRouter(tags=["resource groups"], route_class=SluiceRoute)
 
 GROUPS = "/admin/v2/resourcegroups"
 NAMESPACE = "/admin/v2/namespaces/{tenant}/{namespace}/resourcegroup"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import Depends, Path, Query, Request
 from starlette.responses import Response
 
 from api.deps import CallerDep, StateDep, UowDep
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 from api.sessions import service
 from api.sessions.schemas import PartitionsDocument, SessionDocument
 from api.topics.router import TopicDep
@@ -20,7 +20,7 @@ from dataplane.sessions import Grants, Issued, SessionNotFound, Sessions
 from models.errors import NotFound
 from sluice.protocol.names import check_subscription
 
-router = APIRouter(prefix="/admin/v2/dataplane", tags=["dataplane"], route_class=SluiceRoute)
+router = SluiceRouter(prefix="/admin/v2/dataplane", tags=["dataplane"], route_class=SluiceRoute)
 
 
 def _sessions(request: Request) -> Sessions | None:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Body
+from fastapi import Body
 from starlette.responses import Response
 
 from api.deps import StateDep, UowDep
 from api.responses import no_content
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 from api.schemas import TenantDocument, TenantInfo
 from api.tenants import service
 
-router = APIRouter(prefix="/admin/v2/tenants", tags=["tenants"], route_class=SluiceRoute)
+router = SluiceRouter(prefix="/admin/v2/tenants", tags=["tenants"], route_class=SluiceRoute)
 
 
 @router.get("")

@@ -2,19 +2,19 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends
+from fastapi import Body, Depends
 from pydantic import StrictInt, StrictStr
 from starlette.responses import Response
 
 from api.deps import UowDep
 from api.responses import JsonResponse, no_content
-from api.routing import SluiceRoute
+from api.routing import SluiceRoute, SluiceRouter
 from api.topics import service
 from api.topics.schemas import Lookup, PartitionedMetadata, PartitionedTopicStats, TopicStats
 from models.json_body import INT32_MAX
 from sluice.protocol.names import TopicName
 
-router = APIRouter(prefix="/admin/v2/persistent", tags=["topics"], route_class=SluiceRoute)
+router = SluiceRouter(prefix="/admin/v2/persistent", tags=["topics"], route_class=SluiceRoute)
 
 TOPIC = "/{tenant}/{namespace}/{topic}"
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Table, bindparam, insert, select
 
 from api.dataplane import aggregate, lookup, registry_topics
 from api.permissions.service import note_roles_granted
-from api.topic_rows import get_topic
+from api.topic_rows import get_topic, get_topic_row
 from api.topics.limits import (
     check_subscriptions,
     check_topics,
@@ -19,6 +19,7 @@ from api.topics.limits import (
 from api.unit_of_work import UnitOfWork
 from dataplane.catalog import subscription_names
 from models.abuse import MAX_SUBSCRIPTIONS_PER_TOPIC, MAX_TOPICS_PER_NAMESPACE
+from models.base import utcnow
 from models.broker_config import BrokerConfig
 from models.errors import (
     Conflict,
@@ -31,13 +32,15 @@ from models.errors import (
     topic_not_found,
 )
 from models.flow import value_from_json
-from models.orm import FlowPolicy, Namespace, Subscription, Topic
+from models.orm import FlowPolicy, Subscription, Topic
 from models.repository import (
     find_topic,
-    find_topics,
+    find_topic_rows,
     get_namespace,
     insert_new,
+    insert_new_statement,
     load_broker_config,
+    load_limits,
 )
 from sluice.protocol import keys
 from sluice.protocol.connection import REDIS_FAULTS
@@ -85,48 +88,45 @@ async def _stored_subscriptions(uow: UnitOfWork, topic_id: int) -> set[str]:
     return set((await uow.session.scalars(query)).all())
 
 
-# Built once: the flow policies stored under some scope keys.
-_STORED_LIMITS = select(FlowPolicy.scope_key, FlowPolicy.kind, FlowPolicy.value).where(
-    FlowPolicy.scope_key.in_(bindparam("scopes", expanding=True))
-)
-
-
-async def _stored_limits(
-    uow: UnitOfWork, namespace_id: int, topic_id: int | None, kind: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The values of ``kind`` stored at the namespace and (with ``topic_id``) at the topic,
-    as ``FlowInputs`` takes them, in one query on the unique scope keys."""
-    scopes = {FlowPolicy.key(namespace_id, None, kind): False}
-    if topic_id is not None:
-        scopes[FlowPolicy.key(namespace_id, topic_id, kind)] = True
-    rows = await uow.session.execute(_STORED_LIMITS, {"scopes": list(scopes)})
+async def _limits(
+    uow: UnitOfWork, namespace_id: int | None, topic_id: int | None, kind: str
+) -> tuple[BrokerConfig, dict[str, Any], dict[str, Any]]:
+    """The broker configuration, and the values of ``kind`` stored at the namespace (when
+    ``namespace_id`` is known) and at the topic (with ``topic_id``), as ``FlowInputs`` takes
+    them: one query."""
+    scopes: dict[str, bool] = {}
+    if namespace_id is not None:
+        scopes[FlowPolicy.key(namespace_id, None, kind)] = False
+        if topic_id is not None:
+            scopes[FlowPolicy.key(namespace_id, topic_id, kind)] = True
+    broker, rows = await load_limits(uow.session, list(scopes))
     namespace: dict[str, Any] = {}
     topic: dict[str, Any] = {}
-    for scope_key, stored_kind, value in rows:
+    for scope_key, (stored_kind, value) in rows.items():
         (topic if scopes[scope_key] else namespace)[stored_kind] = value_from_json(
             stored_kind, value
         )
-    return namespace, topic
+    return broker, namespace, topic
 
 
 async def _check_topics_limit(
     uow: UnitOfWork,
-    namespace: Namespace,
+    namespace_id: int,
     topic: TopicName,
     partitions: int,
-    broker: BrokerConfig | None,
+    broker: BrokerConfig,
+    own: dict[str, Any],
 ) -> None:
     """412 when ``topic`` would take the namespace over its ``maxTopicsPerNamespace``
-    (``broker``: the broker configuration when the caller read it already)."""
-    own, _ = await _stored_limits(uow, namespace.id, None, MAX_TOPICS_PER_NAMESPACE)
-    limit = topics_limit(broker or await load_broker_config(uow.session), own)
+    (``own``: the values the namespace stores, as ``_limits`` reads them)."""
+    limit = topics_limit(broker, own)
     if limit > 0:
-        known = await _topics_of(uow, namespace.id, topic.namespace_name)
+        known = await _topics_of(uow, namespace_id, topic.namespace_name)
         check_topics(limit, known, topic, partitions)
 
 
 async def _check_subscriptions_limit(
-    uow: UnitOfWork, topic: Topic, base: TopicName, name: str
+    uow: UnitOfWork, topic: Any, base: TopicName, name: str
 ) -> set[str]:
     """412 when subscription ``name`` would take ``topic`` over its
     ``maxSubscriptionsPerTopic``, counting those the database holds and those consumers
@@ -135,10 +135,10 @@ async def _check_subscriptions_limit(
     Returns the names of the subscriptions the database holds when it had to count them
     (a limit is set), else an empty set; when ``name`` is among them, nothing is refused
     (creating it again is a conflict, which the caller reports)."""
-    namespace, own = await _stored_limits(
+    broker, namespace, own = await _limits(
         uow, topic.namespace_id, topic.id, MAX_SUBSCRIPTIONS_PER_TOPIC
     )
-    limit = subscriptions_limit(await load_broker_config(uow.session), namespace, own)
+    limit = subscriptions_limit(broker, namespace, own)
     if limit <= 0:
         return set()
     stored = await _stored_subscriptions(uow, topic.id)
@@ -169,16 +169,14 @@ async def list_partitioned(uow: UnitOfWork, tenant: str, namespace: str) -> list
     return [full for full, partitions in known.items() if partitions > 0]
 
 
-async def _check_partition_count(uow: UnitOfWork, partitions: int) -> BrokerConfig:
-    """406 unless ``partitions`` is within the broker's bound; the broker configuration."""
-    broker = await load_broker_config(uow.session)
+def _check_partition_count(broker: BrokerConfig, partitions: int) -> None:
+    """406 unless ``partitions`` is within the broker's bound."""
     limit = broker.get("maxNumPartitionsPerPartitionedTopic")
     if not 0 < partitions <= limit:
         raise NotAcceptable(
             "Number of partitions should be more than 0 and less than or equal to "
             f"maxNumPartitionsPerPartitionedTopic ({limit})"
         )
-    return broker
 
 
 def _topic_json(topic: Topic) -> dict:
@@ -186,18 +184,41 @@ def _topic_json(topic: Topic) -> dict:
 
 
 async def create_partitioned_topic(uow: UnitOfWork, topic: TopicName, partitions: int) -> None:
-    """Create a partitioned topic; 406 on a bad count, 409 if the name is taken."""
+    """Create a partitioned topic; 406 on a bad count, 404 without the namespace, 409 if the
+    name is taken (in this order)."""
     if PARTITION_SUFFIX in topic.local:
         raise PreconditionFailed(f"Partitioned Topic Name should not contain '{PARTITION_SUFFIX}'")
-    broker = await _check_partition_count(uow, partitions)
-    await _create_topic(uow, topic, partitions, {}, broker)
+    await uow.writes_in_one_statement()
+    try:
+        found: tuple[int, dict[str, Any]] | None = await find_topic_rows(uow.session, topic)
+    except NotFound:  # reported after the count is checked
+        found = None
+    namespace_id = found[0] if found is not None else None
+    broker, own, _ = await _limits(uow, namespace_id, None, MAX_TOPICS_PER_NAMESPACE)
+    _check_partition_count(broker, partitions)
+    if found is None:
+        raise NotFound("Namespace does not exist")
+    await _create_topic(uow, topic, partitions, {}, found, (broker, own))
 
 
 async def create_non_partitioned_topic(
     uow: UnitOfWork, topic: TopicName, properties: dict[str, str]
 ) -> None:
     """Create a non-partitioned topic; 409 if the name is taken."""
-    await _create_topic(uow, topic, 0, properties)
+    found = await find_topic_rows(uow.session, topic)
+    broker, own, _ = await _limits(uow, found[0], None, MAX_TOPICS_PER_NAMESPACE)
+    await _create_topic(uow, topic, 0, properties, found, (broker, own))
+
+
+# Built once: the insert of a new topic, written with its audit entry and change event
+# (``UnitOfWork.write_later``): nothing in the request reads the row back.
+_TOPICS = cast(Table, Topic.__table__)
+_INSERT_TOPIC = insert(_TOPICS).values(
+    {
+        name: bindparam(f"topic_{name}", type_=_TOPICS.c[name].type)
+        for name in ("namespace_id", "name", "partitions", "properties", "created_at")
+    }
+)
 
 
 async def _create_topic(
@@ -205,9 +226,12 @@ async def _create_topic(
     topic: TopicName,
     partitions: int,
     properties: dict[str, str],
-    broker: BrokerConfig | None = None,
+    found: tuple[int, dict[str, Any]],
+    limits: tuple[BrokerConfig, dict[str, Any]],
 ) -> None:
-    namespace, rows = await find_topics(uow.session, topic)  # the base's row too
+    """Create ``topic`` in the namespace and among the rows ``find_topic_rows`` ``found``,
+    under the broker configuration and the namespace's stored values (``limits``)."""
+    namespace_id, rows = found  # the base's row too
     existing = rows.get(topic.local)
     if existing is not None:
         if partitions > 0 and existing.partitions > 0:
@@ -217,13 +241,18 @@ async def _create_topic(
         base = rows.get(topic.base.local)
         if base is not None and base.partitions > 0:
             raise Conflict("This topic already exists")
-    await _check_topics_limit(uow, namespace, topic, partitions, broker)
-    row = Topic(
-        namespace_id=namespace.id, name=topic.local, partitions=partitions, properties=properties
-    )
-    uow.session.add(row)
-    await uow.session.flush()
-    uow.record("topic", "topic", topic.full, None, _topic_json(row), partitions=partitions)
+    await _check_topics_limit(uow, namespace_id, topic, partitions, *limits)
+    # A concurrent creation of the same name fails the write on the unique key: 409.
+    values = {
+        "namespace_id": namespace_id,
+        "name": topic.local,
+        "partitions": partitions,
+        "properties": properties,
+        "created_at": utcnow(),
+    }
+    uow.write_later(_INSERT_TOPIC, {f"topic_{k}": v for k, v in values.items()})
+    created = {"partitions": partitions, "properties": dict(properties)}
+    uow.record("topic", "topic", topic.full, None, created, partitions=partitions)
     uow.project(lambda dp: dp.register_topic(topic, partitions))
 
 
@@ -233,7 +262,7 @@ async def update_partitions(uow: UnitOfWork, topic: TopicName, partitions: int) 
     row = await find_topic(uow.session, namespace.id, topic.local)
     if row is None or row.partitions == 0:
         raise NotFound("Partitioned topic does not exist")
-    await _check_partition_count(uow, partitions)
+    _check_partition_count(await load_broker_config(uow.session), partitions)
     if partitions <= row.partitions:
         raise Conflict("Number of partitions must be more than existing number of partitions")
     before = _topic_json(row)
@@ -298,14 +327,23 @@ async def list_subscriptions(uow: UnitOfWork, topic: TopicName) -> list[str]:
 async def create_subscription(uow: UnitOfWork, topic: TopicName, name: str) -> None:
     """Create a subscription on every partition; 409 when it exists."""
     check_subscription(name)
-    _, row = await get_topic(uow, topic)
+    await uow.writes_in_one_statement()
+    _, row = await get_topic_row(uow, topic)
     base = TopicName(topic.tenant, topic.namespace, row.name)
     stored = await _check_subscriptions_limit(uow, row, base, name)
-    # The insert itself tells whether the subscription exists (no query before it).
-    if name in stored or not await insert_new(
-        uow.session, Subscription, {"topic_id": row.id, "name": name}
-    ):
-        raise Conflict("Subscription already exists for topic")
+    exists = Conflict("Subscription already exists for topic")
+    if name in stored:
+        raise exists
+    # The insert itself tells whether the subscription exists (no query before it): it is
+    # written with its audit entry and change event, and refused when it inserted nothing
+    # (a dry run writes neither: its insert runs now).
+    values = {"topic_id": row.id, "name": name, "created_at": utcnow()}
+    if uow.dry_run:
+        if not await insert_new(uow.session, Subscription, values):
+            raise exists
+    else:
+        statement, params = insert_new_statement(uow.session, Subscription, values)
+        uow.write_later(statement, params, refusal=exists)
     _record_subscription(uow, base, name, None, {"name": name})
     uow.project(lambda dp: dp.ensure_subscription(base, row.partitions, name))
 
