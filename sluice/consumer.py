@@ -665,6 +665,36 @@ class Consumer:
                 calls.append((part, ACK, ids, ids))
         if not calls:
             return
+        unsent = calls
+        try:
+            replies = self._send_calls(calls)
+            missing = [
+                c for c, r in zip(calls, replies, strict=True) if isinstance(r, NoScriptError)
+            ]
+            if missing:
+                # A server without the scripts (one no client used yet, a restart, a failover's
+                # new master): load them and send those calls again now, not at a later flush
+                # (a closing consumer has none).  The other calls of the pipeline were done.
+                unsent = missing
+                self._client.reload_scripts()
+                replies = self._send_calls(missing)
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+        except NoPermissionError as exc:
+            # The role lost its grant: these acknowledgements cannot be sent; the entries stay
+            # pending and go to another consumer once this one is reaped.
+            log.warning("consumer %s: %s", self._id, self._denied(exc))
+        except (RedisConnectionError, RedisTimeoutError, NoScriptError):
+            for part, script, _value, taken in unsent:
+                queue = part.pending_permits if script is FLOW else part.pending_acks
+                queue.extendleft(reversed(taken))
+            self._arm_flush()  # tried again within ACK_GROUP_SECONDS
+
+    def _send_calls(self, calls: list) -> list:
+        """Send these flush calls in one pipeline; their replies (an error as its exception).
+        EVALSHA itself: a script object in a pipeline would first ask SCRIPT EXISTS, a round
+        trip more per flush; a server without the script answers NOSCRIPT."""
         pipe = self._client.redis.pipeline(transaction=False)
         scripts = self._client.scripts
         for part, script, value, _taken in calls:
@@ -673,22 +703,8 @@ class Consumer:
             else:
                 script_keys = part.ack_keys
                 args = ack_argv(part.name, self._subscription, value)
-            # EVALSHA itself: a script object in a pipeline would first ask SCRIPT EXISTS, a
-            # round trip more per flush; a server without the script answers NOSCRIPT, below.
             pipe.evalsha(scripts[script.name].sha, len(script_keys), *script_keys, *args)
-        try:
-            pipe.execute()
-        except NoPermissionError as exc:
-            # The role lost its grant: these acknowledgements cannot be sent; the entries stay
-            # pending and go to another consumer once this one is reaped.
-            log.warning("consumer %s: %s", self._id, self._denied(exc))
-        except (RedisConnectionError, RedisTimeoutError, NoScriptError) as exc:
-            if isinstance(exc, NoScriptError):
-                self._client.reload_scripts()
-            for part, script, _value, taken in calls:
-                queue = part.pending_permits if script is FLOW else part.pending_acks
-                queue.extendleft(reversed(taken))
-            self._arm_flush()  # tried again within ACK_GROUP_SECONDS
+        return pipe.execute(raise_on_error=False)
 
     def _release(self, part: Part) -> None:
         try:
