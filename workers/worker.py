@@ -11,6 +11,7 @@ the process and is shared by every dispatcher, as in Pulsar.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -41,6 +42,7 @@ from workers.dormancy import CONSUMER_CHECK_MARGIN_MS, Dormancy, Timer
 from workers.events import EventFollower, split_events
 from workers.gate import DispatchGate
 from workers.gcpolicy import HeapSettler
+from workers.glance import Glances
 from workers.jobs import bounded, every
 from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
@@ -107,6 +109,7 @@ class Worker:
         self.runners: dict[str, PartitionRunner] = {}  # the partitions awake
         self._starting: dict[str, PartitionRunner] = {}  # runners not yet in ``runners``
         self.dormancy = Dormancy()  # the partitions owned but dormant
+        self.glances = Glances(self)  # dormant partitions looked at without waking them
         self._waking: dict[str, asyncio.Task] = {}
         self._probing: asyncio.Task | None = None
         self._to_probe: set[str] = set()  # dormant partitions whose flags are read next
@@ -200,7 +203,13 @@ class Worker:
         # With the loops go the tasks started on demand (reading subscriptions again,
         # adopting new topics, recording subscriptions): a database connection one of them
         # holds goes back before the caller disposes of the engine.
-        on_demand = (self._rereading, self._adopting, self._probing, self.catalog.recorder)
+        on_demand = (
+            self._rereading,
+            self._adopting,
+            self._probing,
+            self.glances.task,
+            self.catalog.recorder,
+        )
         tasks = [
             *self._tasks,
             *(t for t in on_demand if t is not None),
@@ -437,6 +446,7 @@ class Worker:
 
     def wake_partition(self, name: str) -> None:
         """Start running a dormant partition again (a client's event, a timer)."""
+        self.glances.cancel(name)
         if name in self._waking or not self.dormancy.remove(name):
             return
         self.dormancy.woken += 1
@@ -576,8 +586,10 @@ class Worker:
         wake-up for a partition whose flag is still there brought nothing to do: a
         subscription the admin service created at the end of an empty or drained log, a
         message that arrived after the partition was woken and went to sleep again.  The
-        partition sleeps on (the subscription is read when it wakes).  Run for all after the
-        wake-up channel reconnects: wake-ups may have been lost while it was down."""
+        partition sleeps on (the subscription is read when it wakes).  One whose flag is gone
+        but whose log is empty sleeps on too, glanced at (``workers.glance``).  Run for all
+        after the wake-up channel reconnects: wake-ups may have been lost while it was
+        down."""
         self._to_probe.update(self.dormancy.partitions if names is None else names)
         if self._probing is None or self._probing.done():
             self._probing = asyncio.create_task(self._probe_dormant(), name="probe dormant")
@@ -599,9 +611,24 @@ class Worker:
                 self._to_probe.update(names)
                 await asyncio.sleep(1.0)
                 continue
-            for name, present in zip(names, flags, strict=True):
-                if not present:
-                    self.wake_partition(name)
+            gone = [name for name, present in zip(names, flags, strict=True) if not present]
+            try:
+                wake = await self.glances.sort(gone) if gone else []
+            except REDIS_FAULTS as exc:
+                log.warning("cannot look at %d dormant partition(s): %s", len(gone), exc)
+                wake = gone  # woken: a runner reads them when Redis answers
+            # The flags ``sort`` set again on partitions that are awake or waking by now
+            # (woken meanwhile) go: a running partition has none.
+            stale = [n for n in wake if n in self._waking or n not in self.dormancy]
+            for name in wake:
+                self.wake_partition(name)
+            if stale:
+                with contextlib.suppress(*REDIS_FAULTS):
+                    await in_batches(
+                        self.redis,
+                        [TopicName.from_full(n) for n in stale],
+                        lambda pipe, p: pipe.delete(keys.dormant(p)),
+                    )
 
     async def claim_partitions(self) -> None:
         """The catalog changed: let ownership claim what is ours now, then run it."""
