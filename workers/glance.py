@@ -9,12 +9,16 @@ and the worker's heap keeps that peak.  So, when a probe finds a flag gone
 (``Worker.probe_dormant``), the worker sets it again (``SET NX``) and reads the log's length
 after that: a partition with subscriptions and an empty log stays dormant and is *glanced*
 at instead (one at a time per lane, a few lanes): its subscriptions and consumers are read
-with a runner that is never started, its stats document is written again (the consumers as
-they are now), and its consumers' heartbeats get a timer, as when it went dormant.  Anything
-else (an entry in the log, no subscription, a flag another step set meanwhile) wakes it, as
-before; so does any event after the flag was set again, since that deletes it.
+with a runner that is never started, its abuse limits are written if they were not yet (as a
+runner's start would), its stats document is written again (the consumers as they are now),
+and its consumers' heartbeats get a timer, as when it went dormant.  Anything else (an entry
+in the log, no subscription, a flag that was there again) wakes it, as before; so does the
+first message after the flag was set again, since it deletes the flag.
 
-A wake-up while a glance is under way wins: the glance writes nothing (``cancel``).
+An event during a glance has the partition glanced at again after it, or woken: a wake-up
+wins, and the glance writes nothing (``cancel``).  A runner that never starts holds no task
+and, its dispatchers dropped at the end, no reference cycle: it is freed when the glance
+ends.
 """
 
 from __future__ import annotations
@@ -43,9 +47,9 @@ class Glances:
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self.pending: set[str] = set()  # glances queued or under way, not yet cancelled
-        self._queue: list[str] = []
+        self._queue: set[str] = set()  # to glance at next (again, if under way now)
         self._task: asyncio.Task | None = None
-        self.count = 0  # glances completed (for /metrics and tests)
+        self.count = 0  # glances completed
 
     @property
     def task(self) -> asyncio.Task | None:
@@ -79,7 +83,7 @@ class Glances:
                 and worker.ownership.owns(partition)
             ):
                 self.pending.add(name)
-                self._queue.append(name)
+                self._queue.add(name)
             else:
                 wake.append(name)
         if self._queue and (self._task is None or self._task.done()):
@@ -88,7 +92,7 @@ class Glances:
 
     async def _run(self) -> None:
         while self._queue:
-            names, self._queue = self._queue, []
+            names, self._queue = sorted(self._queue), set()
             await bounded(names, self._glance, LANES)
 
     async def _glance(self, name: str) -> None:
@@ -104,7 +108,8 @@ class Glances:
             if name in self.pending:
                 worker.wake_partition(name)
         finally:
-            self.pending.discard(name)
+            if name not in self._queue:  # else read again next: something changed meanwhile
+                self.pending.discard(name)
 
     async def _look(self, name: str) -> None:
         """Read the partition with a runner that never starts; write its document and its
@@ -117,16 +122,24 @@ class Glances:
             partition,
             worker.policy.for_partition(partition),
             worker.ownership.token(partition),
+            on_lost=worker.partition_lost,
             on_subscription=worker.catalog.note_subscription,
         )
         runner.apply_limits()
         try:
+            # Its abuse limits, unless written already (as a runner's start would): the first
+            # message is checked against them.
+            await runner.write_limits()
             members = await worker.redis.smembers(keys.subs(partition))
             await runner.read_consumers([runner.look_at(s.decode()) for s in sorted(members)])
             samples = await worker.stats.read(runner)
             timer = await worker._timer_for(runner, samples)
-            if name not in self.pending or name not in worker.dormancy:
-                return  # woken meanwhile: its runner writes what it finds
+            if (
+                name not in self.pending
+                or name not in worker.dormancy
+                or not worker.ownership.owns(partition)
+            ):
+                return  # woken (or fenced off) meanwhile: its runner writes what it finds
             doc, rows, sleeping = worker.stats.retire(runner, samples)
         finally:
             runner.dispatchers.clear()  # no cycle left: freed as soon as the glance ends
@@ -135,4 +148,3 @@ class Glances:
         await worker.redis.set(keys.dormant(partition), timer.due_ms if timer else 0, xx=True)
         await worker.stats.append(rows, (keys.doc(partition), doc))
         self.count += 1
-
