@@ -124,7 +124,12 @@ class StatsPublisher:
         """Drop what was kept for a partition this worker no longer runs."""
         for key in [k for k in self.baselines if k[0] == partition]:
             del self.baselines[key]
-        for meters in (self.out_meters, self.redeliver_meters, self.expire_meters):
+        for meters in (
+            self.out_meters,
+            self.redeliver_meters,
+            self.expire_meters,
+            self.level_meters,
+        ):
             for key in [k for k in meters if k[0] == partition]:
                 del meters[key]
         self.docs.pop(partition, None)

@@ -186,6 +186,26 @@ def test_new_partitions_with_a_subscription_sleep_without_running(http, namespac
     producer.send(b"first", partition_key="k")
     assert consumer.receive(timeout_millis=5_000).data() == b"first"
     # Woken by the events, not found by a parked dispatcher's fallback look: the consumer's
-    # subscription woke all 40 partitions just before, and under a full test run their starts
-    # have taken up to a second (1-10 ms on an idle machine, 0.1-0.2 s on 2 busy cores).
+    # subscription had all 40 partitions read just before (glanced at, not woken: their logs
+    # are empty), and under a full test run such reads and a start have taken up to a
+    # second (1-10 ms on an idle machine, 0.1-0.2 s on 2 busy cores).
     assert time.monotonic() - started < PARK_FALLBACK_SECONDS / 2
+
+
+def test_a_sleeping_partition_keeps_no_meters(http, namespace, worker, client):
+    """The stats meters of a partition (its priority levels' too) go with its runner: a
+    worker's memory does not grow with the partitions that ran once and sleep now."""
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=SHARED)
+    producer = client.create_producer(TOPIC)
+    producer.send(b"high", priority=8)
+    producer.send(b"low", priority=1)
+    assert len(drain(consumer, 2, timeout=10)) == 2
+    wait_until(lambda: dormant(worker) == partitions(0), timeout=15)
+
+    def kept(w) -> list[str]:
+        stats = w.stats
+        meters = (stats.out_meters, stats.redeliver_meters, stats.expire_meters)
+        return [name for m in (*meters, stats.level_meters) for name, _sub in m]
+
+    assert worker.call(kept) == []
