@@ -140,11 +140,13 @@ class Glances:
                 or not worker.ownership.owns(partition)
             ):
                 return  # woken (or fenced off) meanwhile: its runner writes what it finds
-            doc, rows, sleeping = worker.stats.retire(runner, samples)
+            # The document only: its snapshot rows would count the partition's history
+            # again (its counters from zero), and an empty log has no backlog to report.
+            doc, _rows, _sleeping = worker.stats.retire(runner, samples)
         finally:
             runner.dispatchers.clear()  # no cycle left: freed as soon as the glance ends
         worker.dormancy.schedule(name, timer)
-        worker.dormancy.keep_rows(name, sleeping)
+        worker.dormancy.keep_rows(name, [])
         await worker.redis.set(keys.dormant(partition), timer.due_ms if timer else 0, xx=True)
-        await worker.stats.append(rows, (keys.doc(partition), doc))
+        await worker.stats.append([], (keys.doc(partition), doc))
         self.count += 1
