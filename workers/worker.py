@@ -410,8 +410,11 @@ class Worker:
             return 0
         return int(min(oldest.values())) + self.consumer_timeout_ms + CONSUMER_CHECK_MARGIN_MS
 
-    async def _start_runner(self, partition: TopicName) -> PartitionRunner:
-        """Start running an owned partition and register its runner."""
+    async def _start_runner(
+        self, partition: TopicName, since: bytes | None = None
+    ) -> PartitionRunner:
+        """Start running an owned partition and register its runner (``since``: the last
+        stats document of a partition woken from dormancy, see ``StatsPublisher.count_from``)."""
         runner = PartitionRunner(
             self.context,
             self.shared,
@@ -427,6 +430,7 @@ class Worker:
         try:
             await runner.start()
             await self.stats.adopt(runner)
+            self.stats.count_from(partition.full, since)
         except BaseException:
             await runner.stop()  # no dispatcher of a runner the worker does not know
             raise
@@ -455,9 +459,12 @@ class Worker:
     async def _wake(self, name: str) -> None:
         partition = TopicName.from_full(name)
         try:
-            await self.redis.delete(keys.dormant(partition))
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.delete(keys.dormant(partition))
+                pipe.get(keys.doc(partition))
+                _deleted, last = await pipe.execute()
             if self.ownership.owns(partition) and name not in self.runners:
-                runner = await self._start_runner(partition)
+                runner = await self._start_runner(partition, last)
                 if not self.ownership.owns(partition):  # given up meanwhile
                     self.runners.pop(name, None)
                     await runner.stop()
