@@ -16,7 +16,10 @@ active consumer; nothing scheduled for redelivery) goes dormant:
 
 Every script a client calls (produce, flow, ack, nack, subscribe, unsubscribe, release) and
 every cursor operation of the admin service deletes the flag and, when it was there, wakes the
-worker, which starts the runner again (``Worker.wake_partition``).  So the flag's presence
+worker, which starts the runner again (``Worker.wake_partition``), or, when the partition has
+subscriptions and an empty log (a consumer connected, left or gave permits: nothing to
+deliver), sets the flag again and only reads it, its runner never started
+(``workers.glance``).  So the flag's presence
 means that nothing happened to the partition since it went dormant, and any worker that takes
 the partition over (failover, rebalance, restart) reads the flags of its new partitions and
 starts runners only where a flag is missing.
@@ -100,6 +103,13 @@ class Dormancy:
             return
         self.timers[partition] = timer
         heapq.heappush(self._heap, (timer.due_ms, partition))
+
+    def keep_rows(self, partition: str, rows: list[StatsSnapshot]) -> None:
+        """Replace the report rows of a dormant partition (read again while it sleeps)."""
+        if rows:
+            self.rows[partition] = rows
+        else:
+            self.rows.pop(partition, None)
 
     def remove(self, partition: str) -> bool:
         """The partition is awake again (or no longer owned); True when it was dormant."""

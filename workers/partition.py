@@ -236,6 +236,11 @@ class PartitionRunner:
         self._heartbeats_due = 0  # its consumers' heartbeats are read at the next check
         return dispatcher
 
+    def look_at(self, subscription: str) -> Dispatcher:
+        """A dispatcher for ``subscription`` that is never started: a runner that only reads
+        a dormant partition (``workers.glance``)."""
+        return self._add(subscription)
+
     def look_again(self) -> None:
         """Every dispatcher reads its consumers again and looks again: wake-ups may have been
         missed (the wake-up channel was down, or the runner was starting and the worker did

@@ -59,6 +59,17 @@ SUBS_PER_CALL = 200  # subscriptions one ``stats_read.lua`` call reads at most
 ROWS_PER_CALL = 500  # snapshot rows one pipelined round trip appends at most
 
 
+def _load(doc: bytes | None) -> dict:
+    """A stored stats document (JSON, or zlib-compressed JSON), {} when none or unreadable."""
+    if not doc:
+        return {}
+    try:
+        loaded = orjson.loads(doc if doc[:1] == b"{" else zlib.decompress(doc))
+    except (orjson.JSONDecodeError, zlib.error):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
 def _pairs(flat: list) -> dict:
     """A flat ``HGETALL``-style reply as a dict."""
     it = iter(flat)
@@ -120,11 +131,36 @@ class StatsPublisher:
                 baseline.delta(key, counter(sample.counters, field_name))
             self.baselines[(partition, name)] = baseline
 
+    def count_from(self, partition: str, last: bytes | None) -> None:
+        """A partition woken from dormancy (just ``adopt``ed) counts from ``last``, its last
+        stats document, whose counters the rows reported when it went dormant (or was
+        glanced at) reached: the messages that woke it, and what it did since it started,
+        are reported too."""
+        doc = _load(last)
+        pairs = [("", doc, (("msg_in", "msgInCounter"), ("bytes_in", "bytesInCounter")))]
+        for name, sub in doc.get("subscriptions", {}).items():
+            pairs.append(
+                (name, sub, (("msg_out", "msgOutCounter"), ("bytes_out", "bytesOutCounter")))
+            )
+        for name, fields, names in pairs:
+            baseline = self.baselines.get((partition, name))
+            if baseline is None or not isinstance(fields, dict):
+                continue
+            for key, field_name in names:
+                then, now = fields.get(field_name), baseline.values.get(key)
+                if isinstance(then, int) and now is not None:
+                    baseline.values[key] = min(then, now)
+
     def forget(self, partition: str) -> None:
         """Drop what was kept for a partition this worker no longer runs."""
         for key in [k for k in self.baselines if k[0] == partition]:
             del self.baselines[key]
-        for meters in (self.out_meters, self.redeliver_meters, self.expire_meters):
+        for meters in (
+            self.out_meters,
+            self.redeliver_meters,
+            self.expire_meters,
+            self.level_meters,
+        ):
             for key in [k for k in meters if k[0] == partition]:
                 del meters[key]
         self.docs.pop(partition, None)

@@ -11,6 +11,7 @@ the process and is shared by every dispatcher, as in Pulsar.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -41,6 +42,7 @@ from workers.dormancy import CONSUMER_CHECK_MARGIN_MS, Dormancy, Timer
 from workers.events import EventFollower, split_events
 from workers.gate import DispatchGate
 from workers.gcpolicy import HeapSettler
+from workers.glance import Glances
 from workers.jobs import bounded, every
 from workers.limiter import RateLimiter
 from workers.ownership import Ownership, default_ownership
@@ -107,6 +109,7 @@ class Worker:
         self.runners: dict[str, PartitionRunner] = {}  # the partitions awake
         self._starting: dict[str, PartitionRunner] = {}  # runners not yet in ``runners``
         self.dormancy = Dormancy()  # the partitions owned but dormant
+        self.glances = Glances(self)  # dormant partitions looked at without waking them
         self._waking: dict[str, asyncio.Task] = {}
         self._probing: asyncio.Task | None = None
         self._to_probe: set[str] = set()  # dormant partitions whose flags are read next
@@ -200,7 +203,13 @@ class Worker:
         # With the loops go the tasks started on demand (reading subscriptions again,
         # adopting new topics, recording subscriptions): a database connection one of them
         # holds goes back before the caller disposes of the engine.
-        on_demand = (self._rereading, self._adopting, self._probing, self.catalog.recorder)
+        on_demand = (
+            self._rereading,
+            self._adopting,
+            self._probing,
+            self.glances.task,
+            self.catalog.recorder,
+        )
         tasks = [
             *self._tasks,
             *(t for t in on_demand if t is not None),
@@ -401,8 +410,11 @@ class Worker:
             return 0
         return int(min(oldest.values())) + self.consumer_timeout_ms + CONSUMER_CHECK_MARGIN_MS
 
-    async def _start_runner(self, partition: TopicName) -> PartitionRunner:
-        """Start running an owned partition and register its runner."""
+    async def _start_runner(
+        self, partition: TopicName, since: bytes | None = None
+    ) -> PartitionRunner:
+        """Start running an owned partition and register its runner (``since``: the last
+        stats document of a partition woken from dormancy, see ``StatsPublisher.count_from``)."""
         runner = PartitionRunner(
             self.context,
             self.shared,
@@ -418,6 +430,7 @@ class Worker:
         try:
             await runner.start()
             await self.stats.adopt(runner)
+            self.stats.count_from(partition.full, since)
         except BaseException:
             await runner.stop()  # no dispatcher of a runner the worker does not know
             raise
@@ -437,6 +450,7 @@ class Worker:
 
     def wake_partition(self, name: str) -> None:
         """Start running a dormant partition again (a client's event, a timer)."""
+        self.glances.cancel(name)
         if name in self._waking or not self.dormancy.remove(name):
             return
         self.dormancy.woken += 1
@@ -445,9 +459,12 @@ class Worker:
     async def _wake(self, name: str) -> None:
         partition = TopicName.from_full(name)
         try:
-            await self.redis.delete(keys.dormant(partition))
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.delete(keys.dormant(partition))
+                pipe.get(keys.doc(partition))
+                _deleted, last = await pipe.execute()
             if self.ownership.owns(partition) and name not in self.runners:
-                runner = await self._start_runner(partition)
+                runner = await self._start_runner(partition, last)
                 if not self.ownership.owns(partition):  # given up meanwhile
                     self.runners.pop(name, None)
                     await runner.stop()
@@ -576,8 +593,10 @@ class Worker:
         wake-up for a partition whose flag is still there brought nothing to do: a
         subscription the admin service created at the end of an empty or drained log, a
         message that arrived after the partition was woken and went to sleep again.  The
-        partition sleeps on (the subscription is read when it wakes).  Run for all after the
-        wake-up channel reconnects: wake-ups may have been lost while it was down."""
+        partition sleeps on (the subscription is read when it wakes).  One whose flag is gone
+        but whose log is empty sleeps on too, glanced at (``workers.glance``).  Run for all
+        after the wake-up channel reconnects: wake-ups may have been lost while it was
+        down."""
         self._to_probe.update(self.dormancy.partitions if names is None else names)
         if self._probing is None or self._probing.done():
             self._probing = asyncio.create_task(self._probe_dormant(), name="probe dormant")
@@ -599,9 +618,24 @@ class Worker:
                 self._to_probe.update(names)
                 await asyncio.sleep(1.0)
                 continue
-            for name, present in zip(names, flags, strict=True):
-                if not present:
-                    self.wake_partition(name)
+            gone = [name for name, present in zip(names, flags, strict=True) if not present]
+            try:
+                wake = await self.glances.sort(gone) if gone else []
+            except REDIS_FAULTS as exc:
+                log.warning("cannot look at %d dormant partition(s): %s", len(gone), exc)
+                wake = gone  # woken: a runner reads them when Redis answers
+            # The flags ``sort`` set again on partitions that are awake or waking by now
+            # (woken meanwhile) go: a running partition has none.
+            stale = [n for n in wake if n in self._waking or n not in self.dormancy]
+            for name in wake:
+                self.wake_partition(name)
+            if stale:
+                with contextlib.suppress(*REDIS_FAULTS):
+                    await in_batches(
+                        self.redis,
+                        [TopicName.from_full(n) for n in stale],
+                        lambda pipe, p: pipe.delete(keys.dormant(p)),
+                    )
 
     async def claim_partitions(self) -> None:
         """The catalog changed: let ownership claim what is ours now, then run it."""

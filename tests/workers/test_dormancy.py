@@ -14,6 +14,7 @@ import pytest
 import redis
 
 import sluice
+from models.stats import SNAPSHOT_STREAM, StatsSnapshot
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from tests.workers.conftest import ADMIN, WorkerThread, drain, monitored, wait_until
@@ -187,6 +188,66 @@ def test_new_partitions_with_a_subscription_sleep_without_running(http, namespac
     producer.send(b"first", partition_key="k")
     assert consumer.receive(timeout_millis=5_000).data() == b"first"
     # Woken by the events, not found by a parked dispatcher's fallback look: the consumer's
-    # subscription woke all 40 partitions just before, and under a full test run their starts
-    # have taken up to a second (1-10 ms on an idle machine, 0.1-0.2 s on 2 busy cores).
+    # subscription had all 40 partitions read just before (glanced at, not woken: their logs
+    # are empty), and under a full test run such reads and a start have taken up to a
+    # second (1-10 ms on an idle machine, 0.1-0.2 s on 2 busy cores).
     assert time.monotonic() - started < PARK_FALLBACK_SECONDS / 2
+
+
+def test_a_sleeping_partition_keeps_no_meters(http, namespace, worker, client):
+    """The stats meters of a partition (its priority levels' too) go with its runner: a
+    worker's memory does not grow with the partitions that ran once and sleep now."""
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=SHARED)
+    producer = client.create_producer(TOPIC)
+    producer.send(b"high", priority=8)
+    producer.send(b"low", priority=1)
+    assert len(drain(consumer, 2, timeout=10)) == 2
+    wait_until(lambda: dormant(worker) == partitions(0), timeout=15)
+
+    def kept(w) -> list[str]:
+        stats = w.stats
+        meters = (stats.out_meters, stats.redeliver_meters, stats.expire_meters)
+        return [name for m in (*meters, stats.level_meters) for name, _sub in m]
+
+    assert worker.call(kept) == []
+
+
+def test_the_messages_that_wake_a_partition_are_reported(
+    http, namespace, worker, client, redis_server
+):
+    """Report rows count every message, those that woke a sleeping partition too: its
+    runner counts from the document it went to sleep with, not from its first read."""
+    assert http.put(PATH).status_code == 204
+    wait_until(lambda: dormant(worker) == partitions(0), timeout=15)
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=SHARED)
+
+    def consumers() -> int:
+        doc = http.get(f"{PATH}/stats").json()
+        return len(doc["subscriptions"].get("sub", {}).get("consumers", []))
+
+    # The worker has seen the consumer (its document is written): from here on the
+    # partition's counters are known, and every message is reported.
+    wait_until(lambda: consumers() == 1, timeout=10)
+    producer = client.create_producer(TOPIC)
+    for i in range(4):
+        producer.send(f"m{i}".encode())
+    assert len(drain(consumer, 4, timeout=10)) == 4
+    wait_until(lambda: dormant(worker) == partitions(0), timeout=15)
+    for i in range(3):
+        producer.send(f"late{i}".encode())
+    assert len(drain(consumer, 3, timeout=10)) == 3
+    plain = redis.Redis.from_url(redis_server.url)
+
+    def reported() -> tuple[int, int]:
+        rows = [
+            StatsSnapshot.from_json(fields[b"json"])
+            for _id, fields in plain.xrange(SNAPSHOT_STREAM)
+        ]
+        rows = [r for r in rows if r.topic == TOPIC and r.subscription == "sub"]
+        return sum(r.msg_in for r in rows), sum(r.msg_out for r in rows)
+
+    try:
+        wait_until(lambda: reported() == (7, 7), timeout=15)
+    finally:
+        plain.close()
