@@ -31,7 +31,6 @@ from dataplane.batches import in_batches
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from workers.jobs import bounded
-from workers.partition import PartitionRunner
 
 if TYPE_CHECKING:
     from workers.worker import Worker
@@ -116,15 +115,7 @@ class Glances:
         timer, unless it was woken meanwhile."""
         worker = self.worker
         partition = TopicName.from_full(name)
-        runner = PartitionRunner(
-            worker.context,
-            worker.shared,
-            partition,
-            worker.policy.for_partition(partition),
-            worker.ownership.token(partition),
-            on_lost=worker.partition_lost,
-            on_subscription=worker.catalog.note_subscription,
-        )
+        runner = worker.new_runner(partition)
         runner.apply_limits()
         try:
             # Its abuse limits, unless written already (as a runner's start would): the first

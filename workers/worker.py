@@ -410,12 +410,9 @@ class Worker:
             return 0
         return int(min(oldest.values())) + self.consumer_timeout_ms + CONSUMER_CHECK_MARGIN_MS
 
-    async def _start_runner(
-        self, partition: TopicName, since: bytes | None = None
-    ) -> PartitionRunner:
-        """Start running an owned partition and register its runner (``since``: the last
-        stats document of a partition woken from dormancy, see ``StatsPublisher.count_from``)."""
-        runner = PartitionRunner(
+    def new_runner(self, partition: TopicName) -> PartitionRunner:
+        """A runner (not started) for an owned partition, with its current limits and token."""
+        return PartitionRunner(
             self.context,
             self.shared,
             partition,
@@ -424,6 +421,13 @@ class Worker:
             on_lost=self.partition_lost,
             on_subscription=self.catalog.note_subscription,
         )
+
+    async def _start_runner(
+        self, partition: TopicName, since: bytes | None = None
+    ) -> PartitionRunner:
+        """Start running an owned partition and register its runner (``since``: the last
+        stats document of a partition woken from dormancy, see ``StatsPublisher.count_from``)."""
+        runner = self.new_runner(partition)
         # Starting (its first reads are awaited): a policy change meanwhile reaches it too,
         # before the worker confirms the change.
         self._starting[partition.full] = runner
