@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dataplane.batches import in_batches
 from sluice.protocol import keys
@@ -33,17 +33,35 @@ from sluice.protocol.names import TopicName
 from workers.jobs import bounded
 
 if TYPE_CHECKING:
-    from workers.worker import Worker
+    from workers.dormancy import Dormancy, Timer
+    from workers.ownership import Ownership
+    from workers.partition import PartitionRunner
+    from workers.stats import StatsPublisher
 
 log = logging.getLogger(__name__)
 
 LANES = 4  # glances under way at once, at most
 
 
+class Host(Protocol):
+    """What glances use of their worker (the worker is one; this module does not import it)."""
+
+    redis: Any
+    dormancy: Dormancy
+    ownership: Ownership
+    stats: StatsPublisher
+
+    def new_runner(self, partition: TopicName) -> PartitionRunner: ...
+
+    def wake_partition(self, name: str) -> None: ...
+
+    async def timer_for(self, runner: PartitionRunner, samples: dict) -> Timer | None: ...
+
+
 class Glances:
     """The dormant partitions of one worker being looked at without waking them."""
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: Host) -> None:
         self.worker = worker
         self.pending: set[str] = set()  # glances queued or under way, not yet cancelled
         self._queue: set[str] = set()  # to glance at next (again, if under way now)
@@ -124,7 +142,7 @@ class Glances:
             members = await worker.redis.smembers(keys.subs(partition))
             await runner.read_consumers([runner.look_at(s.decode()) for s in sorted(members)])
             samples = await worker.stats.read(runner)
-            timer = await worker._timer_for(runner, samples)
+            timer = await worker.timer_for(runner, samples)
             if (
                 name not in self.pending
                 or name not in worker.dormancy

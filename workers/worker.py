@@ -505,7 +505,7 @@ class Worker:
             if fingerprint(runner, samples) != runner.fingerprint:
                 await redis.delete(flag)
                 return
-            timer = await self._timer_for(runner, samples)
+            timer = await self.timer_for(runner, samples)
             kept = await redis.set(flag, timer.due_ms if timer else 0, xx=True)
             if not kept:
                 return  # a client's event deleted it and woke this worker
@@ -524,7 +524,7 @@ class Worker:
         await runner.stop()
         await self.stats.append(rows, (keys.doc(partition), doc))
 
-    async def _timer_for(self, runner: PartitionRunner, samples: dict) -> Timer | None:
+    async def timer_for(self, runner: PartitionRunner, samples: dict) -> Timer | None:
         """When a partition going dormant must be looked at again: its consumers' oldest
         heartbeat plus the consumer timeout; the first undelivered entry's expiry under a
         message TTL; the end of the retention grace period when it acknowledged entries it

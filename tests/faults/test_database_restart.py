@@ -42,7 +42,7 @@ from tests.workers.conftest import ADMIN, WorkerThread, rate, wait_until
 pytestmark = pytest.mark.faults
 
 WRITERS = 8
-WARM_UP_SECONDS = 1.0  # writes before the restart
+WARM_UP_SECONDS = 1.0  # writes before the restart, once every writer has had answers
 AFTER_SECONDS = 2.0  # writes after the restart returned
 ANSWER_BOUND = 15.0  # seconds: no write answer takes longer
 RECOVERY_BOUND = 10.0  # seconds after the restart: every writer has a 2xx again
@@ -231,6 +231,9 @@ def test_database_restart(settings, private_postgres, private_redis):
             set_up(api, targets)
             for writer in writers:
                 writer.start()
+            # Every writer has had answers (on a loaded machine its thread may start late),
+            # then some more: writes are in flight whenever the restart begins.
+            wait_until(lambda: all(len(w.answers) >= 2 for w in writers), timeout=60)
             time.sleep(WARM_UP_SECONDS)
             restart_began = time.monotonic()
             private_postgres.restart_immediately()
