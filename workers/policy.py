@@ -103,13 +103,19 @@ class PolicyState:
         """Broker configuration in force."""
         return self.snapshot.broker
 
-    async def reload(self) -> None:
-        """Read every policy and the broker configuration again."""
+    async def reload(self) -> bool:
+        """Read every policy and the broker configuration again; whether anything differed
+        from what was in force (the same again keeps the snapshot, its version and the
+        limits resolved from it)."""
         async with self._lock, self.sessions() as session:
             await without_transaction(session)
             snapshot = await load_snapshot(session)
-            self.groups = await load_group_snapshot(session)
+            groups = await load_group_snapshot(session)
+            if snapshot == self.snapshot and groups == self.groups:
+                return False
+            self.groups = groups
             self._swap(snapshot)
+            return True
 
     async def reload_groups(self) -> None:
         """Read the resource groups and their attachments again (a ``resourcegroup`` event)."""

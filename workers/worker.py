@@ -241,9 +241,12 @@ class Worker:
         self.heap.observe(sum(len(runner.dispatchers) for runner in self.runners.values()))
 
     async def resync(self) -> None:
-        """Reload policies and the catalog from the database (heals missed events)."""
-        await self.policy.reload()
-        self.apply_limits()
+        """Reload policies and the catalog from the database (heals missed events).  The
+        same policies again resolve nothing anew: re-resolving every subscription's limits
+        in one turn of the event loop (a third of a second at 10,000) would make every
+        renewal due meanwhile late."""
+        if await self.policy.reload():
+            self.apply_limits()
         await self.write_limits()
         await self.catalog.sync()
         await self.claim_partitions()
