@@ -47,21 +47,27 @@ def member_namespace(http, group: str | None, partitions: int = 0, weight: int |
 
 
 class Backlogged(BackgroundReceiver):
-    """A subscription with a deep backlog, consumed on a thread; arrival times recorded."""
+    """A subscription with a deep backlog, consumed on a thread; arrival times recorded.
+
+    The consumer receives from the moment it subscribes, while the backlog is written: the
+    worker dispatches from the first message written, and an arrival is stamped when it
+    arrives.  (Received only once the backlog was written, every message dispatched before
+    was stamped with that moment, and on a loaded machine, where writing 3000 messages takes
+    seconds, a member's first seconds could fall into the measured window.)"""
 
     def __init__(self, url: str, topic: str, count: int, origin: float) -> None:
         self.client = sluice.Client(url)
         super().__init__(
             self.client.subscribe(topic, "s", consumer_type=sluice.ConsumerType.Shared)
         )
+        self.origin = origin
+        self.times: list[float] = []
+        self.start_receiving()
         producer = self.client.create_producer(topic, block_if_queue_full=True)
         for _ in range(count):
             producer.send_async(b"m" * 16, None)
         producer.flush()
         producer.close()
-        self.origin = origin
-        self.times: list[float] = []
-        self.start_receiving()
 
     def received(self, message: sluice.Message) -> None:
         self.times.append(time.monotonic() - self.origin)
