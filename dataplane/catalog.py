@@ -99,12 +99,19 @@ class CatalogProjection:
 
     async def ensure_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
         """Create a subscription's consumer group on every partition (at the latest entry)."""
+        await self.ensure_subscriptions([(topic, partitions, name)])
+
+    async def ensure_subscriptions(self, wanted: Iterable[tuple[TopicName, int, str]]) -> None:
+        """``ensure_subscription`` for each (topic, partitions, name), every partition of
+        them in bounded pipelined batches: a batch of catalog events that records thousands
+        of subscriptions costs a few round trips, not one (and one loop turn) each."""
         now_ms = int(time.time() * 1000)
         # A plain EVALSHA: a script object would have every batch's pipeline check first
         # that Redis holds the script (``in_batches`` loads it on NOSCRIPT instead).
         sha = SUBSCRIBE.sha
 
-        async def queue(pipe: Pipeline, partition: TopicName) -> None:
+        async def queue(pipe: Pipeline, pair: tuple[TopicName, str]) -> None:
+            partition, name = pair
             script_keys, args = SUBSCRIBE.call(
                 partition, name, "", "", "latest", now_ms, "{}", self.consumer_timeout_ms
             )
@@ -115,7 +122,13 @@ class CatalogProjection:
             # full pass: a consumer's subscribe sends the same wake-up.
             pipe.publish(keys.WAKE_CHANNEL, wake_subscription(partition.full, name))
 
-        await in_batches(self.redis, partitions_of(topic, partitions), queue)
+        pairs = [
+            (partition, name)
+            for topic, partitions, name in wanted
+            for partition in partitions_of(topic, partitions)
+        ]
+        if pairs:
+            await in_batches(self.redis, pairs, queue)
 
     async def drop_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
         """Delete a subscription from every partition (administrative delete)."""

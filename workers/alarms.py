@@ -7,6 +7,11 @@ timer per millisecond that has sleepers and, when it fires, wakes each of them b
 sequence number moved on).  A sleeper that may wake somewhat late asks for a coarser
 timer (``window_ms``): the sleepers of one window wake in the same turn of the event loop,
 where the dispatch calls of a partition's subscriptions run in one script call.
+
+A sleeper waits about a period, so whatever its alarm allocates outlives the collector's young
+generation; the sleepers of a millisecond are kept in one flat list (sleeper, alarm number,
+sleeper, ...) rather than as a pair each, so ten thousand sleepers a second leave no ten
+thousand pairs in the young generation for each young collection to walk.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ class AlarmClock:
     """Wakes sleepers at (just after) a loop time, timers shared per millisecond."""
 
     def __init__(self) -> None:
-        self._due: dict[int, list[tuple[Sleeper, int]]] = {}
+        # Loop time in ms -> [sleeper, its alarm number, sleeper, ...]
+        self._due: dict[int, list] = {}
 
     def ring_at(self, when: float, sleeper: Sleeper, window_ms: int = 1) -> None:
         """Wake ``sleeper`` at loop time ``when``, rounded up to the millisecond, or to the end
@@ -40,10 +46,15 @@ class AlarmClock:
         if waiting is None:
             waiting = self._due[key] = []
             asyncio.get_running_loop().call_at(key / 1000, self._ring, key)
-        waiting.append((sleeper, sleeper.alarm))
+        waiting += (sleeper, sleeper.alarm)
+
+    def _pop(self, key: int) -> zip:
+        """The (sleeper, alarm number) pairs due at ``key``, taken off the clock."""
+        flat = iter(self._due.pop(key, ()))
+        return zip(flat, flat, strict=False)  # the list holds pairs: even by construction
 
     def _ring(self, key: int) -> None:
-        for sleeper, alarm in self._due.pop(key, ()):
+        for sleeper, alarm in self._pop(key):
             if sleeper.alarm == alarm:
                 sleeper.rang = alarm
                 sleeper.wake.set()

@@ -451,16 +451,22 @@ class Catalog:
                 self._set_topic(name, count)
             else:
                 gone[name] = max(self._forget_topic(name), mentioned)
+        ensured: list[tuple[TopicName, int, str]] = []
+        dropped: list[tuple[TopicName, str]] = []
         for topic_name, sub in subscriptions:
             if topic_name not in current:
                 continue  # the topic went, and its subscriptions with it
             topic = TopicName.from_full(topic_name)
             if (topic_name, sub) in existing:
-                await self.plane.ensure_subscription(topic, current[topic_name], sub)
+                ensured.append((topic, current[topic_name], sub))
                 self.recorded.add((topic_name, sub))
             else:
-                await self.plane.drop_subscription(topic, current[topic_name], sub)
+                dropped += [(p, sub) for p in partitions_of(topic, current[topic_name])]
                 self.recorded.discard((topic_name, sub))
+        # All of the batch's subscriptions at once (pipelined), not one round trip each.
+        await self.plane.ensure_subscriptions(ensured)
+        if dropped:
+            await self.plane.drop_subscriptions(dropped)
         if deleted_namespaces:
             await self.sync()
         await self._changed()

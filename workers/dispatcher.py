@@ -375,22 +375,34 @@ class Dispatcher:
         broker_msg, broker_byte = self._budgets(reserved, grant)
         config = self.shared.settings
         sub_limit, consumer_limit = self._unacked_limits(config.max_entries)
-        key = (
-            config,
-            self.active,
-            self.sub_type,
-            self.flow,
-            self._sub_args,
-            self.topic_args,
-            self.fencing_token,
-        )
         kept = self._packed
-        if kept is None or kept[0] != key:  # the same objects, or equal ones
-            argv = self._args(0, 0, 0, 0, 0).argv()
-            kept = (key, tuple(pack_args(argv[a:b]) for a, b in PACKED_SEGMENTS))
-        # Kept with this call's objects: equal ones handed down again (limits resolved again,
-        # unchanged) are compared field by field once, not at every call.
-        self._packed = (key, kept[1])
+        if (
+            kept is None
+            or kept[0][0] is not config
+            or kept[0][1] is not self.active
+            or kept[0][2] is not self.sub_type
+            or kept[0][3] is not self.flow
+            or kept[0][4] is not self._sub_args
+            or kept[0][5] is not self.topic_args
+            or kept[0][6] is not self.fencing_token
+        ):
+            # Other objects than at the last call: packed again unless equal (limits resolved
+            # again, unchanged).  Kept with this call's objects, so that the next calls compare
+            # them by identity alone and allocate nothing that outlives the call (a tuple a
+            # call kept for a period would be walked by every young collection meanwhile).
+            key = (
+                config,
+                self.active,
+                self.sub_type,
+                self.flow,
+                self._sub_args,
+                self.topic_args,
+                self.fencing_token,
+            )
+            if kept is None or kept[0] != key:
+                argv = self._args(0, 0, 0, 0, 0).argv()
+                kept = (key, tuple(pack_args(argv[a:b]) for a, b in PACKED_SEGMENTS))
+            self._packed = kept = (key, kept[1])
         s0, s1, s2, s3, s4 = kept[1]
         return b"".join(
             (

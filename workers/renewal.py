@@ -43,7 +43,7 @@ class RenewalClock(AlarmClock):
     def _ring(self, key: int) -> None:
         # One server per script (no cluster here): the calls of all partitions may share runs.
         groups: dict[object, list[tuple[Dispatcher, int]]] = {}
-        for sleeper, alarm in self._due.pop(key, ()):
+        for sleeper, alarm in self._pop(key):
             dispatcher: Dispatcher = sleeper  # type: ignore[assignment]
             if dispatcher.alarm != alarm:
                 continue  # woke for another reason since

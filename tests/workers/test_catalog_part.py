@@ -11,6 +11,7 @@ import time
 
 import redis
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from dataplane.catalog import CatalogProjection
 from dataplane.events import ChangeEvent
@@ -82,4 +83,62 @@ def test_the_catalog_restores_redis_records_client_subscriptions_and_applies_eve
             await engine.dispose()
 
     asyncio.run(scenario())
+    sync.close()
+
+
+def test_a_batch_of_subscription_events_costs_a_few_round_trips(
+    http, namespace, settings, redis_server, monkeypatch
+):
+    """Thousands of consumers subscribing at once reach a worker as batches of catalog events;
+    the subscriptions of one batch are made again in a few pipelined round trips, not one (and
+    one turn of the worker's event loop) each: applied one by one, 10,000 of them kept a
+    worker busy for half a minute."""
+    assert http.put(f"{PATH}s/partitions", json=3).status_code == 204
+    names = [f"s{i}" for i in range(40)]
+    for name in names:
+        assert http.put(f"{PATH}s/subscription/{name}").status_code == 204
+    topic = TopicName.from_full(f"{TOPIC.full}s")
+    sync = redis.Redis.from_url(redis_server.url)
+    sync.flushall()
+    round_trips = []
+    execute = Pipeline.execute
+
+    async def counted(self, *args, **kwargs):
+        round_trips.append(len(self.command_stack))
+        return await execute(self, *args, **kwargs)
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        engine = make_async_engine(settings.effective_database_url, pool_size=2)
+        sessions = make_session_factory(engine)
+
+        async def on_changed():
+            pass
+
+        catalog = Catalog(make_context(settings, client, sessions=sessions), sessions, on_changed)
+        try:
+            await catalog.sync()
+            events = [
+                ChangeEvent(
+                    f"{i + 1}-0",
+                    "subscription",
+                    f"{topic.full}#{name}",
+                    {"topic": topic.full, "subscription": name},
+                )
+                for i, name in enumerate(names)
+            ]
+            monkeypatch.setattr(Pipeline, "execute", counted)
+            await catalog.apply_events(events)
+            monkeypatch.undo()
+        finally:
+            await client.aclose()
+            await engine.dispose()
+
+    asyncio.run(scenario())
+    for index in range(3):
+        partition = topic.partition(index)
+        assert sync.smembers(keys.subs(partition)) == {n.encode() for n in names}
+    # 120 (partition, subscription) pairs: one script call and one wake-up each, in one
+    # round trip (at most 256 pairs a batch).
+    assert len(round_trips) <= 2, round_trips
     sync.close()
