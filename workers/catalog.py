@@ -273,6 +273,7 @@ class Catalog:
         for sub_id, topic_id, sub_name in rows:
             by_topic.setdefault(topic_id, {})[sub_name] = sub_id
         gone: list[int] = []
+        missing: dict[int, tuple[TopicName, int, str]] = {}  # recorded, not in Redis: by id
         self.recorded = {
             (name, sub) for name, topic in db_topics.items() for sub in by_topic.get(topic.id, {})
         }
@@ -307,13 +308,32 @@ class Catalog:
                     )
                     continue
                 if sub_name not in in_redis:
-                    await self.plane.ensure_subscription(base, topic.partitions, sub_name)
+                    missing[sub_id] = (base, topic.partitions, sub_name)
             for sub_name in in_redis - set(known):
                 self.note_subscription(name, sub_name)
+        await self._ensure_still_recorded(missing)
         if gone:
             await session.execute(delete(Subscription).where(Subscription.id.in_(gone)))
         if tombstones:
             await redis.hdel(keys.TOMBSTONES, *tombstones)
+
+    async def _ensure_still_recorded(self, missing: dict[int, tuple[TopicName, int, str]]) -> None:
+        """Make the consumer groups of recorded subscriptions that Redis lacks, but only of
+        those the database still holds now, read after Redis was: a subscription deleted over
+        the admin API between this pass's two reads (its row goes first, then its groups) is
+        not made again.  Read in a session of its own: the pass's transaction may see the
+        database as it was when the pass began."""
+        if not missing:
+            return
+        async with self.sessions() as session:
+            still = set(
+                (
+                    await session.execute(
+                        select(Subscription.id).where(Subscription.id.in_(list(missing)))
+                    )
+                ).scalars()
+            )
+        await self.plane.ensure_subscriptions([missing[i] for i in missing if i in still])
 
     @property
     def recorder(self) -> asyncio.Task | None:

@@ -21,6 +21,7 @@ from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import SUBSCRIBE
 from tests.workers.conftest import ADMIN
 from tests.workers.parts import make_context
+from workers import catalog as catalog_module
 from workers.catalog import Catalog
 
 TOPIC = TopicName.from_full("persistent://acme/orders/parts")
@@ -141,4 +142,51 @@ def test_a_batch_of_subscription_events_costs_a_few_round_trips(
     # 120 (partition, subscription) pairs: one script call and one wake-up each, in one
     # round trip (at most 256 pairs a batch).
     assert len(round_trips) <= 2, round_trips
+    sync.close()
+
+
+def test_a_subscription_deleted_during_a_full_pass_is_not_made_again(
+    http, namespace, settings, redis_server, monkeypatch
+):
+    """The admin API deletes a subscription (its row, then its consumer groups) after a full
+    pass read the database and before it read Redis: the pass sees a recorded subscription
+    without groups, and must not make them again (nor, at the next pass, record the groups
+    it made as a consumer's subscription): the delete stays done."""
+    path = f"{PATH}-deleted"
+    topic = TopicName.from_full(f"{TOPIC.full}-deleted")
+    assert http.put(path).status_code == 204
+    assert http.put(f"{path}/subscription/kept").status_code == 204
+    assert http.put(f"{path}/subscription/deleted").status_code == 204
+    sync = redis.Redis.from_url(redis_server.url)
+    read_redis = catalog_module.subscriptions_by_topic
+
+    async def delete_in_between(*args, **kwargs):
+        deleted = await asyncio.to_thread(http.delete, f"{path}/subscription/deleted")
+        assert deleted.status_code == 204
+        return await read_redis(*args, **kwargs)
+
+    async def scenario():
+        client = Redis.from_url(redis_server.url)
+        engine = make_async_engine(settings.effective_database_url, pool_size=2)
+        sessions = make_session_factory(engine)
+
+        async def on_changed():
+            pass
+
+        catalog = Catalog(make_context(settings, client, sessions=sessions), sessions, on_changed)
+        try:
+            monkeypatch.setattr(catalog_module, "subscriptions_by_topic", delete_in_between)
+            await catalog.sync()
+            monkeypatch.undo()
+            assert sync.smembers(keys.subs(topic)) == {b"kept"}
+            await catalog.sync()  # a second pass: nothing to record again
+            if catalog.recorder is not None:
+                await catalog.recorder
+        finally:
+            await client.aclose()
+            await engine.dispose()
+
+    asyncio.run(scenario())
+    assert sync.smembers(keys.subs(topic)) == {b"kept"}
+    assert http.get(f"{path}/subscriptions").json() == ["kept"]
     sync.close()
