@@ -18,9 +18,14 @@ holds: at 10,000 subscriptions about a second (py-spy: 99 consecutive samples at
 once the worker's subscriptions stop changing, ``HeapSettler`` collects the whole heap once
 and freezes what survives (``gc.freeze``: out of every later collection); later full
 collections walk only what was allocated since, and the pause comes once per settled change
-of the subscription set instead of every few seconds.  When the set has changed by a tenth
-again (dispatchers stopped, new ones), the frozen objects are handed back first, so the
-garbage among them is collected then.
+of the subscription set instead of every few seconds.  When the set has shrunk by a tenth
+(dispatchers stopped), the frozen objects are handed back first, so the garbage among them
+(the stopped dispatchers' reference cycles) is collected then.  When it has grown by a tenth
+(partitions adopted, subscriptions made), nothing frozen has become garbage for that reason:
+the young generation is collected and what lives is frozen with the rest, without the full
+collection -- a pause of 270-730 ms at 10,000 subscriptions, during which every renewal due
+restarts its period late, that found only 350-460 unreachable objects in the runs measured
+(BENCHMARKS.md); those stay until a shrinking settles the heap again.
 """
 
 from __future__ import annotations
@@ -49,11 +54,11 @@ SETTLE_QUIET_SECONDS = 2.0  # the count unchanged this long first
 
 
 class HeapSettler:
-    """Settles the heap (one full collection, then ``gc.freeze``) once the number of
-    dispatchers has moved by ``SETTLE_MIN_CHANGE`` or a tenth since the last time and then
-    stayed put for ``SETTLE_QUIET_SECONDS``.  Only in a process whose collector was tuned
-    (``enabled`` by default there alone): a worker run inside another program (the tests'
-    in-process workers) leaves that program's collector alone."""
+    """Settles the heap (a collection, full when dispatchers went, then ``gc.freeze``) once
+    the number of dispatchers has moved by ``SETTLE_MIN_CHANGE`` or a tenth since the last
+    time and then stayed put for ``SETTLE_QUIET_SECONDS``.  Only in a process whose collector
+    was tuned (``enabled`` by default there alone): a worker run inside another program (the
+    tests' in-process workers) leaves that program's collector alone."""
 
     def __init__(self, enabled: bool | None = None) -> None:
         self.enabled = _tuned if enabled is None else enabled
@@ -75,8 +80,11 @@ class HeapSettler:
         """Settle the heap if due (see ``due``); True when it did."""
         if not self.enabled or not self.due(count, time.monotonic() if now is None else now):
             return False
-        gc.unfreeze()  # what an earlier settling froze: its garbage is collected now
-        gc.collect()
+        if count >= self.settled_at_count:
+            gc.collect(0)  # grown: what is older was looked at on its way there
+        else:
+            gc.unfreeze()  # what an earlier settling froze: its garbage is collected now
+            gc.collect()
         gc.freeze()
         self.settled_at_count = count
         self.settlings += 1

@@ -5,6 +5,7 @@ worker)."""
 from __future__ import annotations
 
 import gc
+import weakref
 
 import pytest
 
@@ -74,3 +75,41 @@ def test_a_worker_inside_another_program_leaves_its_collector_alone():
     assert not settler.enabled
     assert not settler.observe(10_000, 0.0) and not settler.observe(10_000, 10.0)
     assert settler.settlings == 0 and gc.get_freeze_count() == 0
+
+
+class _Cycle:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_a_grown_heap_is_frozen_without_a_full_collection_a_shrunk_one_with_it():
+    """Dispatchers added: the young generation is collected and the heap frozen, no full
+    collection (at 10,000 subscriptions one is a pause of half a second).  Dispatchers gone:
+    the frozen objects are handed back and collected whole, so the cycles of the stopped
+    ones (frozen while they ran) are freed."""
+    settler = HeapSettler(enabled=True)
+    collected: list[int] = []
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "start":
+            collected.append(info["generation"])
+
+    gc.callbacks.append(note)
+    try:
+        settler.due(10_000, 0.0)
+        assert settler.observe(10_000, 5.0)
+        assert collected and max(collected) == 0
+        leftover = _Cycle()
+        gc.freeze()  # as if frozen by that settling while it was alive
+        probe = weakref.ref(leftover)
+        del leftover
+        collected.clear()
+        settler.due(8_000, 10.0)
+        assert settler.observe(8_000, 15.0)
+        assert 2 in collected
+        assert probe() is None  # its cycle was collected
+    finally:
+        gc.callbacks.remove(note)
+        gc.unfreeze()
