@@ -23,9 +23,11 @@ of the subscription set instead of every few seconds.  When the set has shrunk b
 (the stopped dispatchers' reference cycles) is collected then.  When it has grown by a tenth
 (partitions adopted, subscriptions made), nothing frozen has become garbage for that reason:
 the young generation is collected and what lives is frozen with the rest, without the full
-collection -- a pause of 270-730 ms at 10,000 subscriptions, during which every renewal due
-restarts its period late, that found only 350-460 unreachable objects in the runs measured
-(BENCHMARKS.md); those stay until a shrinking settles the heap again.
+collection (so only when the count went down at no tick since the last settling: churn that
+nets out as growth still collects whole).  That collection is a pause of 270-730 ms at 10,000
+subscriptions, during which every renewal due restarts its period late, and it found only
+350-460 unreachable objects in the runs measured (BENCHMARKS.md); those stay until a
+settling after a fall.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ SETTLE_QUIET_SECONDS = 2.0  # the count unchanged this long first
 
 
 class HeapSettler:
-    """Settles the heap (a collection, full when dispatchers went, then ``gc.freeze``) once
+    """Settles the heap (a collection, full when the count went down, then ``gc.freeze``) once
     the number of dispatchers has moved by ``SETTLE_MIN_CHANGE`` or a tenth since the last
     time and then stayed put for ``SETTLE_QUIET_SECONDS``.  Only in a process whose collector
     was tuned (``enabled`` by default there alone): a worker run inside another program (the
@@ -66,10 +68,12 @@ class HeapSettler:
         self.settlings = 0
         self._count = 0
         self._since = 0.0
+        self._fell = False  # the count went down at some observation since the last settling
 
     def due(self, count: int, now: float) -> bool:
         """Whether the heap is to be settled now, with ``count`` dispatchers."""
         if count != self._count:
+            self._fell = self._fell or count < self._count
             self._count, self._since = count, now
             return False
         moved = abs(count - self.settled_at_count)
@@ -80,12 +84,13 @@ class HeapSettler:
         """Settle the heap if due (see ``due``); True when it did."""
         if not self.enabled or not self.due(count, time.monotonic() if now is None else now):
             return False
-        if count >= self.settled_at_count:
-            gc.collect(0)  # grown: what is older was looked at on its way there
+        if not self._fell:
+            gc.collect(0)  # only grown: what is older was looked at on its way there
         else:
             gc.unfreeze()  # what an earlier settling froze: its garbage is collected now
             gc.collect()
         gc.freeze()
+        self._fell = False
         self.settled_at_count = count
         self.settlings += 1
         return True

@@ -7,7 +7,9 @@ the catalog is driven to put back what the database says and to record what clie
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import redis
 from redis.asyncio import Redis
@@ -26,6 +28,23 @@ from workers.catalog import Catalog
 
 TOPIC = TopicName.from_full("persistent://acme/orders/parts")
 PATH = f"{ADMIN}/persistent/acme/orders/parts"
+
+
+@contextlib.asynccontextmanager
+async def catalog_alone(settings, redis_url: str) -> AsyncIterator[Catalog]:
+    """A ``Catalog`` on its own connections (no change callback), closed afterwards."""
+    client = Redis.from_url(redis_url)
+    engine = make_async_engine(settings.effective_database_url, pool_size=2)
+    sessions = make_session_factory(engine)
+
+    async def on_changed():
+        pass
+
+    try:
+        yield Catalog(make_context(settings, client, sessions=sessions), sessions, on_changed)
+    finally:
+        await client.aclose()
+        await engine.dispose()
 
 
 def test_the_catalog_restores_redis_records_client_subscriptions_and_applies_events(
@@ -109,15 +128,7 @@ def test_a_batch_of_subscription_events_costs_a_few_round_trips(
         return await execute(self, *args, **kwargs)
 
     async def scenario():
-        client = Redis.from_url(redis_server.url)
-        engine = make_async_engine(settings.effective_database_url, pool_size=2)
-        sessions = make_session_factory(engine)
-
-        async def on_changed():
-            pass
-
-        catalog = Catalog(make_context(settings, client, sessions=sessions), sessions, on_changed)
-        try:
+        async with catalog_alone(settings, redis_server.url) as catalog:
             await catalog.sync()
             events = [
                 ChangeEvent(
@@ -131,9 +142,6 @@ def test_a_batch_of_subscription_events_costs_a_few_round_trips(
             monkeypatch.setattr(Pipeline, "execute", counted)
             await catalog.apply_events(events)
             monkeypatch.undo()
-        finally:
-            await client.aclose()
-            await engine.dispose()
 
     asyncio.run(scenario())
     for index in range(3):
@@ -166,15 +174,7 @@ def test_a_subscription_deleted_during_a_full_pass_is_not_made_again(
         return await read_redis(*args, **kwargs)
 
     async def scenario():
-        client = Redis.from_url(redis_server.url)
-        engine = make_async_engine(settings.effective_database_url, pool_size=2)
-        sessions = make_session_factory(engine)
-
-        async def on_changed():
-            pass
-
-        catalog = Catalog(make_context(settings, client, sessions=sessions), sessions, on_changed)
-        try:
+        async with catalog_alone(settings, redis_server.url) as catalog:
             monkeypatch.setattr(catalog_module, "subscriptions_by_topic", delete_in_between)
             await catalog.sync()
             monkeypatch.undo()
@@ -182,9 +182,6 @@ def test_a_subscription_deleted_during_a_full_pass_is_not_made_again(
             await catalog.sync()  # a second pass: nothing to record again
             if catalog.recorder is not None:
                 await catalog.recorder
-        finally:
-            await client.aclose()
-            await engine.dispose()
 
     asyncio.run(scenario())
     assert sync.smembers(keys.subs(topic)) == {b"kept"}

@@ -113,3 +113,27 @@ def test_a_grown_heap_is_frozen_without_a_full_collection_a_shrunk_one_with_it()
     finally:
         gc.callbacks.remove(note)
         gc.unfreeze()
+
+
+def test_a_heap_that_grew_after_a_dip_is_collected_whole():
+    """Dispatchers stopped, then more started: the count ends higher than at the last
+    settling, but the stopped ones' cycles may be frozen, so the collection is full."""
+    settler = HeapSettler(enabled=True)
+    collected: list[int] = []
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "start":
+            collected.append(info["generation"])
+
+    try:
+        settler.due(10_000, 0.0)
+        assert settler.observe(10_000, 5.0)
+        gc.callbacks.append(note)
+        settler.due(9_000, 6.0)  # some stopped ...
+        settler.due(12_000, 7.0)  # ... more started
+        assert settler.observe(12_000, 10.0)
+        assert 2 in collected
+    finally:
+        if note in gc.callbacks:
+            gc.callbacks.remove(note)
+        gc.unfreeze()
