@@ -24,6 +24,34 @@ from sluice.protocol.frames import partitions_of, wake_subscription
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import SUBSCRIBE, UNSUBSCRIBE
 
+# How long an admin delete's mark keeps the workers from recording the subscription's consumer
+# groups as a client's: far longer than the delete takes (its row, then its groups).
+DROP_MARK_SECONDS = 60.0
+
+
+def drop_mark(topic: str, subscription: str) -> str:
+    """The field of ``keys.ADMIN_DROPS`` for a subscription (``topic`` its full name)."""
+    return f"{topic}#{subscription}"
+
+
+async def marked_dropped(redis: Redis, fields: list[str], now: float | None = None) -> set[str]:
+    """Those of ``fields`` (``drop_mark``) that the admin API deleted in the last
+    ``DROP_MARK_SECONDS``."""
+    if not fields:
+        return set()
+    since_ms = ((time.time() if now is None else now) - DROP_MARK_SECONDS) * 1000
+    marks = await redis.hmget(keys.ADMIN_DROPS, fields)
+    return {f for f, at in zip(fields, marks, strict=True) if at is not None and int(at) > since_ms}
+
+
+async def forget_old_drop_marks(redis: Redis, now: float | None = None) -> None:
+    """Delete the marks older than ``DROP_MARK_SECONDS``."""
+    since_ms = ((time.time() if now is None else now) - DROP_MARK_SECONDS) * 1000
+    marks = await redis.hgetall(keys.ADMIN_DROPS)
+    old = [field for field, at in marks.items() if int(at) <= since_ms]
+    if old:
+        await redis.hdel(keys.ADMIN_DROPS, *old)
+
 
 def topic_record(partitions: int) -> bytes:
     """A topic's entry in the registry, as clients read it."""
@@ -129,6 +157,16 @@ class CatalogProjection:
         ]
         if pairs:
             await in_batches(self.redis, pairs, queue)
+
+    async def mark_dropped(self, topic: TopicName, name: str, dropped: bool = True) -> None:
+        """Before an admin delete of a subscription commits, mark it deleted, so that no
+        worker records its consumer groups, seen before they are dropped, as a client's
+        subscription (``dropped`` False: an admin create takes the mark away)."""
+        field = drop_mark(topic.full, name)
+        if dropped:
+            await self.redis.hset(keys.ADMIN_DROPS, field, int(time.time() * 1000))
+        else:
+            await self.redis.hdel(keys.ADMIN_DROPS, field)
 
     async def drop_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
         """Delete a subscription from every partition (administrative delete)."""

@@ -4,7 +4,9 @@ Database -> Redis: topics created over the admin API appear in the topic registr
 (``sl:{meta}:topics``), their subscriptions get consumer groups, the namespace set and the
 settings clients read (auto-creation, consumer timeout) are published.  Redis -> database:
 topics clients auto-created and subscriptions consumers created are recorded (with an audit
-entry by the worker's role), and subscriptions consumers deleted are removed.  Deleted topics
+entry by the worker's role; not those the admin API deleted in the last minute, whose groups
+a read may see between the delete's commit and their drop), and subscriptions consumers
+deleted are removed.  Deleted topics
 lose their Redis data.  Runs fully at start and periodically; change events apply it piecewise.
 
 Redis is written through ``dataplane.catalog.CatalogProjection``, the same code the admin
@@ -22,13 +24,19 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import orjson
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from dataplane.catalog import CatalogProjection, subscriptions_by_topic
+from dataplane.catalog import (
+    CatalogProjection,
+    drop_mark,
+    forget_old_drop_marks,
+    marked_dropped,
+    subscriptions_by_topic,
+)
 from dataplane.events import ChangeEvent
 from models.base import utcnow
 from models.journal import AuditEntry, OutboxEvent, change_rows, record_change
@@ -312,6 +320,7 @@ class Catalog:
             for sub_name in in_redis - set(known):
                 self.note_subscription(name, sub_name)
         await self._ensure_still_recorded(missing)
+        await forget_old_drop_marks(redis)
         if gone:
             await session.execute(delete(Subscription).where(Subscription.id.in_(gone)))
         if tombstones:
@@ -395,6 +404,21 @@ class Catalog:
                     .returning(Subscription.topic_id, Subscription.name)
                 )
             ).all()
+            if inserted:
+                # Read after the insert: the admin API marks a subscription it deletes before
+                # the row goes, so a row made again from groups seen before their drop is
+                # taken back here, in the same transaction.
+                dropped = await marked_dropped(
+                    self.context.redis, [drop_mark(names_of[tid], sub) for tid, sub in inserted]
+                )
+                undone = [(t, sub) for t, sub in inserted if drop_mark(names_of[t], sub) in dropped]
+                if undone:
+                    await session.execute(
+                        delete(Subscription).where(
+                            tuple_(Subscription.topic_id, Subscription.name).in_(undone)
+                        )
+                    )
+                    inserted = [(t, sub) for t, sub in inserted if (t, sub) not in undone]
             if not inserted:
                 return
             audit, events = change_rows(

@@ -365,6 +365,10 @@ async def delete_subscription(
             await uow.data_plane.require_no_consumers(base, row.partitions, name)
     if existing is None and not in_redis:
         raise subscription_not_found(name, topic)
+    if uow.data_plane is not None and not uow.dry_run:
+        # Before the row goes: a worker that reads the database after the commit and Redis
+        # before the groups are dropped must not record them as a client's subscription.
+        await uow.data_plane.mark_dropped(base, name)
     if existing is not None:
         await uow.session.delete(existing)
     _record_subscription(uow, base, name, {"name": name}, None)

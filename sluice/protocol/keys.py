@@ -60,7 +60,9 @@ transactions that touch several of them stay in one Redis Cluster slot: ``sl:{me
 ``tenant/ns``), ``sl:{meta}:config`` (hash: broker settings clients need),
 ``sl:{meta}:maxtopics`` (hash: ``tenant/ns`` -> the namespace's own ``maxTopicsPerNamespace``;
 the broker's is in ``sl:{meta}:config``), ``sl:{meta}:unsubscribed`` (hash:
-``topic#subscription`` -> time, for subscriptions deleted by their consumers), the worker
+``topic#subscription`` -> time, for subscriptions deleted by their consumers),
+``sl:{meta}:dropped`` (hash: ``topic#subscription`` -> time, for subscriptions the admin API
+deleted, whose consumer groups no worker records as a client's for a while), the worker
 registry ``sl:{meta}:workers`` (zset: worker id -> heartbeat expiry, ms of Redis time),
 ``sl:{meta}:applied`` (hash: worker id -> position in the change-event stream up to which it
 enforces every change) with its pub/sub channel ``sl:applied``, and the pub/sub channel
@@ -83,6 +85,9 @@ META = "sl:{meta}:"
 TOPICS = META + "topics"
 NAMESPACES = META + "namespaces"
 TOMBSTONES = META + "unsubscribed"
+# Subscriptions the admin API deletes: "<topic>#<subscription>" -> when (ms since the epoch).
+# A worker records no consumer group of such a subscription as a client's for a while.
+ADMIN_DROPS = META + "dropped"
 CLIENT_CONFIG = META + "config"
 TOPIC_LIMITS = META + "maxtopics"
 WAKE_CHANNEL = "sl:wake"

@@ -15,7 +15,12 @@ import redis
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from dataplane.catalog import CatalogProjection
+from dataplane.catalog import (
+    DROP_MARK_SECONDS,
+    CatalogProjection,
+    forget_old_drop_marks,
+    marked_dropped,
+)
 from dataplane.events import ChangeEvent
 from models.db import make_async_engine, make_session_factory
 from sluice.protocol import keys
@@ -187,3 +192,66 @@ def test_a_subscription_deleted_during_a_full_pass_is_not_made_again(
     assert sync.smembers(keys.subs(topic)) == {b"kept"}
     assert http.get(f"{path}/subscriptions").json() == ["kept"]
     sync.close()
+
+
+def test_groups_seen_between_an_admin_delete_and_their_drop_are_not_recorded(
+    http, namespace, settings, redis_server
+):
+    """The mirror case: a pass reads the database after the admin API's delete committed (no
+    row) and Redis before it dropped the groups (still there).  The groups look like a
+    consumer's subscription; recording them would bring the deleted subscription back (the
+    next pass makes its groups again).  The delete's mark keeps the recorder from it, while a
+    subscription a consumer makes is still recorded."""
+    path = f"{PATH}-mirror"
+    topic = TopicName.from_full(f"{TOPIC.full}-mirror")
+    assert http.put(path).status_code == 204
+    assert http.put(f"{path}/subscription/kept").status_code == 204
+    assert http.put(f"{path}/subscription/deleted").status_code == 204
+    sync = redis.Redis.from_url(redis_server.url)
+
+    async def scenario():
+        async with catalog_alone(settings, redis_server.url) as catalog:
+            assert http.delete(f"{path}/subscription/deleted").status_code == 204
+            # Redis as the pass reads it between the commit and the drop, and a consumer's
+            # own subscription beside it.
+            await catalog.plane.ensure_subscriptions(
+                [(topic, 0, "deleted"), (topic, 0, "a-consumers")]
+            )
+            await catalog.sync()
+            if catalog.recorder is not None:
+                await catalog.recorder
+            await catalog.plane.drop_subscription(topic, 0, "deleted")  # the drop lands
+            await catalog.sync()
+            if catalog.recorder is not None:
+                await catalog.recorder
+
+    asyncio.run(scenario())
+    assert sync.smembers(keys.subs(topic)) == {b"kept", b"a-consumers"}
+    assert sorted(http.get(f"{path}/subscriptions").json()) == ["a-consumers", "kept"]
+    sync.close()
+
+
+def test_an_admin_delete_mark_holds_for_a_minute_and_is_then_forgotten(redis_server):
+    now = time.time()
+    fresh, old = "persistent://acme/orders/t#fresh", "persistent://acme/orders/t#old"
+
+    async def scenario() -> tuple[set[str], set[bytes]]:
+        client = Redis.from_url(redis_server.url)
+        try:
+            await client.delete(keys.ADMIN_DROPS)
+            await client.hset(
+                keys.ADMIN_DROPS,
+                mapping={
+                    fresh: int((now - DROP_MARK_SECONDS + 1) * 1000),
+                    old: int((now - DROP_MARK_SECONDS - 1) * 1000),
+                },
+            )
+            marked = await marked_dropped(client, [fresh, old, "persistent://acme/orders/t#x"])
+            await forget_old_drop_marks(client, now)
+            return marked, set(await client.hkeys(keys.ADMIN_DROPS))
+        finally:
+            await client.aclose()
+
+    marked, left = asyncio.run(scenario())
+    assert marked == {fresh}
+    assert left == {fresh.encode()}
