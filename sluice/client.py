@@ -22,6 +22,7 @@ from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 
+from sluice import heartbeats
 from sluice.backoff import Backoff, Clock
 from sluice.batching import BatchingType, as_batching_type
 from sluice.consumer import (
@@ -229,6 +230,7 @@ class Client:
         self._lock = threading.Lock()
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
+        self.ticker.every(self.heartbeat_interval, self._beat_consumers)
 
     def _open_session(
         self, authentication: AuthenticationToken | None, connection_timeout_ms: int
@@ -630,6 +632,13 @@ class Client:
     def _check_open(self) -> None:
         if self._closed:
             raise AlreadyClosed("client is closed")
+
+    def _beat_consumers(self) -> None:
+        """Every consumer's heartbeat, together (``sluice.heartbeats``)."""
+        with self._lock:
+            consumers = list(self._consumers)
+        if consumers:
+            heartbeats.beat(self, consumers)
 
     def _forget(self, item: Producer | Consumer) -> None:
         with self._lock:

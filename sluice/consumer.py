@@ -28,6 +28,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError, NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from sluice import heartbeats
 from sluice.consumer_state import AckTracker, Part
 from sluice.durable import TOPOLOGY_ERRORS
 from sluice.errors import (
@@ -168,7 +169,9 @@ class Consumer:
         # one (the flush is armed then; an idle consumer costs its client thread nothing).
         self._io_job = ticker.on_demand(self._flush_acks)
         self._flush_armed = False
-        self._jobs = [ticker.every(client.heartbeat_interval, self._heartbeat), self._io_job]
+        # Heartbeats: the client's one job renews every consumer's registrations together
+        # (``sluice.heartbeats``).
+        self._jobs = [self._io_job]
         if ack_timeout_ms:
             self._jobs.append(ticker.every(min(ack_timeout_ms / 1000 / 4, 1.0), self._expire))
 
@@ -625,16 +628,33 @@ class Consumer:
         return bool(self._call(FLOW, *self._flow_call(part, permits)))
 
     def _heartbeat(self) -> None:
-        with self._membership:
-            if not self._closed and not self._leaving:
-                self._beat()
+        """This consumer's heartbeat alone (the client's job beats all of them together)."""
+        heartbeats.beat(self._client, [self])
 
-    def _beat(self) -> None:
-        for part in self._parts:
+    def _beating_parts(self) -> list[Part]:
+        """The partitions whose registrations a heartbeat renews now: none once the consumer
+        is closing or unsubscribing."""
+        if self._closed or self._leaving:
+            return []
+        return list(self._parts)
+
+    def _beaten(self, part: Part, reply: Any) -> None:
+        """What a heartbeat's call on ``part`` answered: 1, or 0 when the workers reaped
+        this consumer after missed heartbeats (its messages went to others: it registers
+        again, unless it closed or unsubscribed meanwhile), or an error."""
+        if reply == 1:
+            return
+        if isinstance(reply, NoPermissionError):
+            log.warning("consumer %s on %s: %s", self._id, part.name.full, self._denied(reply))
+            return
+        if isinstance(reply, Exception):
+            log.warning("consumer %s on %s: heartbeat failed: %s", self._id, part.name.full, reply)
+            return
+        with self._membership:  # an unsubscribe on its way ends first
+            if self._closed or self._leaving:
+                return
             try:
-                if not self._flow(part, 0):
-                    # Reaped after missed heartbeats: our messages went to others; come back.
-                    self._register(part)
+                self._register(part)
             except (RedisConnectionError, RedisTimeoutError):
                 return
             except SluiceException as exc:

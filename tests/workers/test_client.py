@@ -9,6 +9,7 @@ import time
 import pytest
 
 import sluice
+from sluice import heartbeats
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from sluice.routing import key_partition
@@ -250,6 +251,35 @@ def test_unsubscribe(http, namespace, client):
     other.close()
     consumer.unsubscribe()
     assert "gone" not in http.get(f"{ADMIN}/persistent/acme/orders/created/subscriptions").json()
+
+
+def test_one_heartbeat_renews_every_consumer_in_one_round_trip_and_brings_a_reaped_one_back(
+    http, namespace, redis_server, monkeypatch
+):
+    """A client's heartbeat renews all its consumers' registrations in one pipeline (one
+    round trip for 40 consumers on two partitions, not 80); a consumer the workers reaped
+    (gone from the subscription's live set) registers again at that heartbeat."""
+    make_topic(http, partitions=2)
+    sends: list[int] = []
+    real_send = heartbeats._send
+
+    def counted(client, batch):
+        sends.append(len(batch))
+        return real_send(client, batch)
+
+    monkeypatch.setattr(heartbeats, "_send", counted)
+    with sluice.Client(redis_server.url, heartbeat_interval_seconds=3600) as client:
+        consumers = [
+            client.subscribe(TOPIC, f"beat-{i % 4}", consumer_type=sluice.ConsumerType.Shared)
+            for i in range(40)
+        ]
+        reaped = consumers[7]
+        alive = [part.flow_keys[2] for part in reaped._parts]
+        for key in alive:
+            assert client.redis.zrem(key, reaped._id) == 1
+        client._beat_consumers()
+        assert sends == [80]
+        assert all(client.redis.zscore(key, reaped._id) is not None for key in alive)
 
 
 def test_a_heartbeat_during_unsubscribe_does_not_bring_the_subscription_back(
