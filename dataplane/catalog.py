@@ -34,19 +34,24 @@ def drop_mark(topic: str, subscription: str) -> str:
     return f"{topic}#{subscription}"
 
 
+def _fresh_since_ms(now: float | None) -> float:
+    """The time (ms) from which a mark is still in force."""
+    return ((time.time() if now is None else now) - DROP_MARK_SECONDS) * 1000
+
+
 async def marked_dropped(redis: Redis, fields: list[str], now: float | None = None) -> set[str]:
     """Those of ``fields`` (``drop_mark``) that the admin API deleted in the last
     ``DROP_MARK_SECONDS``."""
     if not fields:
         return set()
-    since_ms = ((time.time() if now is None else now) - DROP_MARK_SECONDS) * 1000
+    since_ms = _fresh_since_ms(now)
     marks = await redis.hmget(keys.ADMIN_DROPS, fields)
     return {f for f, at in zip(fields, marks, strict=True) if at is not None and int(at) > since_ms}
 
 
 async def forget_old_drop_marks(redis: Redis, now: float | None = None) -> None:
     """Delete the marks older than ``DROP_MARK_SECONDS``."""
-    since_ms = ((time.time() if now is None else now) - DROP_MARK_SECONDS) * 1000
+    since_ms = _fresh_since_ms(now)
     marks = await redis.hgetall(keys.ADMIN_DROPS)
     old = [field for field, at in marks.items() if int(at) <= since_ms]
     if old:
@@ -158,15 +163,13 @@ class CatalogProjection:
         if pairs:
             await in_batches(self.redis, pairs, queue)
 
-    async def mark_dropped(self, topic: TopicName, name: str, dropped: bool = True) -> None:
+    async def mark_dropped(self, topic: TopicName, name: str) -> None:
         """Before an admin delete of a subscription commits, mark it deleted, so that no
         worker records its consumer groups, seen before they are dropped, as a client's
-        subscription (``dropped`` False: an admin create takes the mark away)."""
-        field = drop_mark(topic.full, name)
-        if dropped:
-            await self.redis.hset(keys.ADMIN_DROPS, field, int(time.time() * 1000))
-        else:
-            await self.redis.hdel(keys.ADMIN_DROPS, field)
+        subscription."""
+        await self.redis.hset(
+            keys.ADMIN_DROPS, drop_mark(topic.full, name), int(time.time() * 1000)
+        )
 
     async def drop_subscription(self, topic: TopicName, partitions: int, name: str) -> None:
         """Delete a subscription from every partition (administrative delete)."""

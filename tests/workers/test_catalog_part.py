@@ -52,6 +52,16 @@ async def catalog_alone(settings, redis_url: str) -> AsyncIterator[Catalog]:
         await engine.dispose()
 
 
+def topic_with_two_subscriptions(http, suffix: str) -> tuple[str, TopicName]:
+    """A topic ``parts-<suffix>`` with the subscriptions ``kept`` and ``deleted``, made over
+    the admin API; its admin path and name."""
+    path = f"{PATH}-{suffix}"
+    assert http.put(path).status_code == 204
+    assert http.put(f"{path}/subscription/kept").status_code == 204
+    assert http.put(f"{path}/subscription/deleted").status_code == 204
+    return path, TopicName.from_full(f"{TOPIC.full}-{suffix}")
+
+
 def test_the_catalog_restores_redis_records_client_subscriptions_and_applies_events(
     http, namespace, settings, redis_server
 ):
@@ -165,11 +175,7 @@ def test_a_subscription_deleted_during_a_full_pass_is_not_made_again(
     pass read the database and before it read Redis: the pass sees a recorded subscription
     without groups, and must not make them again (nor, at the next pass, record the groups
     it made as a consumer's subscription): the delete stays done."""
-    path = f"{PATH}-deleted"
-    topic = TopicName.from_full(f"{TOPIC.full}-deleted")
-    assert http.put(path).status_code == 204
-    assert http.put(f"{path}/subscription/kept").status_code == 204
-    assert http.put(f"{path}/subscription/deleted").status_code == 204
+    path, topic = topic_with_two_subscriptions(http, "deleted")
     sync = redis.Redis.from_url(redis_server.url)
     read_redis = catalog_module.subscriptions_by_topic
 
@@ -202,11 +208,7 @@ def test_groups_seen_between_an_admin_delete_and_their_drop_are_not_recorded(
     consumer's subscription; recording them would bring the deleted subscription back (the
     next pass makes its groups again).  The delete's mark keeps the recorder from it, while a
     subscription a consumer makes is still recorded."""
-    path = f"{PATH}-mirror"
-    topic = TopicName.from_full(f"{TOPIC.full}-mirror")
-    assert http.put(path).status_code == 204
-    assert http.put(f"{path}/subscription/kept").status_code == 204
-    assert http.put(f"{path}/subscription/deleted").status_code == 204
+    path, topic = topic_with_two_subscriptions(http, "mirror")
     sync = redis.Redis.from_url(redis_server.url)
 
     async def scenario():
