@@ -70,9 +70,9 @@ GROUP = "group"  # the throttling reason of a resource group's limiter
 BUDGET_REASONS = (DispatchReason.MSG_BUDGET, DispatchReason.BYTE_BUDGET)
 ARGC = len(DispatchArgs("", "", 0).argv())  # arguments of a dispatch.lua call
 # The runs of arguments (slices of ``DispatchArgs.argv``) that _packed_call_args keeps packed,
-# between the clock (2), the budgets (4, 5), the round-robin offset (10) and the max-unacked
-# limits (13, 14).
-PACKED_SEGMENTS = ((0, 2), (3, 4), (6, 10), (11, 13), (15, ARGC))
+# between the clock (2), the budgets (4, 5), the round-robin offset (10), the max-unacked
+# limits (13, 14) and the limiters the previous call left without quota (the last).
+PACKED_SEGMENTS = ((0, 2), (3, 4), (6, 10), (11, 13), (15, ARGC - 1))
 
 
 class Fenced(Exception):
@@ -108,6 +108,9 @@ class Dispatcher:
         self.on_fenced = on_fenced
         self.rate: ResolvedRate | None = None  # the SUBSCRIPTION limit in force
         self._sub_args = LimitArgs()
+        # The limiters (exhausted flags) the last call answered left without quota, for the
+        # next call only: what waits for their renewal keeps their periods on the grid.
+        self._renewing = 0
         self.topic_args = LimitArgs()  # the partition's TOPIC limit in force
         self.flow: FlowLimits | None = None  # the max-unacked limits in force (see apply)
         self.group: GroupBudget | None = None  # the resource group's limiter, if limited
@@ -363,7 +366,8 @@ class Dispatcher:
         (the BROKER reservation and the resource group's grant, the smaller of each)."""
         budgets = self._budgets(reserved, grant)
         sub_limit, consumer_limit = self._unacked_limits(self.shared.settings.max_entries)
-        return self._args(int(time.time() * 1000), *budgets, sub_limit, consumer_limit)
+        renewing, self._renewing = self._renewing, 0
+        return self._args(int(time.time() * 1000), *budgets, sub_limit, consumer_limit, renewing)
 
     def _packed_call_args(
         self, reserved: tuple[int | None, int | None], grant: Grant | None = None
@@ -400,10 +404,11 @@ class Dispatcher:
                 self.fencing_token,
             )
             if kept is None or kept[0] != key:
-                argv = self._args(0, 0, 0, 0, 0).argv()
+                argv = self._args(0, 0, 0, 0, 0, 0).argv()
                 kept = (key, tuple(pack_args(argv[a:b]) for a, b in PACKED_SEGMENTS))
             self._packed = kept = (key, kept[1])
         s0, s1, s2, s3, s4 = kept[1]
+        renewing, self._renewing = self._renewing, 0
         return b"".join(
             (
                 s0,
@@ -417,6 +422,7 @@ class Dispatcher:
                 bulk_int(sub_limit),
                 bulk_int(consumer_limit),
                 s4,
+                bulk_int(renewing),
             )
         )
 
@@ -435,7 +441,13 @@ class Dispatcher:
         )
 
     def _args(
-        self, now_ms: int, broker_msg: int, broker_byte: int, sub_limit: int, consumer_limit: int
+        self,
+        now_ms: int,
+        broker_msg: int,
+        broker_byte: int,
+        sub_limit: int,
+        consumer_limit: int,
+        renewing: int = 0,
     ) -> DispatchArgs:
         config = self.shared.settings
         max_entries = config.max_entries
@@ -461,6 +473,7 @@ class Dispatcher:
             delay_margin_ms=self._delay_margin(config),
             key_shared=self.sub_type == KEY_SHARED,
             priority_oldest_every=self.flow.priority_oldest_every.value if self.flow else 0,
+            renewing=renewing,
         )
 
     async def _call(
@@ -509,6 +522,7 @@ class Dispatcher:
         elif self.unacked_bound is not None:
             self.unacked_bound += result.entries - result.redelivered
         self.blocked_on_unacked = result.reason is DispatchReason.UNACKED
+        self._renewing = result.exhausted if result.reason in BUDGET_REASONS else 0
         if broker.enabled:
             if result.unthrottled:
                 broker.settle(*reserved, 0, 0)

@@ -21,6 +21,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import orjson
 
@@ -406,9 +407,9 @@ class StatsPublisher:
         """One subscription's part of the stats document (its rates from its meters)."""
         dispatcher = runner.dispatchers.get(name)
         key = (runner.partition.full, name)
-        out = self.out_meters.setdefault(key, RateMeter())
-        redel = self.redeliver_meters.setdefault(key, RateMeter())
-        expired = self.expire_meters.setdefault(key, RateMeter())
+        out = _kept(self.out_meters, key, RateMeter)
+        redel = _kept(self.redeliver_meters, key, RateMeter)
+        expired = _kept(self.expire_meters, key, RateMeter)
         counters = sample.counters
         out.add(now, counter(counters, b"msg_out"), counter(counters, b"bytes_out"))
         redel.add(now, counter(counters, b"redelivered"), 0)
@@ -447,7 +448,7 @@ class StatsPublisher:
         out = priority_counters(sample.counters)
         if sample.waiting is None and not any(out):
             return None
-        meters = self.level_meters.setdefault(key, [RateMeter() for _ in range(10)])
+        meters = _kept(self.level_meters, key, _level_meters)
         waiting = sample.waiting or [0] * 10
         levels = {}
         for level in range(9, -1, -1):
@@ -471,7 +472,7 @@ class StatsPublisher:
             topic=partition.base.full,
             partition=partition.partition_index,
         )
-        part_base = self.baselines.setdefault((partition.full, ""), Baseline(fresh=True))
+        part_base = _kept(self.baselines, (partition.full, ""), _fresh_baseline)
         common["msg_in"] = part_base.delta("msg_in", runner.msg_in)
         common["bytes_in"] = part_base.delta("bytes_in", runner.bytes_in)
         if not samples:
@@ -488,7 +489,7 @@ class StatsPublisher:
     ) -> StatsSnapshot:
         """One subscription's snapshot row: counters as deltas since its last row, the
         limits in force and what they allowed over the interval."""
-        baseline = self.baselines.setdefault((runner.partition.full, name), Baseline(fresh=True))
+        baseline = _kept(self.baselines, (runner.partition.full, name), _fresh_baseline)
         limits = runner.resolve(name)
         allowed_msgs, allowed_bytes = runner.limit_clock.take(
             name,
@@ -511,6 +512,23 @@ class StatsPublisher:
             allowed_msgs=allowed_msgs,
             allowed_bytes=allowed_bytes,
         )
+
+
+def _kept(table: dict, key, make: Callable[[], Any]) -> Any:
+    """``table[key]``, made by ``make`` the first time (``setdefault`` would build one at
+    every call and throw it away: thousands a second at 100,000 subscriptions)."""
+    found = table.get(key)
+    if found is None:
+        found = table[key] = make()
+    return found
+
+
+def _level_meters() -> list[RateMeter]:
+    return [RateMeter() for _ in range(10)]
+
+
+def _fresh_baseline() -> Baseline:
+    return Baseline(fresh=True)
 
 
 def _throttled_deltas(baseline: Baseline, throttled: dict[str, int]) -> dict[str, int]:

@@ -185,6 +185,9 @@ class DispatchArgs:
     key_shared: bool = False  # entries go by key (a Key_Shared subscription)
     priority_lookahead: int = 10_000  # entries a subscription reads ahead to order by priority
     priority_oldest_every: int = 0  # starvation guard: every N-th is the oldest (0 = strict)
+    # The limiters (exhausted flags) the previous call of this subscription left without
+    # quota: their periods first used late stay on their grid up to half a period late.
+    renewing: int = 0
 
     def argv(self) -> list[Any]:
         """The script's ARGV."""
@@ -219,6 +222,7 @@ class DispatchArgs:
         argv.append(1 if self.key_shared else 0)
         argv.append(self.priority_lookahead)
         argv.append(self.priority_oldest_every)
+        argv.append(self.renewing)
         return argv
 
 

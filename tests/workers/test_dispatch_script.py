@@ -8,6 +8,7 @@ in (``DispatchArgs.clock_ms``), so periods are exact and nothing sleeps.
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -137,6 +138,50 @@ def test_a_period_first_used_much_later_than_the_last_one_starts_then(part):
     resumed = part.dispatch("s", 2.4, topic=topic(10))
     assert resumed.entries == 10 and resumed.wait_ms == 1000
     assert part.dispatch("s", 3.39, topic=topic(10)).entries == 0
+
+
+@pytest.mark.parametrize(
+    ("renewing", "resumed_at", "wait_ms"),
+    [
+        # The previous call found the quota spent: its renewal served 400 ms late keeps
+        # the 1.0 period (the next renews at 2.0).
+        pytest.param(1, 1.4, 600, id="a-renewal-served-late-keeps-its-grid"),
+        # ... up to half a period late.
+        pytest.param(1, 1.5, 500, id="half-a-period-late-still-keeps-it"),
+        pytest.param(1, 1.6, 1000, id="later-than-half-a-period-starts-then"),
+        # Another limiter ran out in that call: this one's period starts at its late use.
+        pytest.param(4, 1.4, 1000, id="only-the-limiters-that-ran-out-keep-their-grid"),
+        pytest.param(0, 1.4, 1000, id="no-previous-call-starts-then"),
+    ],
+)
+def test_a_late_renewal_of_a_spent_quota_keeps_its_grid(part, renewing, resumed_at, wait_ms):
+    """A subscription that was waiting for its quota's renewal (the caller's previous call
+    left it spent) and was served late by the caller (a loaded worker) keeps the period's
+    grid up to half a period late: the delay was the server's, not a quiet spell, and the
+    grid periods each hold the limit, so the bound from the subscription's start holds."""
+    # The server's start is known to the second from its uptime: a quota used in its first
+    # second counts as spent before it started (the period restarts then, as it always could).
+    while part.client.info("server")["uptime_in_seconds"] < 2:
+        time.sleep(0.1)
+    now = time.time() - NOW_MS / 1000  # the limiters' clock at this Redis server's time
+    backlog(part, 100)
+    assert part.dispatch("s", now, topic=topic(10)).entries == 10
+    resumed = part.dispatch("s", now + resumed_at, topic=topic(10), renewing=renewing)
+    assert resumed.entries == 10 and resumed.wait_ms == wait_ms
+    # The next quota renews where the grid says, never before.
+    early = part.dispatch("s", now + resumed_at + wait_ms / 1000 - 0.01, topic=topic(10))
+    assert early.entries == 0
+
+
+def test_a_quota_spent_before_redis_started_restarts_its_period_when_first_used(part):
+    """A quota spent before the Redis server (re)started waited for the restart, not for a
+    late caller: its period starts at its first use after it, whatever the caller says."""
+    uptime = part.client.info("server")["uptime_in_seconds"]
+    before = time.time() - uptime - 5 - NOW_MS / 1000  # 5 s before this server started
+    backlog(part, 100)
+    assert part.dispatch("s", before, topic=topic(10)).entries == 10
+    resumed = part.dispatch("s", before + 1.3, topic=topic(10), renewing=1)
+    assert resumed.entries == 10 and resumed.wait_ms == 1000
 
 
 def test_steady_use_keeps_periods_back_to_back(part):

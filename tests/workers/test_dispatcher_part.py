@@ -277,3 +277,41 @@ def test_only_a_small_subscription_quota_renews_in_a_window(settings, redis_serv
 
     asyncio.run(scenario())
     sync.close()
+
+
+def test_a_renewal_the_worker_serves_late_keeps_its_period_on_the_grid(settings, redis_server):
+    """A subscription waiting for its quota's renewal, served 400 ms late because the
+    worker's event loop stalled (a collection, a burst of work), keeps its period on the
+    grid: its previous call told the next one that the quota was spent, so the lateness is
+    not taken for a quiet spell, and the subscription loses none of its limit."""
+    sync = redis.Redis.from_url(redis_server.url)
+    # Redis knows when it started to the second: a quota spent in its first second counts as
+    # spent before a restart (whose periods start again).
+    while sync.info("server")["uptime_in_seconds"] < 2:
+        time.sleep(0.1)
+    partition = Partition(sync)
+    partition.produce(20)
+    partition.subscribe("s")
+
+    def period_start() -> float:
+        return float(sync.hget(keys.sub_key(partition.name, "s", "lim"), "mws") or 0)
+
+    async def scenario():
+        async with running(settings, redis_server.url, partition) as (dispatcher, _shared):
+            rate = DispatchRate(msg=1, period=2)
+            resolved = resolve_limits(PolicyInputs(topic_subscription_dispatch_rate=rate), "s")
+            assert resolved.subscription is not None
+            dispatcher.apply(resolved.subscription, limit_args(resolved.topic), FLOW)
+            dispatcher.start()
+            await wait_for(lambda: dispatcher.waiting_for_quota)
+            assert delivered(sync, partition, "s") == 1
+            start = period_start()
+            # Until just before the renewal (Redis's clock is this machine's), then a stall.
+            await asyncio.sleep(max(0.0, (start + 2000) / 1000 - time.time() - 0.05))
+            time.sleep(0.45)
+            await wait_for(lambda: delivered(sync, partition, "s") == 2)
+            assert period_start() == start + 2000  # on the grid, 400 ms late
+            assert delivered(sync, partition, "s") == 2
+
+    asyncio.run(scenario())
+    sync.close()

@@ -46,6 +46,11 @@
 -- ARGV[29] starvation guard (optional, default 0 = strict priority): every N-th message handed
 --          out of the priority index is the oldest one at the head of a list, whatever its
 --          priority (the turn is kept in KEYS[5] "prio_turn")
+-- ARGV[30] (optional, default 0) the limiters the caller's previous call of this subscription
+--          left without quota (its exhausted flags, below): demand was waiting for their
+--          renewal, so a period of theirs first used late by the caller's own delay stays on
+--          its grid up to half a period late, unless Redis restarted since it was spent
+--          (see "Limiter hashes")
 -- Priority: while the partition holds entries of a priority other than the default (field
 -- "u", 0..9, absent = 4; counted as priority_entries in KEYS[9]), a Shared, Exclusive or
 -- Failover subscription reads new entries ahead into the group for the holder "~held"
@@ -88,7 +93,10 @@
 -- still whole when it is used after a whole unused period, or later into its own than a
 -- twentieth of a period (at most 50 ms) beyond how late the previous period was first used
 -- (fl: a busy worker serves its subscriptions in the same order each period; at most half a
--- period), starts that period now.  So the first entry after a
+-- period), starts that period now; a quota the caller's previous call found spent (ARGV[30]:
+-- the subscription was waiting for this renewal, and whatever made the call late was the
+-- server's own delay, not a quiet spell) keeps its grid up to half a period late, unless the
+-- Redis server restarted since that quota was last used (its uptime says so).  So the first entry after a
 -- quiet spell, an outage or a new subscription opens a fresh period, while under steady load
 -- (used as each period begins, give or take a late wake-up) the periods stay back to back
 -- and do not drift.  A changed limit starts a new period at
@@ -122,6 +130,7 @@ local PACKET_BYTES = 524288  -- a fast-path run of at most this many payload byt
 local key_shared = ARGV[27] == '1' and active == ''
 local margin = tonumber(ARGV[26] or '-1') or -1
 local delaying = margin >= 0 and active == ''
+local renewing = tonumber(ARGV[30] or '0') or 0
 if ARGV[13] ~= '' and call('GET', KEYS[8]) ~= ARGV[13] then
   return redis.error_reply('FENCED partition lease lost')
 end
@@ -156,6 +165,19 @@ end
 msg_budget = tighter(tighter(msg_budget, tm), sm)
 byte_budget = tighter(tighter(byte_budget, tb), sb)
 
+-- Whether this Redis server started after `since` (ms of Redis time), from its clock and
+-- uptime (read once, only for a late renewal): a quota spent before a restart waited for the
+-- restart, not for the caller, so its period starts at its first use after it.
+local started_ms = nil
+local function started_after(since)
+  if not started_ms then
+    local up = string.match(call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
+    local clock = call('TIME')
+    started_ms = tonumber(clock[1]) * 1000 - (tonumber(up) or 0) * 1000
+  end
+  return started_ms > since
+end
+
 -- Charge what went out (nothing when a caught-up subscription was not throttled) and report
 -- the limiters left without quota: {exhausted flags, ms until all of them renew}.
 local function settle(used_units, used_bytes, free)
@@ -171,7 +193,11 @@ local function settle(used_units, used_bytes, free)
         if b.lu < b.ws - b.pp then
           b.ws, b.fl = tnow, 0
         else
-          if late > math.max(tolerance, math.min(b.fl + tolerance, b.pp / 2)) then
+          local keep = math.max(tolerance, math.min(b.fl + tolerance, b.pp / 2))
+          if late > keep and bit.band(renewing, b.flag) ~= 0 and not started_after(b.lu) then
+            keep = b.pp / 2
+          end
+          if late > keep then
             b.ws = tnow
           end
           b.fl = late
