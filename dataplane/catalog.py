@@ -163,6 +163,31 @@ class CatalogProjection:
         if pairs:
             await in_batches(self.redis, pairs, queue)
 
+    async def ensure_recorded_subscriptions(
+        self, wanted: Iterable[tuple[TopicName, int, str]]
+    ) -> None:
+        """``ensure_subscriptions`` for subscriptions a worker found in the database, but not
+        one the admin API is deleting: a fresh delete mark skips it (a client or the admin
+        API that makes it again makes its groups itself), and one whose mark appears while
+        its groups are being made has them dropped again (the delete read the row before,
+        dropped the groups before this made them: without this the subscription would come
+        back in Redis without its row)."""
+        wanted = list(wanted)
+        fields = [drop_mark(topic.full, name) for topic, _partitions, name in wanted]
+        marked = await marked_dropped(self.redis, fields)
+        kept = [w for w, f in zip(wanted, fields, strict=True) if f not in marked]
+        await self.ensure_subscriptions(kept)
+        fields = [drop_mark(topic.full, name) for topic, _partitions, name in kept]
+        since = await marked_dropped(self.redis, fields)
+        undone = [
+            (partition, name)
+            for (topic, partitions, name), field in zip(kept, fields, strict=True)
+            if field in since
+            for partition in partitions_of(topic, partitions)
+        ]
+        if undone:
+            await self.drop_subscriptions(undone)
+
     async def mark_dropped(self, topic: TopicName, name: str) -> None:
         """Before an admin delete of a subscription commits, mark it deleted, so that no
         worker records its consumer groups, seen before they are dropped, as a client's

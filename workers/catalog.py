@@ -342,7 +342,7 @@ class Catalog:
                     )
                 ).scalars()
             )
-        await self.plane.ensure_subscriptions([missing[i] for i in missing if i in still])
+        await self.plane.ensure_recorded_subscriptions([missing[i] for i in missing if i in still])
 
     @property
     def recorder(self) -> asyncio.Task | None:
@@ -508,7 +508,7 @@ class Catalog:
                 dropped += [(p, sub) for p in partitions_of(topic, current[topic_name])]
                 self.recorded.discard((topic_name, sub))
         # All of the batch's subscriptions at once (pipelined), not one round trip each.
-        await self.plane.ensure_subscriptions(ensured)
+        await self.plane.ensure_recorded_subscriptions(ensured)
         if dropped:
             await self.plane.drop_subscriptions(dropped)
         if deleted_namespaces:

@@ -257,3 +257,42 @@ def test_an_admin_delete_mark_holds_for_a_minute_and_is_then_forgotten(redis_ser
     marked, left = asyncio.run(scenario())
     assert marked == {fresh}
     assert left == {fresh.encode()}
+
+
+def test_a_worker_does_not_make_again_a_subscription_the_admin_api_is_deleting(
+    http, namespace, settings, redis_server, monkeypatch
+):
+    """A worker makes the groups of subscriptions it read in the database (catalog events,
+    full passes), and the admin API may delete one meanwhile: its mark, its row, then its
+    groups.  A subscription marked before the worker makes its groups is skipped; one whose
+    delete marks and drops it while the worker is making them (the worker read the row
+    first) has them dropped again.  The other subscription's groups are made."""
+    _path, topic = topic_with_two_subscriptions(http, "racing")
+    sync = redis.Redis.from_url(redis_server.url)
+
+    async def scenario():
+        async with catalog_alone(settings, redis_server.url) as catalog:
+            plane = catalog.plane
+            wanted = [(topic, 0, "kept"), (topic, 0, "deleted")]
+            # Marked before: not made.
+            await plane.drop_subscriptions([(topic, "kept"), (topic, "deleted")])
+            await plane.mark_dropped(topic, "deleted")
+            await plane.ensure_recorded_subscriptions(wanted)
+            assert sync.smembers(keys.subs(topic)) == {b"kept"}
+            # Marked and dropped while the groups are being made (after the first check).
+            await asyncio.to_thread(sync.delete, keys.ADMIN_DROPS)
+            await plane.drop_subscriptions([(topic, "kept"), (topic, "deleted")])
+            make = plane.ensure_subscriptions
+
+            async def delete_lands_first(pairs):
+                await plane.mark_dropped(topic, "deleted")
+                await plane.drop_subscription(topic, 0, "deleted")
+                await make(pairs)  # the worker's calls, sent before, land after the drop
+
+            monkeypatch.setattr(plane, "ensure_subscriptions", delete_lands_first)
+            await plane.ensure_recorded_subscriptions(wanted)
+
+    asyncio.run(scenario())
+    assert sync.smembers(keys.subs(topic)) == {b"kept"}
+    sync.delete(keys.ADMIN_DROPS)
+    sync.close()
