@@ -172,18 +172,15 @@ class CatalogProjection:
         its groups are being made has them dropped again (the delete read the row before,
         dropped the groups before this made them: without this the subscription would come
         back in Redis without its row)."""
-        wanted = list(wanted)
-        fields = [drop_mark(topic.full, name) for topic, _partitions, name in wanted]
-        marked = await marked_dropped(self.redis, fields)
-        kept = [w for w, f in zip(wanted, fields, strict=True) if f not in marked]
-        await self.ensure_subscriptions(kept)
-        fields = [drop_mark(topic.full, name) for topic, _partitions, name in kept]
-        since = await marked_dropped(self.redis, fields)
+        marks = {drop_mark(topic.full, name): (topic, count, name) for topic, count, name in wanted}
+        marked = await marked_dropped(self.redis, list(marks))
+        kept = {field: sub for field, sub in marks.items() if field not in marked}
+        await self.ensure_subscriptions(kept.values())
+        since = await marked_dropped(self.redis, list(kept))
         undone = [
             (partition, name)
-            for (topic, partitions, name), field in zip(kept, fields, strict=True)
-            if field in since
-            for partition in partitions_of(topic, partitions)
+            for topic, count, name in (kept[field] for field in since)
+            for partition in partitions_of(topic, count)
         ]
         if undone:
             await self.drop_subscriptions(undone)

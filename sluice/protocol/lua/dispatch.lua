@@ -96,8 +96,8 @@
 -- period), starts that period now; a quota the caller's previous call found spent (ARGV[30]:
 -- the subscription was waiting for this renewal, and whatever made the call late was the
 -- server's own delay, not a quiet spell) keeps its grid up to half a period late, unless the
--- Redis server restarted since that quota was last used (its uptime says so).  So the first entry after a
--- quiet spell, an outage or a new subscription opens a fresh period, while under steady load
+-- Redis server restarted since that quota was last used (its uptime says so).  So the first
+-- entry after a quiet spell, an outage or a new subscription opens a fresh period, while under steady load
 -- (used as each period begins, give or take a late wake-up) the periods stay back to back
 -- and do not drift.  A changed limit starts a new period at
 -- once, less what the interrupted period used (at most the whole new quota: a lowered limit
