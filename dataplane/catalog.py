@@ -228,6 +228,7 @@ class CatalogProjection:
                 keys.limits(partition),
                 keys.producers(partition),
                 keys.publish_window(partition),
+                *keys.eviction_index(partition),
             )
 
         await in_batches(self.redis, every, queue)

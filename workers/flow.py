@@ -136,7 +136,7 @@ class PartitionFlow:
         ``lowest_priority_eviction``) to the entries some subscription may still need; drop
         it when the policy is gone."""
         redis = self.context.redis
-        index = [keys.partition_prefix(self.partition) + f"pq:{level}" for level in range(10)]
+        index = keys.eviction_index(self.partition)
         if not priority_eviction_limit(self.limits):
             if self.priority_index:
                 await redis.delete(*index)

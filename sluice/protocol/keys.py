@@ -36,7 +36,8 @@ one of them, which plain hashing would leave to chance.  Keys::
     sl:{P}:lease                   fencing token <worker>:<epoch> of the partition's owner (no
                                    TTL: another worker takes it once the holder's heartbeat
                                    in the registry has lapsed)
-    sl:{P}:epoch                   counter the fencing tokens are numbered from
+    sl:{P}:epoch                   counter the fencing tokens are numbered from (outlives a
+                                   deleted topic: one made again never repeats a token)
     sl:{P}:lim                     hash: the partition's TOPIC limiter (see dispatch.lua)
     sl:{P}:doc                     JSON stats document published by the owning worker (zlib-
                                    compressed JSON, kept, while the partition is dormant)
@@ -50,6 +51,8 @@ one of them, which plain hashing would leave to chance.  Keys::
     sl:{P}:producers               zset: producer id -> last heartbeat (ms of Redis time)
     sl:{P}:pubrate                 hash: the publish rate's current window (produce.lua);
                                    expires when the window ends
+    sl:{P}:pq:{L}                  zset: the entries of priority L, oldest first, while the
+                                   backlog quota is lowest_priority_eviction (produce.lua)
     sl:{P}:subrate:{H}/{N}         counter: subscribe requests of consumer name N from client
                                    host H in its current subscribe-rate period; expires with
                                    the period
@@ -291,6 +294,12 @@ def limits(partition: TopicName) -> str:
 def producers(partition: TopicName) -> str:
     """Producers registered on the partition, by last heartbeat."""
     return partition_prefix(partition) + "producers"
+
+
+def eviction_index(partition: TopicName) -> list[str]:
+    """The partition's lowest-priority eviction index, one zset per priority
+    (``produce.lua``)."""
+    return [partition_prefix(partition) + f"pq:{level}" for level in range(10)]
 
 
 def publish_window(partition: TopicName) -> str:

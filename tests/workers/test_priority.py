@@ -225,6 +225,26 @@ def test_eviction_spares_what_a_consumer_holds(http, namespace, client):
     consumer.close()
 
 
+def test_deleting_the_topic_drops_its_eviction_index(http, namespace, client, redis_server):
+    """The lowest-priority eviction index (a zset per priority) goes with the topic's other
+    keys: a deleted topic leaves nothing of its own in Redis but its fencing epoch (kept so
+    that a topic made again never hands out a token an old owner still holds)."""
+    assert http.put(PATH).status_code == 204
+    set_eviction_quota(http, 5)
+    client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared).close()
+    producer = client.create_producer(TOPIC)
+    for priority in (1, 7):
+        producer.send(b"m", priority=priority)
+    producer.close()
+    redis_client = connect(redis_server.url)
+    pattern = keys.partition_prefix(TopicName.from_full(TOPIC)) + "*"
+    assert {k for k in redis_client.scan_iter(match=pattern) if b":pq:" in k}
+    assert http.delete(PATH, params={"force": "true"}).status_code == 204
+    epoch = keys.partition_prefix(TopicName.from_full(TOPIC)).encode() + b"epoch"
+    wait_until(lambda: set(redis_client.scan_iter(match=pattern)) <= {epoch}, timeout=10)
+    redis_client.close()
+
+
 def test_stats_per_priority_level(http, namespace, client):
     """``priorityLevels`` of a subscription: messages waiting and dispatched per priority;
     a subscription that never saw a priority has none."""
