@@ -123,6 +123,9 @@ class RateReportRow(_ReportRow, Base):
     throttled_topic_share: Mapped[float] = mapped_column(Float)
     throttled_subscription_share: Mapped[float] = mapped_column(Float)
     throttled_by: Mapped[str | None] = mapped_column(String(16))  # level throttling most
+    # Per message priority (revision 0011; null for a subscription that saw none): JSON text
+    # {"<priority>": {"msgOut": n, "avgRate": msg/s}}, the levels that dispatched any.
+    priority_levels: Mapped[str | None] = mapped_column(Text)
 
 
 class BacklogReportRow(_ReportRow, Base):
@@ -143,6 +146,9 @@ class BacklogReportRow(_ReportRow, Base):
     drain_seconds: Mapped[float | None] = mapped_column(Float)  # None when it never drains
     drain_status: Mapped[str] = mapped_column(String(8))  # empty | draining | never
     growth_rank: Mapped[int] = mapped_column(Integer)  # 1 = fastest growing in the window
+    # Per message priority (revision 0011; null for a subscription that saw none): JSON text
+    # {"<priority>": {"msgBacklog": n}}, messages waiting in its priority index at the end.
+    priority_levels: Mapped[str | None] = mapped_column(Text)
 
 
 class AdviceReportRow(_ReportRow, Base):

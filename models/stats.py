@@ -63,6 +63,10 @@ class StatsSnapshot:
     # in snapshots of older workers, where the report takes the limit at ts x interval_ms).
     allowed_msgs: float | None = None
     allowed_bytes: float | None = None
+    # Per message priority, for a subscription that saw one (None otherwise): JSON text
+    # {"<priority>": [messages dispatched in the interval, messages waiting in its priority
+    # index at ts]}, the levels with either above 0.
+    priority_levels: str | None = None
 
     def to_json(self) -> bytes:
         """The stream field value (orjson writes the dataclass's fields in order, as

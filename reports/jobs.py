@@ -125,8 +125,12 @@ def _write_windows(
 ) -> None:
     """Compute and write the rows of a windowed job (minute, hour, day)."""
     report = REPORTS[job]
+    # Per-priority figures cost every aggregation more columns: only when some snapshot has
+    # them (a scan of that one column).
+    priorities = not snapshots.where(F.col("priority_levels").isNotNull()).isEmpty()
+    intervals = subscription_intervals(snapshots, priorities=priorities)
     # The finest window's aggregates feed every coarser window: computed once.
-    finest = report.partials(subscription_intervals(snapshots), finest_window(windows)).persist()
+    finest = report.partials(intervals, finest_window(windows)).persist()
     try:
         frame = report.from_partials(finest, starts)
         store.write(job, run_id, frame.withColumn("run_id", F.lit(run_id).cast("long")))

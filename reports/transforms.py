@@ -59,6 +59,44 @@ LIMIT_COLUMNS = (("msg", "limit_msg_per_s"), ("byte", "limit_byte_per_s"))
 ALLOWED_COLUMNS = {"msg": "allowed_msgs", "byte": "allowed_bytes"}
 
 
+# Message priorities (docs/priority.md); a snapshot's ``priority_levels`` is JSON text
+# {"<priority>": [messages out in the interval, messages waiting at its end]}.
+PRIORITIES = tuple(range(9, -1, -1))
+PRIORITY_SCHEMA = "map<string,array<bigint>>"
+
+
+_RATE_LEVEL_SUMS = tuple(f"out_p{level}" for level in PRIORITIES)
+_BACKLOG_LEVEL_VALUES = tuple(f"waiting_p{level}" for level in PRIORITIES)
+
+
+def _if_prioritized(frame: DataFrame, columns: list[Column]) -> list[Column]:
+    """``columns`` when ``frame`` carries per-priority columns (``subscription_intervals``
+    was asked for them), else none."""
+    return columns if "prioritized" in frame.columns else []
+
+
+def _priority_columns(levels: Column) -> dict[str, Column]:
+    """A snapshot's per-priority figures from its parsed ``levels``: ``prioritized`` (1 when it
+    had any), ``out_p<L>`` and ``waiting_p<L>`` (0 where absent)."""
+    columns = {"prioritized": levels.isNotNull().cast("int")}
+    for level in PRIORITIES:
+        pair = levels.getItem(str(level))
+        columns[f"out_p{level}"] = F.coalesce(pair.getItem(0), F.lit(0)).cast("long")
+        columns[f"waiting_p{level}"] = F.coalesce(pair.getItem(1), F.lit(0)).cast("long")
+    return columns
+
+
+def _levels_json(partials: DataFrame, figures: Callable[[int], Column], kept: str) -> Column:
+    """A report row's ``priority_levels``: JSON {"<priority>": {figures}}, highest first, of
+    the levels whose ``kept`` figure is above 0; null for a subscription that saw none (and
+    for all of them when ``partials`` carry no per-priority columns)."""
+    if "prioritized" not in partials.columns:
+        return F.lit(None).cast("string")
+    levels = F.create_map(*[x for level in PRIORITIES for x in (F.lit(str(level)), figures(level))])
+    kept_levels = F.map_filter(levels, lambda _level, value: value.getField(kept) > 0)
+    return F.when(F.col("prioritized") > 0, F.to_json(kept_levels))
+
+
 def _allowed(unit: str, column: str, seconds: Column) -> Column:
     """What one partition's limiter allowed in an interval it ended limited: the integral the
     worker measured (exact to the moment a limit changed), or, in snapshots of workers that
@@ -95,7 +133,41 @@ def _limit_columns(unit: str, column: str) -> dict[str, Column]:
     }
 
 
-def subscription_intervals(snapshots: DataFrame) -> DataFrame:
+def _merge_partitions(rows: DataFrame, levels: Mapping[str, Column]) -> DataFrame:
+    """The snapshots of a partitioned topic's subscription summed per interval (see
+    ``subscription_intervals``)."""
+    return (
+        rows.where(F.col("partition") >= 0)
+        .groupBy(*KEY, "interval")
+        .agg(
+            F.max("ts").alias("ts"),
+            (F.max("interval_ms") / 1000.0).alias("seconds"),
+            F.count(F.lit(1)).alias("partitions"),
+            (F.sum("interval_ms") / 1000.0).alias("partition_seconds"),
+            F.sum("msg_in").alias("msg_in"),
+            F.sum("msg_out").alias("msg_out"),
+            F.sum("bytes_out").alias("bytes_out"),
+            F.sum("backlog_msgs").alias("backlog_msgs"),
+            F.sum("backlog_bytes").alias("backlog_bytes"),
+            *[
+                expression.alias(name)
+                for unit, column in LIMIT_COLUMNS
+                for name, expression in _limit_columns(unit, column).items()
+            ],
+            F.max(_code("limit_msg_limiter")).alias("limiter_msg"),
+            F.max(_code("limit_byte_limiter")).alias("limiter_byte"),
+            F.max(_code("limit_msg_source")).alias("source_msg"),
+            F.max(_code("limit_byte_source")).alias("source_byte"),
+            *[(F.sum(f"throttled_{level}") > 0).alias(f"throttled_{level}") for level in LEVELS],
+            *[
+                (F.max(column) if name == "prioritized" else F.sum(column)).alias(name)
+                for name, column in levels.items()
+            ],
+        )
+    )
+
+
+def subscription_intervals(snapshots: DataFrame, priorities: bool = False) -> DataFrame:
     """One row per (topic, subscription, interval) with the partitions summed.
 
     Snapshots of a topic's partitions taken in the same tick share an interval: the interval
@@ -108,6 +180,12 @@ def subscription_intervals(snapshots: DataFrame) -> DataFrame:
     rows = snapshots.where(F.col("subscription") != "").withColumn(
         "interval", F.round(F.col("ts") / F.col("interval_ms")).cast("long")
     )
+    # Per-priority columns only when asked (some snapshot has priorities): they cost every
+    # aggregation of the reports a fifth more columns.
+    levels: dict[str, Column] = {}
+    if priorities:
+        rows = rows.withColumn("levels", F.from_json("priority_levels", PRIORITY_SCHEMA))
+        levels = _priority_columns(F.col("levels"))
     # Levels travel as numbers: aggregates over strings would force sort-based plans.
     # Partitions of a topic share their limits' levels; if not, the narrowest wins.
     seconds = F.col("interval_ms") / 1000.0
@@ -140,32 +218,9 @@ def subscription_intervals(snapshots: DataFrame) -> DataFrame:
         _code("limit_msg_source").alias("source_msg"),
         _code("limit_byte_source").alias("source_byte"),
         *[(F.col(f"throttled_{level}") > 0).alias(f"throttled_{level}") for level in LEVELS],
+        *[column.alias(name) for name, column in levels.items()],
     )
-    merged = (
-        rows.where(F.col("partition") >= 0)
-        .groupBy(*KEY, "interval")
-        .agg(
-            F.max("ts").alias("ts"),
-            (F.max("interval_ms") / 1000.0).alias("seconds"),
-            F.count(F.lit(1)).alias("partitions"),
-            (F.sum("interval_ms") / 1000.0).alias("partition_seconds"),
-            F.sum("msg_in").alias("msg_in"),
-            F.sum("msg_out").alias("msg_out"),
-            F.sum("bytes_out").alias("bytes_out"),
-            F.sum("backlog_msgs").alias("backlog_msgs"),
-            F.sum("backlog_bytes").alias("backlog_bytes"),
-            *[
-                expression.alias(name)
-                for unit, column in LIMIT_COLUMNS
-                for name, expression in _limit_columns(unit, column).items()
-            ],
-            F.max(_code("limit_msg_limiter")).alias("limiter_msg"),
-            F.max(_code("limit_byte_limiter")).alias("limiter_byte"),
-            F.max(_code("limit_msg_source")).alias("source_msg"),
-            F.max(_code("limit_byte_source")).alias("source_byte"),
-            *[(F.sum(f"throttled_{level}") > 0).alias(f"throttled_{level}") for level in LEVELS],
-        )
-    )
+    merged = _merge_partitions(rows, levels)
     grouped = single.unionByName(merged)
     return grouped.withColumns(
         {
@@ -292,6 +347,13 @@ def rate_partials(intervals: DataFrame, window: str) -> DataFrame:
         F.max_by(F.coalesce("source_msg", "source_byte"), "ts").alias("source_code"),
         _count("throttled").alias("throttled_intervals"),
         *[_count(f"throttled_{level}").alias(f"throttled_{level}_intervals") for level in LEVELS],
+        *_if_prioritized(
+            intervals,
+            [
+                F.max("prioritized").alias("prioritized"),
+                *[F.sum(c).alias(c) for c in _RATE_LEVEL_SUMS],
+            ],
+        ),
     )
 
 
@@ -344,6 +406,13 @@ def roll_up_rates(partials: DataFrame, window: str) -> DataFrame:
             F.kll_merge_agg_double("rate_sketch", SKETCH_K).alias("rate_sketch"),
             F.max("last_ts").alias("last_ts"),
             *[F.max_by(c, "last_ts").alias(c) for c in _LAST_RATE_VALUES],
+            *_if_prioritized(
+                partials,
+                [
+                    F.max("prioritized").alias("prioritized"),
+                    *[F.sum(c).alias(c) for c in _RATE_LEVEL_SUMS],
+                ],
+            ),
         )
     )
 
@@ -412,6 +481,14 @@ def finish_rates(partials: DataFrame) -> DataFrame:
         ).alias("utilisation"),
         "limiter_code",
         "source_code",
+        _levels_json(
+            partials,
+            lambda level: F.struct(
+                F.col(f"out_p{level}").alias("msgOut"),
+                _ratio(f"out_p{level}", "seconds").alias("avgRate"),
+            ),
+            "msgOut",
+        ).alias("priority_levels"),
     )
     return rows.withColumns(
         {
@@ -422,9 +499,9 @@ def finish_rates(partials: DataFrame) -> DataFrame:
     ).drop("limiter_code", "source_code")
 
 
-def rate_report(snapshots: DataFrame, window: str) -> DataFrame:
+def rate_report(snapshots: DataFrame, window: str, priorities: bool = False) -> DataFrame:
     """The rate report of one ``window`` from raw snapshots (``finish_rates``)."""
-    return RATES.window(subscription_intervals(snapshots), window)
+    return RATES.window(subscription_intervals(snapshots, priorities), window)
 
 
 def backlog_partials(intervals: DataFrame, window: str) -> DataFrame:
@@ -451,6 +528,9 @@ def backlog_partials(intervals: DataFrame, window: str) -> DataFrame:
             zero.alias("sxy"),
             zero.alias("sxx"),
             (F.col("ts") / 1000.0 - F.unix_timestamp("window_start")).alias("o"),
+            *_if_prioritized(
+                intervals, [F.col(c) for c in ("prioritized", *_BACKLOG_LEVEL_VALUES)]
+            ),
         )
     )
 
@@ -483,6 +563,13 @@ def _merge_backlog(partials: DataFrame) -> DataFrame:
         F.sum("sy").alias("sy"),
         F.sum(F.col("sxy") + o * F.col("sy")).alias("sxy"),
         F.sum(F.col("sxx") + 2 * o * F.col("sx") + n * o * o).alias("sxx"),
+        *_if_prioritized(
+            partials,
+            [
+                F.max("prioritized").alias("prioritized"),
+                *[F.max_by(c, "last_ts").alias(c) for c in _BACKLOG_LEVEL_VALUES],
+            ],
+        ),
     )
 
 
@@ -517,6 +604,11 @@ def finish_backlog(partials: DataFrame) -> DataFrame:
         _ratio("msg_out", "seconds").alias("dispatch_rate"),
         "limit_topic_at_end",
         least_squares_slope().alias("growth_per_s"),
+        _levels_json(
+            partials,
+            lambda level: F.struct(F.col(f"waiting_p{level}").alias("msgBacklog")),
+            "msgBacklog",
+        ).alias("priority_levels"),
     )
     capacity = F.coalesce(F.col("limit_topic_at_end"), F.col("dispatch_rate"))
     empty = F.col("backlog_msgs") <= 0
@@ -536,9 +628,9 @@ def finish_backlog(partials: DataFrame) -> DataFrame:
     )
 
 
-def backlog_report(snapshots: DataFrame, window: str) -> DataFrame:
+def backlog_report(snapshots: DataFrame, window: str, priorities: bool = False) -> DataFrame:
     """The backlog report of one ``window`` from raw snapshots (``finish_backlog``)."""
-    return BACKLOG.window(subscription_intervals(snapshots), window)
+    return BACKLOG.window(subscription_intervals(snapshots, priorities), window)
 
 
 RATES = Report(rate_partials, roll_up_rates, finish_rates)

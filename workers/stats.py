@@ -499,6 +499,7 @@ class StatsPublisher:
             common["interval_ms"] / 1000,
             (limits.msg_per_second, limits.byte_per_second),
         )
+        levels = _snapshot_levels(baseline, sample)
         return StatsSnapshot(
             **common,
             subscription=name,
@@ -513,7 +514,28 @@ class StatsPublisher:
             **_limit_fields(limits),
             allowed_msgs=allowed_msgs,
             allowed_bytes=allowed_bytes,
+            priority_levels=levels,
         )
+
+
+def _snapshot_levels(baseline: Baseline, sample) -> str | None:
+    """A snapshot's ``priority_levels``: per priority, messages dispatched since the last row
+    and messages waiting now; None for a subscription that never saw a priority."""
+    out = priority_counters(sample.counters)
+    if sample.waiting is None and not any(out):
+        return None
+    waiting = sample.waiting or [0] * 10
+    # A level first counted after the subscription's first row was counted from zero.
+    counted = baseline.fresh or "msg_out" in baseline.values
+    levels = {}
+    for level in range(9, -1, -1):
+        name = f"out_p{level}"
+        if counted:
+            baseline.values.setdefault(name, 0)
+        sent = baseline.delta(name, out[level])
+        if sent or waiting[level]:
+            levels[str(level)] = [sent, waiting[level]]
+    return orjson.dumps(levels).decode()
 
 
 def _level_meters() -> list[RateMeter]:

@@ -69,6 +69,9 @@ class _RateFields(Document):
     throttledTopicShare: float
     throttledSubscriptionShare: float
     throttledBy: str | None
+    # Per message priority, highest first, the levels that dispatched any ({"msgOut",
+    # "avgRate"}); null for a subscription that saw no priority.
+    priorityLevels: dict[str, dict[str, float]] | None = None
 
 
 class _BacklogFields(Document):
@@ -86,6 +89,9 @@ class _BacklogFields(Document):
     drainSeconds: float | None
     drainStatus: str
     growthRank: int
+    # Per message priority, highest first, the messages waiting in the subscription's
+    # priority index at the window's end ({"msgBacklog"}); null when it saw no priority.
+    priorityLevels: dict[str, dict[str, float]] | None = None
 
 
 class RateReportDocument(_RowKey, _RateFields):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 from sqlalchemy import func, select, update
 
 from api.unit_of_work import UnitOfWork
@@ -40,7 +41,11 @@ def row_json(row: Any, columns: list[str]) -> dict:
     out = {}
     for name in columns:
         value = getattr(row, name)
-        out[_camel(name)] = value.isoformat() if isinstance(value, datetime) else value
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif name == "priority_levels" and value is not None:
+            value = orjson.loads(value)  # stored as JSON text (written by Spark over JDBC)
+        out[_camel(name)] = value
     return out
 
 

@@ -163,6 +163,28 @@ def test_rates_are_the_newest_succeeded_results(reports):
     assert datetime.fromisoformat(first["windowStart"]) == NOW - timedelta(minutes=2)
 
 
+def test_priority_levels_are_objects(reports, db):
+    """Per-priority figures, stored as JSON text, are answered as objects; a subscription
+    that saw no priority has null."""
+    levels = '{"9": {"msgOut": 60, "avgRate": 1.0}, "0": {"msgOut": 6, "avgRate": 0.1}}'
+    with db.begin() as connection:
+        connection.execute(
+            insert(RateReportRow), [rate_row(3, 1, subscription="urgent", priority_levels=levels)]
+        )
+        backlog = backlog_row(3, "urgent", 0.5, 4) | {"priority_levels": '{"4": {"msgBacklog": 7}}'}
+        connection.execute(insert(BacklogReportRow), [backlog])
+    rows = reports.get(f"{ADMIN}/reports/rates/acme/orders", params={"since": "1h"}).json()
+    by_sub = {r["subscription"]: r for r in rows if r["avgRate"] != 10.0}
+    assert by_sub["urgent"]["priorityLevels"] == {
+        "9": {"msgOut": 60, "avgRate": 1.0},
+        "0": {"msgOut": 6, "avgRate": 0.1},
+    }
+    assert by_sub["other"]["priorityLevels"] is None
+    backlogs = reports.get(f"{ADMIN}/reports/backlog/acme/orders", params={"since": "1h"}).json()
+    waiting = {r["subscription"]: r["priorityLevels"] for r in backlogs}
+    assert waiting["urgent"] == {"4": {"msgBacklog": 7}} and waiting["fast"] is None
+
+
 def test_filters(reports):
     url = f"{ADMIN}/reports/rates/acme/orders"
     assert len(reports.get(url, params={"since": "4h"}).json()) == 4

@@ -3,8 +3,10 @@ JDBC, and SQLite through SQLAlchemy)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
+import orjson
 import pytest
 from sqlalchemy import select
 
@@ -106,3 +108,23 @@ def test_sqlite_results_go_through_sqlalchemy(spark, lake, tmp_path):
         windows = sorted(r.window for r in connection.execute(select(RateReportRow)).all())
     assert windows == ["hour", "minute"]
     engine.dispose()
+
+
+def test_priority_levels_reach_the_database_over_jdbc(spark, store, tmp_path, db):
+    """A run whose snapshots carry priorities writes them per level (JSON text) with the rest
+    of each row."""
+    rows = [
+        replace(s, priority_levels='{"9": [150, 0], "2": [50, 10]}')
+        for s in at_the_limit(6, 1200, 200)
+    ]
+    lake = write_lake(tmp_path / "lake", rows)
+    for job in ("rates", "backlog"):
+        assert _run(spark, store, lake, job, windows=("minute",)).rows == 1
+    with db.connect() as connection:
+        rate = connection.execute(select(RateReportRow)).one()
+        backlog = connection.execute(select(BacklogReportRow)).one()
+    assert orjson.loads(rate.priority_levels) == {
+        "9": {"msgOut": 900, "avgRate": 15.0},
+        "2": {"msgOut": 300, "avgRate": 5.0},
+    }
+    assert orjson.loads(backlog.priority_levels) == {"2": {"msgBacklog": 10}}

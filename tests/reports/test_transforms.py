@@ -6,6 +6,7 @@ import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+import orjson
 import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F
@@ -539,3 +540,64 @@ def test_a_window_before_its_start_is_left_out(spark):
     assert hours == [(start, 6), (start + timedelta(hours=1), 6)]
     [day] = report.where("window = 'day'").collect()
     assert day.intervals == 18
+
+
+def _levels(**levels: tuple[int, int]) -> str:
+    """A snapshot's priority_levels: p<L>=(messages out, messages waiting)."""
+    return orjson.dumps({name[1:]: list(pair) for name, pair in levels.items()}).decode()
+
+
+def test_priority_levels_add_up_over_partitions_and_intervals(spark):
+    """Per priority, the rate report sums what went out (over partitions and intervals) and
+    the backlog report keeps what waited at the window's end; a subscription without
+    priorities has none, and levels with nothing to report are left out."""
+    rows = [
+        snap(10, partition=0, msg_out=30, priority_levels=_levels(p9=(20, 5), p4=(10, 0))),
+        snap(10, partition=1, msg_out=10, priority_levels=_levels(p9=(10, 0), p0=(0, 7))),
+        snap(20, partition=0, msg_out=25, priority_levels=_levels(p9=(5, 0), p4=(20, 3))),
+        snap(20, partition=1, msg_out=5, priority_levels=_levels(p0=(5, 2))),
+        snap(10, subscription="plain", msg_out=50),
+        snap(20, subscription="plain", msg_out=50),
+    ]
+    snapshots = frame(spark, rows)
+    rates = {r.subscription: r for r in rate_report(snapshots, "minute", True).collect()}
+    assert orjson.loads(rates["sub"].priority_levels) == {
+        "9": {"msgOut": 35, "avgRate": 1.75},
+        "4": {"msgOut": 30, "avgRate": 1.5},
+        "0": {"msgOut": 5, "avgRate": 0.25},
+    }
+    assert list(orjson.loads(rates["sub"].priority_levels)) == ["9", "4", "0"]
+    assert rates["plain"].priority_levels is None
+    backlog = {r.subscription: r for r in backlog_report(snapshots, "minute", True).collect()}
+    assert orjson.loads(backlog["sub"].priority_levels) == {
+        "4": {"msgBacklog": 3},
+        "0": {"msgBacklog": 2},
+    }
+    assert backlog["plain"].priority_levels is None
+    # Asked for no per-priority figures (no snapshot of the run has any): the same rows,
+    # priority_levels null in every one.
+    plain = rate_report(snapshots, "minute").collect()
+    assert [r.priority_levels for r in plain] == [None, None]
+    assert [r.msg_out for r in plain] == [r.msg_out for r in rates.values()]
+
+
+@pytest.mark.parametrize("report", [RATES, BACKLOG], ids=["rates", "backlog"])
+def test_priority_levels_roll_up_as_each_window_on_its_own(spark, report):
+    rows = [
+        snap(
+            300 * i,
+            interval_ms=300_000,
+            msg_out=i,
+            priority_levels=_levels(p9=(i, i % 3), p2=(2 * i, i % 5)),
+        )
+        for i in range(1, 12 * 30)
+    ]
+    intervals = subscription_intervals(frame(spark, rows), priorities=True)
+    starts = {"minute": datetime(2026, 11, 24, 0, 0), "hour": STARTS["hour"], "day": STARTS["day"]}
+    expected = None
+    for window, start in starts.items():
+        got = report.window(intervals, window).where(F.col("window_start") >= F.lit(start))
+        expected = got if expected is None else expected.unionByName(got)
+    actual = report(intervals, starts).select("window", "window_start", "priority_levels")
+    assertDataFrameEqual(actual, expected.select(*actual.columns))
+    assert actual.where(F.col("priority_levels").isNull()).count() == 0

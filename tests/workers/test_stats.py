@@ -166,6 +166,39 @@ def test_snapshots_for_reporting(http, namespace, worker, client, redis_server):
     assert steady.allowed_msgs == pytest.approx(50.0 * steady.interval_ms / 1000, rel=1e-6)
 
 
+def test_snapshots_carry_messages_out_and_waiting_per_priority(
+    http, namespace, worker, client, redis_server
+):
+    """A subscription that saw priorities reports, per priority, what went out in each
+    interval (every message once over the rows) and what waits; one that saw none, nothing."""
+    assert http.put(PATH).status_code == 204
+    consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
+    plain_consumer = client.subscribe(TOPIC, "plain", consumer_type=sluice.ConsumerType.Shared)
+    plain_consumer.close()
+    producer = client.create_producer(TOPIC)
+    for priority in (9, 9, 4, 1):
+        producer.send(b"x", priority=priority)
+    drain(consumer, 4, timeout=5)
+    redis_client = redis.Redis.from_url(redis_server.url)
+
+    def rows():
+        found = [
+            StatsSnapshot.from_json(fields[b"json"])
+            for _id, fields in redis_client.xrange(SNAPSHOT_STREAM)
+        ]
+        return found if sum(r.msg_out for r in found if r.subscription == "sub") >= 4 else None
+
+    found = wait_until(rows, timeout=6)
+    sent: dict[str, int] = {}
+    for row in found:
+        if row.subscription == "sub" and row.priority_levels:
+            for level, (out, _waiting) in orjson.loads(row.priority_levels).items():
+                sent[level] = sent.get(level, 0) + out
+    assert sent == {"9": 2, "4": 1, "1": 1}
+    assert all(r.priority_levels is None for r in found if r.subscription == "plain")
+    redis_client.close()
+
+
 def test_policy_change_reaches_the_worker_quickly(http, namespace, worker, client):
     assert http.put(PATH).status_code == 204
     consumer = client.subscribe(TOPIC, "sub")
