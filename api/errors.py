@@ -26,6 +26,10 @@ from models.json_body import shown
 
 log = logging.getLogger(__name__)
 
+# A refusal names this many problems, then counts the rest: a body of 40,000 unknown keys gets
+# a short reason, not one of megabytes that takes as long to send as to build.
+REASONS_LISTED = 20
+
 STATUS: dict[type[errors.SluiceError], int] = {
     errors.InvalidInput: 400,
     errors.Unauthorized: 401,
@@ -89,14 +93,18 @@ async def _validation(request: Request, exc: Exception) -> JsonResponse:
             415, f"Unsupported media type {content_type}: send Content-Type: application/json"
         )
     parts = []
-    for error in exc.errors():
+    problems = exc.errors()
+    for error in problems:
         loc = [str(p) for p in error.get("loc", ())]
         where = ".".join(loc[1:] if len(loc) > 1 else loc) or "request"
         if loc and loc[0] == "body" and error.get("type") == "json_invalid":
             return reason_response(400, "Malformed JSON body")
         if loc[:1] == ["body"] and error.get("type") == "missing" and len(loc) == 1:
             return reason_response(400, "Request body is required")
-        parts.append(f"{where}: {_message(error)}")
+        if len(parts) < REASONS_LISTED:
+            parts.append(f"{where}: {_message(error)}")
+    if len(problems) > len(parts):
+        parts.append(f"and {len(problems) - len(parts)} more")
     return reason_response(400, "Invalid request: " + "; ".join(parts))
 
 

@@ -153,6 +153,18 @@ def test_hostile_bodies_on_every_body_route(world: World):
             assert undo is None or undo.status_code == 204, undo.text
 
 
+def test_a_body_of_many_unknown_keys_gets_a_short_reason(world: World):
+    # 40,000 unknown keys once came back as a 2 MB reason, one clause per key.
+    answer = world.refused("POST", f"{World.TOPIC}/subscription/s/resetcursor",
+                           HOSTILE_BODIES["many keys"])
+    assert answer.status == 400, answer
+    reason = reason_of(answer)
+    assert len(answer.body) < 4096, f"{len(answer.body)} bytes"
+    assert "k0: Extra inputs are not permitted" in reason, reason
+    assert reason.count("; ") == 20 and reason.endswith(" more"), reason
+    assert int(reason.rsplit("and ", 1)[1].split()[0]) + 20 > 40_000, reason  # every key counted
+
+
 def test_every_field_of_every_body_with_every_wrong_type(world: World):
     attacked = 0
     for op in world.api.body_operations:
