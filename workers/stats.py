@@ -447,11 +447,11 @@ class StatsPublisher:
     def _priority_levels(self, key: tuple[str, str], sample, now: float) -> dict | None:
         """Per priority, a subscription's waiting messages (its priority index), messages
         dispatched and their rate; None for a subscription that never saw a priority."""
-        out = priority_counters(sample.counters)
-        if sample.waiting is None and not any(out):
+        seen = _levels_seen(sample)
+        if seen is None:
             return None
+        out, waiting = seen
         meters = self.level_meters[key]
-        waiting = sample.waiting or [0] * 10
         levels = {}
         for level in range(9, -1, -1):
             meters[level].add(now, out[level], 0)
@@ -518,13 +518,22 @@ class StatsPublisher:
         )
 
 
-def _snapshot_levels(baseline: Baseline, sample) -> str | None:
-    """A snapshot's ``priority_levels``: per priority, messages dispatched since the last row
-    and messages waiting now; None for a subscription that never saw a priority."""
+def _levels_seen(sample) -> tuple[list[int], list[int]] | None:
+    """A subscription's messages dispatched and waiting per priority 0..9, or None when it
+    never saw a priority (no index, nothing counted per level)."""
     out = priority_counters(sample.counters)
     if sample.waiting is None and not any(out):
         return None
-    waiting = sample.waiting or [0] * 10
+    return out, sample.waiting or [0] * 10
+
+
+def _snapshot_levels(baseline: Baseline, sample) -> str | None:
+    """A snapshot's ``priority_levels``: per priority, messages dispatched since the last row
+    and messages waiting now; None for a subscription that never saw a priority."""
+    seen = _levels_seen(sample)
+    if seen is None:
+        return None
+    out, waiting = seen
     # A level first counted after the subscription's first row was counted from zero.
     counted = baseline.fresh or "msg_out" in baseline.values
     levels = {}

@@ -117,6 +117,26 @@ def test_metrics_endpoint(http, namespace, worker, client):
     assert "sluice_worker_owned_partitions 1.0" in body
 
 
+def published_snapshots(redis_url: str) -> list[StatsSnapshot]:
+    """Every snapshot row published so far, oldest first."""
+    with redis.Redis.from_url(redis_url) as plain:
+        return [
+            StatsSnapshot.from_json(fields[b"json"])
+            for _id, fields in plain.xrange(SNAPSHOT_STREAM)
+        ]
+
+
+def snapshots_counting(redis_url: str, subscription: str, messages: int) -> list[StatsSnapshot]:
+    """Every snapshot row published, once the rows of ``subscription`` count ``messages`` out."""
+
+    def rows():
+        found = published_snapshots(redis_url)
+        out = sum(r.msg_out for r in found if r.subscription == subscription)
+        return found if out >= messages else None
+
+    return wait_until(rows, timeout=6)
+
+
 def test_snapshots_for_reporting(http, namespace, worker, client, redis_server):
     assert http.put(PATH).status_code == 204
     consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
@@ -130,17 +150,7 @@ def test_snapshots_for_reporting(http, namespace, worker, client, redis_server):
     for _ in range(5):
         producer.send(b"x" * 10)
     drain(consumer, 5, timeout=5)
-    plain = redis.Redis.from_url(redis_server.url)
-
-    def rows():
-        found = [
-            StatsSnapshot.from_json(fields[b"json"])
-            for _id, fields in plain.xrange(SNAPSHOT_STREAM)
-        ]
-        found = [r for r in found if r.subscription == "sub"]
-        return found if sum(r.msg_out for r in found) >= 5 else None
-
-    found = wait_until(rows, timeout=6)
+    found = [r for r in snapshots_counting(redis_server.url, "sub", 5) if r.subscription == "sub"]
     assert sum(r.msg_in for r in found) >= 5
     latest = found[-1]
     assert latest.topic == TOPIC and latest.partition == -1
@@ -155,10 +165,7 @@ def test_snapshots_for_reporting(http, namespace, worker, client, redis_server):
     assert latest.allowed_bytes is None
 
     def later():
-        found = [
-            StatsSnapshot.from_json(fields[b"json"])
-            for _id, fields in plain.xrange(SNAPSHOT_STREAM)
-        ]
+        found = published_snapshots(redis_server.url)
         found = [r for r in found if r.subscription == "sub" and r.ts > latest.ts]
         return found[1] if len(found) > 1 else None
 
@@ -179,16 +186,7 @@ def test_snapshots_carry_messages_out_and_waiting_per_priority(
     for priority in (9, 9, 4, 1):
         producer.send(b"x", priority=priority)
     drain(consumer, 4, timeout=5)
-    redis_client = redis.Redis.from_url(redis_server.url)
-
-    def rows():
-        found = [
-            StatsSnapshot.from_json(fields[b"json"])
-            for _id, fields in redis_client.xrange(SNAPSHOT_STREAM)
-        ]
-        return found if sum(r.msg_out for r in found if r.subscription == "sub") >= 4 else None
-
-    found = wait_until(rows, timeout=6)
+    found = snapshots_counting(redis_server.url, "sub", 4)
     sent: dict[str, int] = {}
     for row in found:
         if row.subscription == "sub" and row.priority_levels:
@@ -196,7 +194,6 @@ def test_snapshots_carry_messages_out_and_waiting_per_priority(
                 sent[level] = sent.get(level, 0) + out
     assert sent == {"9": 2, "4": 1, "1": 1}
     assert all(r.priority_levels is None for r in found if r.subscription == "plain")
-    redis_client.close()
 
 
 def test_policy_change_reaches_the_worker_quickly(http, namespace, worker, client):
