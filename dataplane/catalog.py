@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from redis.asyncio import Redis
@@ -39,14 +39,35 @@ def _fresh_since_ms(now: float | None) -> float:
     return ((time.time() if now is None else now) - DROP_MARK_SECONDS) * 1000
 
 
+async def drop_marks(redis: Redis, fields: list[str], now: float | None = None) -> dict[str, int]:
+    """The marks (ms) of those of ``fields`` (``drop_mark``) that the admin API deleted in the
+    last ``DROP_MARK_SECONDS``."""
+    if not fields:
+        return {}
+    since_ms = _fresh_since_ms(now)
+    marks = await redis.hmget(keys.ADMIN_DROPS, fields)
+    return {f: int(at) for f, at in zip(fields, marks, strict=True) if at and int(at) > since_ms}
+
+
 async def marked_dropped(redis: Redis, fields: list[str], now: float | None = None) -> set[str]:
     """Those of ``fields`` (``drop_mark``) that the admin API deleted in the last
     ``DROP_MARK_SECONDS``."""
-    if not fields:
-        return set()
-    since_ms = _fresh_since_ms(now)
-    marks = await redis.hmget(keys.ADMIN_DROPS, fields)
-    return {f for f, at in zip(fields, marks, strict=True) if at is not None and int(at) > since_ms}
+    return set(await drop_marks(redis, fields, now))
+
+
+class Recorded(NamedTuple):
+    """A subscription as the database holds it: its topic, the topic's partitions, its name,
+    and when its row was made (ms since the epoch)."""
+
+    topic: TopicName
+    partitions: int
+    name: str
+    created_ms: int
+
+    def deleted_by(self, mark_ms: int | None) -> bool:
+        """Whether a delete mark is this row's: one set before the row was made is an earlier
+        subscription's of the same name (deleted, then made again)."""
+        return mark_ms is not None and mark_ms >= self.created_ms
 
 
 async def forget_old_drop_marks(redis: Redis, now: float | None = None) -> None:
@@ -163,24 +184,25 @@ class CatalogProjection:
         if pairs:
             await in_batches(self.redis, pairs, queue)
 
-    async def ensure_recorded_subscriptions(
-        self, wanted: Iterable[tuple[TopicName, int, str]]
-    ) -> None:
+    async def ensure_recorded_subscriptions(self, wanted: Iterable[Recorded]) -> None:
         """``ensure_subscriptions`` for subscriptions a worker found in the database, but not
         one the admin API is deleting: a fresh delete mark skips it (a client or the admin
         API that makes it again makes its groups itself), and one whose mark appears while
         its groups are being made has them dropped again (the delete read the row before,
         dropped the groups before this made them: without this the subscription would come
-        back in Redis without its row)."""
-        marks = {drop_mark(topic.full, name): (topic, count, name) for topic, count, name in wanted}
-        marked = await marked_dropped(self.redis, list(marks))
-        kept = {field: sub for field, sub in marks.items() if field not in marked}
-        await self.ensure_subscriptions(kept.values())
-        since = await marked_dropped(self.redis, list(kept))
+        back in Redis without its row).  A mark older than the row is an earlier
+        subscription's of that name: a subscription deleted and made again over the admin
+        API gets its groups here even when neither call reached Redis."""
+        recorded = {drop_mark(sub.topic.full, sub.name): sub for sub in wanted}
+        marks = await drop_marks(self.redis, list(recorded))
+        kept = {f: sub for f, sub in recorded.items() if not sub.deleted_by(marks.get(f))}
+        await self.ensure_subscriptions([sub[:3] for sub in kept.values()])
+        since = await drop_marks(self.redis, list(kept))
         undone = [
-            (partition, name)
-            for topic, count, name in (kept[field] for field in since)
-            for partition in partitions_of(topic, count)
+            (partition, sub.name)
+            for field, sub in kept.items()
+            if sub.deleted_by(since.get(field))
+            for partition in partitions_of(sub.topic, sub.partitions)
         ]
         if undone:
             await self.drop_subscriptions(undone)

@@ -50,6 +50,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def epoch_ms(moment: datetime) -> int:
+    """Milliseconds since the epoch of an aware time (the unit of Redis-side timestamps)."""
+    return int(moment.timestamp() * 1000)
+
+
 class Base(DeclarativeBase):
     """Base class of every ORM table."""
 

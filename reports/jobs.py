@@ -9,6 +9,7 @@ are killed) and recorded as failed.
 
 from __future__ import annotations
 
+import logging
 import threading
 import traceback
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -31,9 +33,11 @@ from pyspark.sql.types import (
 
 from models.reports import REPORT_JOBS, SPAN_WINDOW, WINDOW_SECONDS
 from reports.advice import advice_rows
-from reports.lake import ARROW_SCHEMA, snapshots_path
+from reports.lake import ARROW_SCHEMA, holds_priorities, snapshots_path
 from reports.store import RunStore
 from reports.transforms import BACKLOG, RATES, Report, finest_window, subscription_intervals
+
+log = logging.getLogger(__name__)
 
 # Each job's report, computed from subscription intervals for every window of a run.
 REPORTS: dict[str, Report] = {"rates": RATES, "backlog": BACKLOG}
@@ -122,12 +126,20 @@ def _write_windows(
     snapshots,
     windows: tuple[str, ...],
     starts: dict[str, datetime],
+    *,
+    lake_url: str,
+    until: datetime,
 ) -> None:
     """Compute and write the rows of a windowed job (minute, hour, day)."""
     report = REPORTS[job]
-    # Per-priority figures cost every aggregation more columns: only when some snapshot has
-    # them (a scan of that one column).
-    priorities = not snapshots.where(F.col("priority_levels").isNotNull()).isEmpty()
+    # Per-priority figures cost every aggregation more columns: only when some snapshot in
+    # range has them.  The Parquet footers say, without a Spark job; where this process
+    # cannot open the lake itself (no HDFS client here, say), a scan of that one column.
+    try:
+        priorities = holds_priorities(lake_url, min(starts.values()), until)
+    except (OSError, NotImplementedError, pa.ArrowException) as exc:
+        log.debug("footers of %s not read (%s): scanning priority_levels", lake_url, exc)
+        priorities = not snapshots.where(F.col("priority_levels").isNotNull()).isEmpty()
     intervals = subscription_intervals(snapshots, priorities=priorities)
     # The finest window's aggregates feed every coarser window: computed once.
     finest = report.partials(intervals, finest_window(windows)).persist()
@@ -189,7 +201,9 @@ def run_job(
                 frame = SPAN_REPORTS[job](snapshots, since)
                 store.write(job, run_id, frame.withColumn("run_id", F.lit(run_id).cast("long")))
             else:
-                _write_windows(store, job, run_id, snapshots, windows, starts)
+                _write_windows(
+                    store, job, run_id, snapshots, windows, starts, lake_url=lake_url, until=until
+                )
         rows = store.succeed(job, run_id, {SPAN_WINDOW: _EVERY_SPAN} if span else starts)
     except BaseException as exc:
         error = "".join(traceback.format_exception_only(exc)).strip()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -110,6 +110,43 @@ def write_batch(
         pq.write_table(table.take(rows), temporary, filesystem=filesystem, compression="zstd")
         filesystem.move(temporary, f"{folder}/{name}")
     return len(groups)
+
+
+def holds_priorities(lake_url: str, since: datetime, until: datetime) -> bool:
+    """Whether a snapshot landed in the hours of ``[since, until)`` has ``priority_levels``.
+
+    Read from the Parquet footers (each row group's null count of that column), not the rows:
+    the report jobs build their per-priority columns only when this says so.  A footer
+    without the count answers yes (the columns are then built and come out empty).
+    """
+    filesystem, root = lake_filesystem(lake_url)
+    hour = since.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    while hour < until:
+        folder = f"{root}/{SNAPSHOTS_DIR}/date={hour:%Y-%m-%d}/hour={hour:%H}"
+        found = filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        landed = [
+            info.path
+            for info in found
+            if info.type == pafs.FileType.File and not info.base_name.startswith((".", "_"))
+        ]
+        if any(_file_holds_priorities(filesystem, path) for path in landed):
+            return True
+        hour += timedelta(hours=1)
+    return False
+
+
+def _file_holds_priorities(filesystem: pafs.FileSystem, path: str) -> bool:
+    with filesystem.open_input_file(path) as source:
+        metadata = pq.ParquetFile(source).metadata
+    column = metadata.schema.to_arrow_schema().get_field_index("priority_levels")
+    if column < 0:  # landed before the column existed
+        return False
+    for index in range(metadata.num_row_groups):
+        group = metadata.row_group(index)
+        stats = group.column(column).statistics
+        if stats is None or not stats.has_null_count or stats.null_count < group.num_rows:
+            return True
+    return False
 
 
 def land(redis, lake_url: str, *, batch: int = 50_000, lock_seconds: int = 600) -> LandingResult:

@@ -32,13 +32,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from dataplane.catalog import (
     CatalogProjection,
+    Recorded,
     drop_mark,
     forget_old_drop_marks,
     marked_dropped,
     subscriptions_by_topic,
 )
 from dataplane.events import ChangeEvent
-from models.base import utcnow
+from models.base import epoch_ms, utcnow
 from models.journal import AuditEntry, OutboxEvent, change_rows, record_change
 from models.orm import Namespace, Subscription, Tenant, Topic
 from models.repository import find_namespace, find_topic
@@ -275,13 +276,20 @@ class Catalog:
         redis = self.context.redis
         tombstones = {k.decode() for k in await redis.hkeys(keys.TOMBSTONES)}
         rows = (
-            await session.execute(select(Subscription.id, Subscription.topic_id, Subscription.name))
+            await session.execute(
+                select(
+                    Subscription.id,
+                    Subscription.topic_id,
+                    Subscription.name,
+                    Subscription.created_at,
+                )
+            )
         ).all()
-        by_topic: dict[int, dict[str, int]] = {}
-        for sub_id, topic_id, sub_name in rows:
-            by_topic.setdefault(topic_id, {})[sub_name] = sub_id
+        by_topic: dict[int, dict[str, tuple[int, int]]] = {}  # name -> (id, created ms)
+        for sub_id, topic_id, sub_name, created in rows:
+            by_topic.setdefault(topic_id, {})[sub_name] = (sub_id, epoch_ms(created))
         gone: list[int] = []
-        missing: dict[int, tuple[TopicName, int, str]] = {}  # recorded, not in Redis: by id
+        missing: dict[int, Recorded] = {}  # recorded, not in Redis: by id
         self.recorded = {
             (name, sub) for name, topic in db_topics.items() for sub in by_topic.get(topic.id, {})
         }
@@ -298,7 +306,7 @@ class Catalog:
             known = by_topic.get(topic.id, {})
             base = TopicName.from_full(name)
             in_redis = present[name]
-            for sub_name, sub_id in known.items():
+            for sub_name, (sub_id, created_ms) in known.items():
                 # A mark is believed only while Redis agrees: any client that may consume
                 # somewhere may write marks, but cannot delete another's consumer groups.
                 if f"{name}#{sub_name}" in tombstones and sub_name not in in_redis:
@@ -316,7 +324,7 @@ class Catalog:
                     )
                     continue
                 if sub_name not in in_redis:
-                    missing[sub_id] = (base, topic.partitions, sub_name)
+                    missing[sub_id] = Recorded(base, topic.partitions, sub_name, created_ms)
             for sub_name in in_redis - set(known):
                 self.note_subscription(name, sub_name)
         await self._ensure_still_recorded(missing)
@@ -326,7 +334,7 @@ class Catalog:
         if tombstones:
             await redis.hdel(keys.TOMBSTONES, *tombstones)
 
-    async def _ensure_still_recorded(self, missing: dict[int, tuple[TopicName, int, str]]) -> None:
+    async def _ensure_still_recorded(self, missing: dict[int, Recorded]) -> None:
         """Make the consumer groups of recorded subscriptions that Redis lacks, but only of
         those the database still holds now, read after Redis was: a subscription deleted over
         the admin API between this pass's two reads (its row goes first, then its groups) is
@@ -495,14 +503,15 @@ class Catalog:
                 self._set_topic(name, count)
             else:
                 gone[name] = max(self._forget_topic(name), mentioned)
-        ensured: list[tuple[TopicName, int, str]] = []
+        ensured: list[Recorded] = []
         dropped: list[tuple[TopicName, str]] = []
         for topic_name, sub in subscriptions:
             if topic_name not in current:
                 continue  # the topic went, and its subscriptions with it
             topic = TopicName.from_full(topic_name)
             if (topic_name, sub) in existing:
-                ensured.append((topic, current[topic_name], sub))
+                created_ms = existing[topic_name, sub]
+                ensured.append(Recorded(topic, current[topic_name], sub, created_ms))
                 self.recorded.add((topic_name, sub))
             else:
                 dropped += [(p, sub) for p in partitions_of(topic, current[topic_name])]
@@ -521,11 +530,11 @@ class Catalog:
 
     async def _read_current(
         self, topics: set[str], subscriptions: set[tuple[str, str]]
-    ) -> tuple[dict[str, int], set[tuple[str, str]]]:
+    ) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
         """The named topics that exist (with their partitions) and the named subscriptions
-        that exist, as the database has them now."""
+        that exist (with when their rows were made, ms), as the database has them now."""
         if not topics:
-            return {}, set()
+            return {}, {}
         names = [TopicName.from_full(t) for t in topics]
         async with self.sessions() as session:
             rows = (
@@ -538,19 +547,21 @@ class Catalog:
             ).all()
             found = {TopicName(t, ns, name).full: (count, tid) for t, ns, name, count, tid in rows}
             current = {name: found[name][0] for name in topics if name in found}
-            existing: set[tuple[str, str]] = set()
+            existing: dict[tuple[str, str], int] = {}
             wanted = [(t, s) for t, s in subscriptions if t in current]
             if wanted:
                 ids = {found[t][1]: t for t, _ in wanted}
                 sub_rows = (
                     await session.execute(
-                        select(Subscription.topic_id, Subscription.name).where(
+                        select(
+                            Subscription.topic_id, Subscription.name, Subscription.created_at
+                        ).where(
                             Subscription.topic_id.in_(ids),
                             Subscription.name.in_({s for _, s in wanted}),
                         )
                     )
                 ).all()
-                existing = {(ids[tid], name) for tid, name in sub_rows}
+                existing = {(ids[tid], name): epoch_ms(at) for tid, name, at in sub_rows}
         return current, existing
 
 

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 import redis
 
 from models.stats import SNAPSHOT_FIELD, SNAPSHOT_STREAM
-from reports.lake import CHECKPOINT_KEY, LOCK_KEY, lake_filesystem, land, write_batch
-from tests.reports.conftest import snap
+from reports.lake import (
+    CHECKPOINT_KEY,
+    LOCK_KEY,
+    holds_priorities,
+    lake_filesystem,
+    land,
+    write_batch,
+)
+from tests.reports.conftest import T0, T0_MS, snap, write_lake
 
 
 @pytest.fixture
@@ -78,3 +89,26 @@ def test_one_landing_at_a_time(stream, tmp_path):
 def test_lake_urls():
     filesystem, root = lake_filesystem("/tmp/lake/")
     assert (filesystem.type_name, root) == ("local", "/tmp/lake")
+
+
+def test_the_footers_tell_which_hours_hold_priorities(tmp_path):
+    """Only the hours in range are read, a row group with one non-null value counts, and a
+    file landed before the column existed holds none."""
+    levels = '{"9": [1, 0]}'
+    quiet = [snap(60 * i) for i in range(1, 4)]  # 10:01 .. 10:03
+    later = [snap(3600 + 60), snap(3600 + 120, priority_levels=levels)]  # 11:01, 11:02
+    lake = write_lake(tmp_path / "lake", quiet + later)
+    hour = timedelta(hours=1)
+    assert not holds_priorities(lake, T0, T0 + hour)
+    assert holds_priorities(lake, T0, T0 + 2 * hour)
+    # A range that starts inside an hour reads that whole hour's files.
+    assert holds_priorities(lake, T0 + hour + timedelta(minutes=59), T0 + 2 * hour)
+    assert not holds_priorities(lake, T0 + 2 * hour, T0 + 3 * hour)
+    assert not holds_priorities(str(tmp_path / "empty"), T0, T0 + 2 * hour)
+    # A file of an older lake, without the column; and a torn write, never read.
+    filesystem, root = lake_filesystem(lake)
+    folder = f"{root}/snapshots/date={T0:%Y-%m-%d}/hour=12"
+    filesystem.create_dir(folder)
+    pq.write_table(pa.table({"ts": [T0_MS + 7_200_000]}), f"{folder}/part-old.parquet")
+    pq.write_table(pa.table({"priority_levels": [levels]}), f"{folder}/.torn.tmp")
+    assert not holds_priorities(lake, T0 + 2 * hour, T0 + 3 * hour)

@@ -18,10 +18,12 @@ from redis.asyncio.client import Pipeline
 from dataplane.catalog import (
     DROP_MARK_SECONDS,
     CatalogProjection,
+    Recorded,
     forget_old_drop_marks,
     marked_dropped,
 )
 from dataplane.events import ChangeEvent
+from models.base import epoch_ms, utcnow
 from models.db import make_async_engine, make_session_factory
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
@@ -273,7 +275,8 @@ def test_a_worker_does_not_make_again_a_subscription_the_admin_api_is_deleting(
     async def scenario():
         async with catalog_alone(settings, redis_server.url) as catalog:
             plane = catalog.plane
-            wanted = [(topic, 0, "kept"), (topic, 0, "deleted")]
+            made = epoch_ms(utcnow()) - 1  # both rows exist already
+            wanted = [Recorded(topic, 0, "kept", made), Recorded(topic, 0, "deleted", made)]
             # Marked before: not made.
             await plane.drop_subscriptions([(topic, "kept"), (topic, "deleted")])
             await plane.mark_dropped(topic, "deleted")
@@ -294,5 +297,36 @@ def test_a_worker_does_not_make_again_a_subscription_the_admin_api_is_deleting(
 
     asyncio.run(scenario())
     assert sync.smembers(keys.subs(topic)) == {b"kept"}
+    sync.delete(keys.ADMIN_DROPS)
+    sync.close()
+
+
+def test_a_subscription_deleted_and_made_again_gets_its_groups_from_a_worker(
+    http, namespace, settings, redis_server
+):
+    """The admin API deletes a subscription and makes it again within the minute its delete
+    mark holds, and the groups are not there (the re-create's own Redis write did not land):
+    the mark is older than the new row, so a worker's pass makes them, while a subscription
+    whose mark is its own (set after its row was made) is still left alone."""
+    path, topic = topic_with_two_subscriptions(http, "again")
+    assert http.delete(f"{path}/subscription/kept").status_code == 204
+    time.sleep(0.01)  # the new row is made a few ms after the mark
+    assert http.put(f"{path}/subscription/kept").status_code == 204
+    sync = redis.Redis.from_url(redis_server.url)
+
+    async def scenario():
+        async with catalog_alone(settings, redis_server.url) as catalog:
+            # Neither groups in Redis; "deleted" marked as the admin API marks before a delete
+            # (its row still there: the delete has not committed yet).
+            await catalog.plane.drop_subscriptions([(topic, "kept"), (topic, "deleted")])
+            await catalog.plane.mark_dropped(topic, "deleted")
+            assert await marked_dropped(
+                catalog.context.redis, [f"{topic.full}#kept", f"{topic.full}#deleted"]
+            ) == {f"{topic.full}#kept", f"{topic.full}#deleted"}
+            await catalog.sync()
+
+    asyncio.run(scenario())
+    assert sync.smembers(keys.subs(topic)) == {b"kept"}
+    assert sorted(http.get(f"{path}/subscriptions").json()) == ["deleted", "kept"]
     sync.delete(keys.ADMIN_DROPS)
     sync.close()
