@@ -26,6 +26,7 @@ import redis
 
 from server.embedded_redis import free_port, spawn_quietly
 from server.processes import wait_or_kill
+from sluice.protocol.connection import forget_cluster_mode
 
 
 def poll_until(ready: Callable[[], bool], timeout: float, every: float, failure: str) -> None:
@@ -134,6 +135,7 @@ class EmbeddedCluster:
         poll_until(synced, timeout, 0.05, "the replicas did not sync with their masters")
 
     def _spawn(self, node: Node) -> None:
+        forget_cluster_mode("127.0.0.1", node.port)
         folder = self.directory / str(node.port)
         folder.mkdir(parents=True, exist_ok=True)
         args = [

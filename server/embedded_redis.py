@@ -26,7 +26,7 @@ from urllib.parse import quote
 import redis
 
 from server.processes import wait_or_kill
-from sluice.protocol.connection import connect
+from sluice.protocol.connection import connect, forget_cluster_mode
 
 PR_SET_PDEATHSIG = 1
 
@@ -113,6 +113,7 @@ class EmbeddedRedis:
     def spawn(self) -> subprocess.Popen:
         """Start the server process, on the same port and folder every time; return at once
         (``wait_ready`` waits until it serves)."""
+        forget_cluster_mode("127.0.0.1", self.port)
         self.directory.mkdir(parents=True, exist_ok=True)
         args = [
             self.binary,

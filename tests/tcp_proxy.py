@@ -18,6 +18,7 @@ import time
 import redis
 
 from server.embedded_redis import free_port
+from sluice.protocol.connection import forget_cluster_mode
 
 
 class TcpProxy:
@@ -34,6 +35,7 @@ class TcpProxy:
 
     def start(self) -> TcpProxy:
         """Listen and forward."""
+        forget_cluster_mode("127.0.0.1", self.port)  # a Redis server may have had this port
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", self.port))

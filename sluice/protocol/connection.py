@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 import redis
 import redis.asyncio
@@ -51,6 +52,17 @@ def cluster_mode(url: str, timeout: float = 5.0) -> bool:
     """Whether the server of ``url`` runs with ``cluster-enabled yes`` (asked once per URL;
     False, not remembered, while it cannot be reached)."""
     return bool(ask_cluster_mode(url, timeout))
+
+
+def forget_cluster_mode(host: str, port: int) -> None:
+    """Forget what was learned of the server at ``host:port``, under every URL naming it: a
+    new server listens there now.  A process that starts servers on free ports (the embedded
+    ones) may be given a port that a server of the other mode had before."""
+    with _lock:
+        for url in list(_modes):
+            named = urlsplit(url)
+            if (named.hostname, named.port or 6379) == (host, port):
+                del _modes[url]
 
 
 def ask_cluster_mode(url: str, timeout: float = 5.0) -> bool | None:

@@ -12,7 +12,9 @@ import time
 import pytest
 import redis
 
+from server import embedded_cluster
 from server.embedded_cluster import EmbeddedCluster
+from server.embedded_redis import EmbeddedRedis, free_port
 from sluice.protocol.connection import Undecided, connect, connect_async, is_cluster
 from tests.tcp_proxy import TcpProxy, eventually
 
@@ -59,3 +61,25 @@ def test_an_asyncio_client_decides_in_the_background(redis_cluster: EmbeddedClus
         asyncio.run(scenario())
     finally:
         proxy.cut()
+
+
+def test_a_cluster_node_on_a_port_a_single_server_had_gets_a_cluster_client(tmp_path, monkeypatch):
+    """Servers started one after another on free ports may be given the same one: what a
+    process learned of the first (a single server) must not make its client of the second
+    (a cluster node) a single server's, which every key of another node's slots refuses."""
+    plain = EmbeddedRedis(tmp_path / "plain").start()
+    assert not is_cluster(connect(plain.url))
+    plain.stop()
+    ports = iter([plain.port])
+    monkeypatch.setattr(embedded_cluster, "free_port", lambda: next(ports, 0) or free_port())
+    cluster = EmbeddedCluster(tmp_path / "cluster").start()
+    try:
+        assert cluster.url == plain.url
+        client = connect(cluster.url)
+        assert is_cluster(client)
+        for i in range(30):  # keys of every master's slots
+            client.set(f"reused:{i}", i)
+        assert [int(client.get(f"reused:{i}")) for i in range(30)] == list(range(30))
+        client.close()
+    finally:
+        cluster.stop()
