@@ -276,20 +276,13 @@ class Catalog:
         redis = self.context.redis
         tombstones = {k.decode() for k in await redis.hkeys(keys.TOMBSTONES)}
         rows = (
-            await session.execute(
-                select(
-                    Subscription.id,
-                    Subscription.topic_id,
-                    Subscription.name,
-                    Subscription.created_at,
-                )
-            )
+            await session.execute(select(Subscription.id, Subscription.topic_id, Subscription.name))
         ).all()
-        by_topic: dict[int, dict[str, tuple[int, int]]] = {}  # name -> (id, created ms)
-        for sub_id, topic_id, sub_name, created in rows:
-            by_topic.setdefault(topic_id, {})[sub_name] = (sub_id, epoch_ms(created))
+        by_topic: dict[int, dict[str, int]] = {}
+        for sub_id, topic_id, sub_name in rows:
+            by_topic.setdefault(topic_id, {})[sub_name] = sub_id
         gone: list[int] = []
-        missing: dict[int, Recorded] = {}  # recorded, not in Redis: by id
+        missing: dict[int, tuple[TopicName, int, str]] = {}  # recorded, not in Redis: by id
         self.recorded = {
             (name, sub) for name, topic in db_topics.items() for sub in by_topic.get(topic.id, {})
         }
@@ -306,7 +299,7 @@ class Catalog:
             known = by_topic.get(topic.id, {})
             base = TopicName.from_full(name)
             in_redis = present[name]
-            for sub_name, (sub_id, created_ms) in known.items():
+            for sub_name, sub_id in known.items():
                 # A mark is believed only while Redis agrees: any client that may consume
                 # somewhere may write marks, but cannot delete another's consumer groups.
                 if f"{name}#{sub_name}" in tombstones and sub_name not in in_redis:
@@ -324,7 +317,7 @@ class Catalog:
                     )
                     continue
                 if sub_name not in in_redis:
-                    missing[sub_id] = Recorded(base, topic.partitions, sub_name, created_ms)
+                    missing[sub_id] = (base, topic.partitions, sub_name)
             for sub_name in in_redis - set(known):
                 self.note_subscription(name, sub_name)
         await self._ensure_still_recorded(missing)
@@ -334,23 +327,26 @@ class Catalog:
         if tombstones:
             await redis.hdel(keys.TOMBSTONES, *tombstones)
 
-    async def _ensure_still_recorded(self, missing: dict[int, Recorded]) -> None:
+    async def _ensure_still_recorded(self, missing: dict[int, tuple[TopicName, int, str]]) -> None:
         """Make the consumer groups of recorded subscriptions that Redis lacks, but only of
         those the database still holds now, read after Redis was: a subscription deleted over
         the admin API between this pass's two reads (its row goes first, then its groups) is
         not made again.  Read in a session of its own: the pass's transaction may see the
-        database as it was when the pass began."""
+        database as it was when the pass began.  That read also gives when each row was made,
+        which tells a delete mark of an earlier subscription of the same name from its own."""
         if not missing:
             return
         async with self.sessions() as session:
-            still = set(
-                (
-                    await session.execute(
-                        select(Subscription.id).where(Subscription.id.in_(list(missing)))
+            still = (
+                await session.execute(
+                    select(Subscription.id, Subscription.created_at).where(
+                        Subscription.id.in_(list(missing))
                     )
-                ).scalars()
-            )
-        await self.plane.ensure_recorded_subscriptions([missing[i] for i in missing if i in still])
+                )
+            ).all()
+        await self.plane.ensure_recorded_subscriptions(
+            [Recorded(*missing[sub_id], epoch_ms(created)) for sub_id, created in still]
+        )
 
     @property
     def recorder(self) -> asyncio.Task | None:
