@@ -12,8 +12,9 @@ the cost of routing by key, which looks at every entry).  Target too: a topic in
 group (whose dispatch limit is far above the rate, so only the group's reservation costs) at
 least 0.6 of the hiredis loop; its ratio to the plain path is the cost of the reservation.
 Target too: a Shared subscription on
-messages of 10 priority levels (0..9 in turn), which reads them ahead into its priority index
-and hands them out highest first, at least 0.6 of the hiredis loop.  Each
+messages of 10 priority levels (0..9 in turn), kept in a stream per level and handed out
+highest level first (docs/priority.md; the line after the table names the layout the
+partition used), at least 0.6 of the hiredis loop.  Each
 figure is the median of three rounds (one with ``--quick``); the rounds alternate the paths
 so that a slow spell of the machine does not fall on one of them only.
 
@@ -123,6 +124,15 @@ def consume(url: str, topic: str, count: int, ready, go, result) -> None:
         result.put((count - 1) / (time.perf_counter() - started))
 
 
+def layout_of(url: str, topic: str) -> str:
+    """How the partition of ``topic`` keeps its priorities (docs/priority.md)."""
+    name = TopicName.from_full(topic)
+    client = connect(url)
+    levels = client.hlen(keys.levels(name))
+    client.close()
+    return f"a stream per level ({levels} besides 4)" if levels else "the priority index"
+
+
 def through_sluice(
     url: str,
     count: int,
@@ -191,6 +201,7 @@ def main() -> None:
         keyed_rate = statistics.median(keyed)
         grouped_rate = statistics.median(grouped)
         priority_rate = statistics.median(prioritized)
+        priority_layout = layout_of(stack.redis_url, PRIORITY_TOPIC)
     paths = (
         ("raw XREADGROUP COUNT 1000 + XACK, hiredis parser (baseline)", baseline),
         ("raw XREADGROUP COUNT 1000 + XACK, pure-Python parser (design brief's loop)", pure),
@@ -218,6 +229,7 @@ def main() -> None:
         f"resource group: {grouped_rate / baseline:.2f} of the hiredis loop (target 0.6), "
         f"{grouped_rate / sluice_rate:.2f} of the same topic in no group"
     )
+    print(f"priority layout: {priority_layout}")
 
 
 if __name__ == "__main__":

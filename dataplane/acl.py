@@ -14,11 +14,15 @@ digests (``+evalsha|<sha>``; no ``EVAL``, no ``SCRIPT LOAD``), and every command
 is checked again against the same selectors.  So, with the credentials a client received:
 
 * ``produce`` on a scope may append to its partitions' streams (``XADD``), count into their
-  producer counters and register producers; it cannot read an entry back.  For a backlog
-  quota of ``lowest_priority_eviction`` it may also read the groups' positions and delete
-  (and acknowledge) entries, which that policy's sends do (docs/priority.md).
-* ``consume`` may read the streams (``XRANGE``), manage its subscriptions' consumer groups and
-  their state, and pop its receiver queues; it cannot append.
+  producer counters and register producers; it cannot read an entry back.  A partition's
+  streams are ``log`` and, with priority level streams, ``log:<L>`` (``sluice.protocol.keys``):
+  a send that makes a level stream writes the ``levels`` hash and makes the subscriptions'
+  consumer groups on it.  For a backlog quota of ``lowest_priority_eviction`` it may also
+  read the groups' positions and delete (and acknowledge) entries, which that policy's sends
+  do (docs/priority.md).
+* ``consume`` may read the streams (``XRANGE``) and the ``levels`` hash, manage its
+  subscriptions' consumer groups and their state, and pop its receiver queues; it cannot
+  append.
 * Nothing outside a granted scope can be named; the workers' own keys (leases, limiter state,
   stats documents) are in no selector; administrative commands (``FLUSHALL``, ``CONFIG``,
   ``KEYS``, ``ACL``, ``SCRIPT FLUSH``, ``DEBUG``, ...) are in none either.
@@ -45,8 +49,9 @@ ACTION_SCRIPTS = {action: scripts_for(action) for action in (PRODUCE, CONSUME)}
 # What each action may do, as (commands, key suffixes after the partition prefix ``sl:{P}:``).
 # A suffix ending in "*" is a pattern.  Keys only read are marked with a leading "%R".
 PRODUCE_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    (("xadd",), ("log",)),
-    (("hincrby",), ("stats",)),
+    (("xadd",), ("log", "log:*")),
+    # The counters; whether the partition keeps priorities in its stream, or has level streams.
+    (("hincrby", "hget", "hset"), ("stats",)),
     (("scard", "del"), ("idle",)),
     (("del",), ("dormant",)),
     (("get", "hget", "hmget"), ("%Rquota", "%Rlimits")),
@@ -55,8 +60,13 @@ PRODUCE_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     # Lowest-priority eviction (docs/priority.md): produce.lua reads the groups' positions,
     # deletes the evicted entry (acknowledging it where it was read ahead) and keeps the
     # partition's priority index.  Nothing here returns an entry's content.
-    (("xinfo|groups", "xpending", "xack", "xdel", "xgroup|setid"), ("log",)),
+    (("xinfo|groups", "xpending", "xack", "xdel", "xgroup|setid"), ("log", "log:*")),
     (("zadd", "zrange", "zrem", "zlexcount"), ("pq:*",)),
+    # Level streams (lib/levels.lua): produce.lua writes the levels hash and makes every
+    # subscription's group on a level stream it creates (it reads the subscription names).
+    (("hgetall", "hget", "hmget", "hset"), ("levels",)),
+    (("xgroup|create",), ("log:*",)),
+    (("smembers",), ("%Rsubs",)),
 )
 GROUP_PUBLISH_PATTERN = "sl:{rg:*}:publish"
 GROUP_PUBLISH_COMMANDS = (f"evalsha|{GROUP_PUBLISH.sha}", "hmget", "hset", "pexpireat")
@@ -72,8 +82,9 @@ CONSUME_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             "xgroup|destroy",
             "xgroup|delconsumer",
         ),
-        ("log",),
+        ("log", "log:*"),
     ),
+    (("hget", "hmget", "hgetall", "hkeys"), ("%Rlevels",)),
     (("sadd", "srem", "sismember", "smembers", "scard"), ("subs",)),
     (("srem", "sismember"), ("idle",)),
     (("del",), ("dormant",)),

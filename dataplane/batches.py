@@ -17,7 +17,9 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import NoScriptError
 
 from dataplane.scripts import load_missing
+from sluice.protocol import keys
 from sluice.protocol.connection import is_cluster
+from sluice.protocol.names import TopicName
 
 T = TypeVar("T")
 
@@ -69,6 +71,57 @@ async def in_batches(
             replies.extend(got)
             break
     return replies
+
+
+async def over_streams(
+    redis: Redis,
+    partitions: Sequence[TopicName],
+    queue: Callable[[Pipeline, str], Any],
+) -> list[list[tuple[str, Any]]]:
+    """Queue ``queue(pipe, stream)`` (one plain command) on every stream of each partition:
+    its ``log``, then its priority levels' own streams (``keys.level_logs``, highest first).
+    Per partition, (stream, reply) pairs, ``log``'s first; error replies are kept.  A
+    partition's levels hash is read along with its ``log``'s command, so partitions without
+    level streams cost the round trips they did; those with some, one more."""
+
+    def first(pipe: Pipeline, partition: TopicName) -> None:
+        queue(pipe, keys.log(partition))
+        pipe.hkeys(keys.levels(partition))
+
+    replies = await in_batches(redis, partitions, first, raise_on_error=False)
+    found = [[(keys.log(p), replies[2 * i])] for i, p in enumerate(partitions)]
+    sides = [
+        (i, stream)
+        for i, (p, levels) in enumerate(zip(partitions, replies[1::2], strict=True))
+        if isinstance(levels, list)
+        for stream in keys.level_logs(p, levels)
+        if stream != keys.log(p)
+    ]
+    if sides:
+        side_replies = await in_batches(
+            redis, sides, lambda pipe, side: queue(pipe, side[1]), raise_on_error=False
+        )
+        for (i, stream), reply in zip(sides, side_replies, strict=True):
+            found[i].append((stream, reply))
+    return found
+
+
+async def level_lengths(
+    redis: Redis, found: Sequence[tuple[TopicName, Iterable[Any]]]
+) -> list[int]:
+    """The entries of each partition's priority level streams (given the fields of its
+    levels hash; none, 0), in one pipelined round trip for them all (none without any)."""
+    streams = [
+        (i, keys.level_log(partition, int(level)))
+        for i, (partition, levels) in enumerate(found)
+        for level in levels
+    ]
+    totals = [0] * len(found)
+    if streams:
+        lengths = await in_batches(redis, streams, lambda pipe, s: pipe.xlen(s[1]))
+        for (i, _stream), length in zip(streams, lengths, strict=True):
+            totals[i] += length
+    return totals
 
 
 async def get_many(redis: Redis, names: Sequence[str]) -> list[Any]:

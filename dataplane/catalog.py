@@ -240,7 +240,9 @@ class CatalogProjection:
 
         def queue(pipe: Pipeline, partition: TopicName) -> Any:
             return pipe.delete(
-                keys.log(partition),
+                # Its stream and each priority level's that may exist (a missing key is free).
+                *keys.level_logs(partition, range(10)),
+                keys.levels(partition),
                 keys.partition_stats(partition),
                 keys.idle(partition),
                 keys.subs(partition),

@@ -31,7 +31,7 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import ResponseError
 
 from dataplane.backlog import read_backlogs
-from dataplane.batches import in_batches
+from dataplane.batches import in_batches, over_streams
 from dataplane.scripts import Scripts
 from sluice.protocol import keys
 from sluice.protocol.frames import lease_holder, parse_position, wake_dispatch
@@ -139,12 +139,24 @@ class Cursors:
 
     async def last_entries(self, partitions: Sequence[TopicName]) -> dict[str, str]:
         """Partition full name -> id of its last entry (partitions with entries only)."""
-        found = await in_batches(
-            self.redis, partitions, lambda pipe, p: pipe.xrevrange(keys.log(p), count=1)
+        found = await self._last_before(partitions, "+")
+        return {p.full: last for p, last in zip(partitions, found, strict=True) if last}
+
+    async def _last_before(self, partitions: Sequence[TopicName], bound: str) -> list[str | None]:
+        """Each partition's last entry up to ``bound`` (an ``XREVRANGE`` max), None when it
+        has none: the last over its streams (ids of every stream sort together)."""
+        found = await over_streams(
+            self.redis,
+            partitions,
+            lambda pipe, stream: pipe.xrevrange(stream, max=bound, min="-", count=1),
         )
-        return {
-            p.full: as_text(rows[0][0]) for p, rows in zip(partitions, found, strict=True) if rows
-        }
+        lasts = []
+        for streams in found:
+            ids = [
+                as_text(rows[0][0]) for _stream, rows in streams if isinstance(rows, list) and rows
+            ]
+            lasts.append(max(ids, key=parse_position, default=None))
+        return lasts
 
     async def skip(
         self,
@@ -245,27 +257,23 @@ class Cursors:
         else:
             bound = "(" + target.entry
         partitions = list(dict.fromkeys(p for p, _ in pairs))
-        found = await in_batches(
-            self.redis,
-            partitions,
-            lambda pipe, p: pipe.xrevrange(keys.log(p), max=bound, min="-", count=1),
-        )
-        last = {
-            p.full: as_text(rows[0][0]) if rows else START
-            for p, rows in zip(partitions, found, strict=True)
-        }
+        found = await self._last_before(partitions, bound)
+        last = {p.full: entry or START for p, entry in zip(partitions, found, strict=True)}
         return {pair: last[pair[0].full] for pair in pairs}
 
     async def _count_after(self, targets: dict[Pair, str]) -> dict[Pair, tuple[str, int]]:
-        """Entries after each target, counted COUNT_BATCH per call: pair -> (the last entry
-        counted, how many).  ``reset_cursor.lua`` counts whatever came after."""
+        """Entries of each partition's log after each target, counted COUNT_BATCH per call:
+        pair -> (the last entry counted, how many).  ``reset_cursor.lua`` counts whatever
+        came after, and the entries of the partition's level streams itself."""
         script = self.scripts[COUNT_ENTRIES.name]
         state = {pair: (t, 0) for pair, t in targets.items() if t not in (START, END)}
         counting = list(state)
         while counting:
 
             def queue(pipe: Pipeline, pair: Pair) -> Awaitable[Any]:
-                script_keys, args = COUNT_ENTRIES.call(pair[0], state[pair][0], COUNT_BATCH)
+                script_keys, args = COUNT_ENTRIES.call(
+                    pair[0], state[pair][0], COUNT_BATCH, level=keys.DEFAULT_LEVEL
+                )
                 return script(keys=script_keys, args=args, client=pipe)
 
             replies = await in_batches(self.redis, counting, queue)

@@ -172,6 +172,16 @@ _KEYS: tuple[ConfigKey, ...] = (
         maximum=600_000,
     ),
     ConfigKey(
+        "priorityLevelStreams",
+        bool,
+        True,
+        True,
+        "keep each priority level of a partition in a stream of its own, read in order "
+        "(false: order one stream's entries through a priority index per subscription; "
+        "docs/priority.md; Sluice): a partition starts using them with its first message of "
+        "a priority other than 4, unless its stream already holds such messages",
+    ),
+    ConfigKey(
         "delayedDeliveryEnabled",
         bool,
         True,

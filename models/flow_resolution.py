@@ -157,6 +157,8 @@ class FlowLimits:
     backlog_drain_target: Resolved = Resolved(DEFAULT_DRAIN_TARGET_SECONDS, Level.BROKER)
     # int: every N-th message handed out is the oldest waiting (0 = strict priority)
     priority_oldest_every: Resolved = Resolved(0, Level.BROKER)
+    # bool: a partition starts keeping each priority level in a stream of its own
+    level_streams: bool = True
 
     @property
     def unacked_limited(self) -> bool:
@@ -318,6 +320,7 @@ def resolve_flow(inputs: FlowInputs) -> FlowLimits:
         delayed_delivery=_first(inputs, DELAYED_DELIVERY, broker_delayed_delivery(inputs.broker)),
         backlog_drain_target=_first(inputs, BACKLOG_DRAIN_TARGET, DEFAULT_DRAIN_TARGET_SECONDS),
         priority_oldest_every=_first(inputs, PRIORITY_OLDEST_EVERY, 0),
+        level_streams=bool(inputs.broker.get("priorityLevelStreams")),
     )
 
 

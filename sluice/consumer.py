@@ -266,9 +266,13 @@ class Consumer:
             return
         # Not tracked here: the server knows what this consumer holds.
         for part in self._parts:
-            pending = self._client.redis.xpending_range(
-                part.log, self._subscription, "-", "+", 100_000, consumername=self._id
-            )
+            pending = [
+                p
+                for stream in self._streams(part)
+                for p in self._client.redis.xpending_range(
+                    stream, self._subscription, "-", "+", 100_000, consumername=self._id
+                )
+            ]
             ids = [
                 MessageId(
                     as_text(cast(bytes, p["message_id"])), part.index_in_topic, -1, part.topic
@@ -379,7 +383,8 @@ class Consumer:
             return iter(())
         pipe = self._client.raw_redis.pipeline(transaction=False)
         for first, last in ranges:
-            pipe.execute_command("XRANGE", part.log, first, last)
+            # An entry of a priority level's own stream names it in its id (keys.stream_of).
+            pipe.execute_command("XRANGE", keys.stream_of(part.log, first), first, last)
         rows = pipe.execute()
         return iter(raw_rows(rows) if self._client.cluster else rows)
 
@@ -767,6 +772,10 @@ class Consumer:
     def _denied(self, exc: Exception) -> AuthorizationError:
         """The role's grants no longer (or never did) cover this consumer's topics."""
         return denied(", ".join(self._topics), "consume", exc)
+
+    def _streams(self, part: Part) -> list[str]:
+        """Every stream of the partition (its priority levels' own, lib/levels.lua)."""
+        return keys.level_logs(part.name, self._client.redis.hkeys(keys.levels(part.name)))
 
     def _message_id(self, message: Message | MessageId) -> MessageId:
         if isinstance(message, Message):

@@ -6,8 +6,11 @@ readers do, it reads through a subscription of its own (``reader-<random>``, Exc
 that it acknowledges as it reads and deletes when it closes.  From a message id it starts at
 the earliest entry the topic keeps and passes over (acknowledging) what comes before the id,
 as Sluice's WebSocket reader does; the subscription's dispatch limits apply to it like to
-any other.  ``has_message_available`` compares, per partition, the newest entry of the
-stream with where the reader stands.
+any other.  ``has_message_available`` compares, per partition, the newest entry of each of
+its streams with where the reader stands on that stream: a partition with priority level
+streams (``sluice.protocol.keys``) has one per level, each read in order, while the
+subscription hands them out highest priority first, as it does to consumers
+(docs/priority.md).
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from typing import TYPE_CHECKING, cast
 from sluice.consumer import Consumer, InitialPosition
 from sluice.errors import AlreadyClosed, SluiceException
 from sluice.message import Message, MessageId
+from sluice.protocol import keys
 from sluice.protocol.text import as_text
 
 if TYPE_CHECKING:
     from sluice.client import Client
+    from sluice.consumer_state import Part
 
 READER_PREFIX = "reader-"
 BEGINNING = "0-0"
@@ -49,16 +54,20 @@ class Reader:
         self._consumer = consumer
         self._mark = None if start in (MessageId.earliest, MessageId.latest) else start
         self._inclusive = inclusive
-        # Where the reader stands on each partition (stream entry id): what it returned last,
-        # or for a reader from latest the newest entry when it was made.
-        self._position = {part.index_in_topic: BEGINNING for part in consumer._parts}
+        # Where the reader stands on each stream of each partition (partition, level of the
+        # stream, None for its log) as an entry id: what it returned last from it, or for a
+        # reader from latest the newest entry when it was made; a stream not there yet
+        # starts at its partition's start.
+        self._start = {part.index_in_topic: BEGINNING for part in consumer._parts}
+        self._position: dict[tuple[int, int | None], str] = {}
         if start is MessageId.latest:
             for part in consumer._parts:
-                self._position[part.index_in_topic] = self._newest(part.log) or BEGINNING
+                for level, newest in self._newest(part).items():
+                    self._position[(part.index_in_topic, level)] = newest
         elif self._mark is not None:
             for part in consumer._parts:
                 if self._mark.part in (-1, part.index_in_topic):
-                    self._position[part.index_in_topic] = self._before_mark()
+                    self._start[part.index_in_topic] = self._before_mark()
 
     # --- pulsar-client API ----------------------------------------------------------------
 
@@ -76,7 +85,8 @@ class Reader:
             if self._before_start(message.message_id()):
                 continue
             message_id = message.message_id()
-            self._position[message_id.part] = message_id.stream_id
+            stream = (message_id.part, keys.level_of(message_id.stream_id))
+            self._position[stream] = message_id.stream_id
             return message
 
     def has_message_available(self) -> bool:
@@ -84,9 +94,11 @@ class Reader:
         if self._consumer._buffer:
             return True
         for part in self._consumer._parts:
-            newest = self._newest(part.log)
-            if newest is not None and _order(newest) > _order(self._position[part.index_in_topic]):
-                return True
+            index = part.index_in_topic
+            for level, newest in self._newest(part).items():
+                stands = self._position.get((index, level), self._start[index])
+                if _order(newest) > _order(stands):
+                    return True
         return False
 
     def is_connected(self) -> bool:
@@ -122,9 +134,23 @@ class Reader:
             return f"{ms}-{seq - 1}" if seq else f"{max(ms - 1, 0)}-{2**63 - 1}"
         return self._mark.stream_id
 
-    def _newest(self, log: str) -> str | None:
-        entries = self._client.redis.xrevrange(log, count=1)
-        return as_text(cast(bytes, entries[0][0])) if entries else None
+    def _newest(self, part: Part) -> dict[int | None, str]:
+        """The newest entry of each stream of a partition that has one, by level (None: the
+        partition's log); its levels hash is read with the log, and its level streams after
+        it when it has some."""
+        redis = self._client.redis
+        pipe = redis.pipeline(transaction=False)
+        pipe.xrevrange(part.log, count=1)
+        pipe.hkeys(keys.levels(part.name))
+        entries, levels = pipe.execute()
+        found: dict[int | None, list] = {None: entries}
+        if levels:
+            sides = sorted(int(level) for level in levels)
+            pipe = redis.pipeline(transaction=False)
+            for level in sides:
+                pipe.xrevrange(keys.level_log(part.name, level), count=1)
+            found.update(zip(sides, pipe.execute(), strict=True))
+        return {level: as_text(cast(bytes, rows[0][0])) for level, rows in found.items() if rows}
 
 
 def reader_consumer(

@@ -35,6 +35,7 @@ from models.flow_resolution import (
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import SKIP
+from sluice.protocol.text import as_text
 from workers.context import WorkerContext
 from workers.samples import SubscriptionSample
 
@@ -78,12 +79,23 @@ class PartitionFlow:
         self.flag_set: bool | None = None  # None: unknown (clear it on the first tick)
         self.evicted_entries = 0
         self.priority_index = False  # the partition's "pq:<level>" index may exist
+        # The partition's priority level streams (fields of its levels hash) as its stats
+        # were last read (``workers.stats``): its backlog is on every one of its streams.
+        self.levels: list[bytes] = []
 
     def _skip_call(
         self, subscription: str, cutoff: str, budget: int, include_pending: bool, field: str
     ):
+        # Expiry and eviction drop the oldest messages, whatever their priority.
         script_keys, args = SKIP.call(
-            self.partition, subscription, cutoff, budget, include_pending, field, self.fencing_token
+            self.partition,
+            subscription,
+            cutoff,
+            budget,
+            include_pending,
+            field,
+            self.fencing_token,
+            oldest_first=True,
         )
         return self.context.scripts[SKIP.name](keys=script_keys, args=args)
 
@@ -143,21 +155,23 @@ class PartitionFlow:
                 self.priority_index = False
             return
         self.priority_index = True
-        stream = keys.log(self.partition)
-        try:
-            groups = await redis.xinfo_groups(stream)
-        except ResponseError:
-            return  # no stream yet
         keep: tuple[int, int, bool] | None = None  # (ms, seq, inclusive) of the first needed
-        for group in groups:
-            name = group["name"]
-            if group.get("pending"):
-                summary = await redis.xpending(stream, name)
-                first = (*_parts(summary["min"]), True)
-            else:
-                first = (*_parts(group["last-delivered-id"]), False)
-            if keep is None or first[:2] < keep[:2] or (first[:2] == keep[:2] and first[2]):
-                keep = first
+        for stream in keys.level_logs(self.partition, self.levels):
+            try:
+                groups = await redis.xinfo_groups(stream)
+            except ResponseError:
+                if stream == keys.log(self.partition):
+                    return  # no stream yet
+                continue
+            for group in groups:
+                name = group["name"]
+                if group.get("pending"):
+                    summary = await redis.xpending(stream, name)
+                    first = (*_parts(summary["min"]), True)
+                else:
+                    first = (*_parts(group["last-delivered-id"]), False)
+                if keep is None or first[:2] < keep[:2] or (first[:2] == keep[:2] and first[2]):
+                    keep = first
         if keep is None:
             upto = "+"
         else:
@@ -188,6 +202,8 @@ class PartitionFlow:
         partition = self.partition
         stream = keys.log(partition)
         now_ms = int(time.time() * 1000)
+        if self.levels:
+            return await self._level_ages(samples, now_ms)
         ages: dict[str, float] = {}
         for name, sample in samples.items():
             if sample.lag + sample.pending <= 0:
@@ -203,6 +219,40 @@ class PartitionFlow:
             if oldest is not None:
                 ages[name] = max(now_ms - _ms(oldest), 0) / 1000
         return ages
+
+    async def _level_ages(
+        self, samples: dict[str, SubscriptionSample], now_ms: int
+    ) -> dict[str, float]:
+        """``_ages`` of a partition with level streams: the oldest entry over its streams
+        (on each, the first pending one, else the first after the group's last-delivered
+        id), in two round trips."""
+        redis = self.context.redis
+        streams = keys.level_logs(self.partition, self.levels)
+        async with redis.pipeline(transaction=False) as pipe:
+            for stream in streams:
+                pipe.xinfo_groups(stream)
+            infos = await pipe.execute(raise_on_error=False)
+        asked = []
+        async with redis.pipeline(transaction=False) as pipe:
+            for stream, groups in zip(streams, infos, strict=True):
+                for group in groups if isinstance(groups, list) else []:
+                    name = as_text(group["name"])
+                    sample = samples.get(name)
+                    if sample is None or sample.lag + sample.pending <= 0:
+                        continue
+                    if group["pending"]:
+                        pipe.xpending(stream, name)
+                    else:
+                        after = b"(" + group["last-delivered-id"]
+                        pipe.xrange(stream, min=after, max="+", count=1)
+                    asked.append(name)
+            replies = await pipe.execute()
+        oldest: dict[str, int] = {}
+        for name, reply in zip(asked, replies, strict=True):
+            first = reply["min"] if isinstance(reply, dict) else (reply[0][0] if reply else None)
+            if first is not None:
+                oldest[name] = min(oldest.get(name, now_ms), _ms(first))
+        return {name: max(now_ms - ms, 0) / 1000 for name, ms in oldest.items()}
 
     async def _evict(self, limits: FlowLimits, backlogs: dict[str, int], avg_size: float) -> None:
         """Skip the oldest backlog of every subscription that is over a quota."""

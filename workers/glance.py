@@ -7,12 +7,13 @@ meters: tens of KiB) for the two seconds it takes to go dormant again is all cos
 idle consumers connecting at once would have every one of their partitions awake together,
 and the worker's heap keeps that peak.  So, when a probe finds a flag gone
 (``Worker.probe_dormant``), the worker sets it again (``SET NX``) and reads the log's length
-after that: a partition with subscriptions and an empty log stays dormant and is *glanced*
-at instead (one at a time per lane, a few lanes): its subscriptions and consumers are read
-with a runner that is never started, its abuse limits are written if they were not yet (as a
-runner's start would), its stats document is written again (the consumers as they are now),
-and its consumers' heartbeats get a timer, as when it went dormant.  Anything else (an entry
-in the log, no subscription, a flag that was there again) wakes it, as before; so does the
+after that (and its priority level streams', if it has some): a partition with
+subscriptions and an empty log stays dormant and is *glanced* at instead (one at a time per
+lane, a few lanes): its subscriptions and consumers are read with a runner that is never
+started, its abuse limits are written if they were not yet (as a runner's start would), its
+stats document is written again (the consumers as they are now), and its consumers'
+heartbeats get a timer, as when it went dormant.  Anything else (an entry in one of its
+streams, no subscription, a flag that was there again) wakes it, as before; so does the
 first message after the flag was set again, since it deletes the flag.
 
 An event during a glance has the partition glanced at again after it, or woken: a wake-up
@@ -27,7 +28,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dataplane.batches import in_batches
+from dataplane.batches import in_batches, level_lengths
 from sluice.protocol import keys
 from sluice.protocol.names import TopicName
 from workers.jobs import bounded
@@ -87,14 +88,22 @@ class Glances:
             pipe.set(keys.dormant(partition), 0, nx=True)
             pipe.xlen(keys.log(partition))
             pipe.scard(keys.subs(partition))
+            pipe.hkeys(keys.levels(partition))
 
         replies = await in_batches(worker.redis, partitions, probe)
+        rows = [replies[4 * i : 4 * i + 4] for i in range(len(partitions))]
+        # A partition with an empty log may hold entries in its priority level streams.
+        unsure = [
+            (p, row[3] if row[0] and not row[1] else [])
+            for p, row in zip(partitions, rows, strict=True)
+        ]
+        sides = await level_lengths(worker.redis, unsure)
         wake = []
-        for i, (name, partition) in enumerate(zip(names, partitions, strict=True)):
-            flagged, length, subscriptions = replies[3 * i : 3 * i + 3]
+        for name, partition, row, side in zip(names, partitions, rows, sides, strict=True):
+            flagged, length, subscriptions, _levels = row
             if (
                 flagged
-                and not length
+                and not length + side
                 and subscriptions
                 and name in worker.dormancy
                 and worker.ownership.owns(partition)

@@ -85,6 +85,7 @@ def _limit_values(flow: FlowLimits) -> dict[str, int]:
         "durableAckTimeoutMs": durable.timeoutMs,
         "delayedDeliveryMaxDelayInMillis": flow.delayed_delivery.value.max_delay_ms,
         "priorityEvictionLimit": priority_eviction_limit(flow),
+        "priorityIndexOnly": 0 if flow.level_streams else 1,
     }
 
 

@@ -315,7 +315,8 @@ class StatsPublisher:
 
     async def _read(self, runner: PartitionRunner) -> dict[str, SubscriptionSample]:
         """One reading of a partition (``stats_read.lua``: a call per ``SUBS_PER_CALL``
-        subscriptions, in one round trip; hiredis parses the nested replies)."""
+        subscriptions, in one round trip; hiredis parses the nested replies), with the
+        partition's levels hash (its priority level streams, for ``runner.flow``)."""
         redis = self.context.redis
         partition = runner.partition
         names = list(runner.dispatchers)
@@ -332,7 +333,9 @@ class StatsPublisher:
                         keys.sub_key(partition, name, "info"),
                     ]
                 await script(keys=script_keys, args=chunk, client=pipe)
-            replies = await pipe.execute()
+            pipe.hkeys(keys.levels(partition))
+            *replies, levels = await pipe.execute()
+        runner.flow.levels = levels  # its priority level streams (``workers.flow``)
         counters = _pairs(replies[0][0])
         runner.msg_in, runner.bytes_in = (
             counter(counters, b"msg_in"),
@@ -445,8 +448,9 @@ class StatsPublisher:
         )
 
     def _priority_levels(self, key: tuple[str, str], sample, now: float) -> dict | None:
-        """Per priority, a subscription's waiting messages (its priority index), messages
-        dispatched and their rate; None for a subscription that never saw a priority."""
+        """Per priority, a subscription's waiting messages (its priority index; with level
+        streams, the level's stream's pending + lag), messages dispatched and their rate;
+        None for a subscription that never saw a priority."""
         seen = _levels_seen(sample)
         if seen is None:
             return None
@@ -520,7 +524,7 @@ class StatsPublisher:
 
 def _levels_seen(sample) -> tuple[list[int], list[int]] | None:
     """A subscription's messages dispatched and waiting per priority 0..9, or None when it
-    never saw a priority (no index, nothing counted per level)."""
+    never saw a priority (nothing waiting nor counted per level)."""
     out = priority_counters(sample.counters)
     if sample.waiting is None and not any(out):
         return None

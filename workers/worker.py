@@ -23,7 +23,7 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from dataplane import protocol
-from dataplane.batches import in_batches
+from dataplane.batches import in_batches, level_lengths
 from dataplane.events import ChangeEvent, latest_position
 from dataplane.legacy_keys import migrate_legacy_keys
 from dataplane.scripts import register_scripts
@@ -35,6 +35,7 @@ from sluice.protocol.connection import REDIS_FAULTS
 from sluice.protocol.frames import partitions_of
 from sluice.protocol.names import TopicName
 from sluice.protocol.scripts import DISPATCH, DISPATCH_MANY, GROUP_BUDGET, LIMITS
+from sluice.protocol.text import as_text
 from workers.alarms import AlarmClock
 from workers.catalog import Catalog
 from workers.context import DispatchSettings, OwnershipHooks, SharedDispatch, WorkerContext
@@ -338,7 +339,8 @@ class Worker:
         """Take partitions new to this worker asleep where that is safe; the ones to run.
 
         A partition whose flag is there was dormant and nothing happened since; one whose log
-        holds no entry (new, or drained and trimmed) has nothing to deliver: both sleep (the
+        (and priority level streams) hold no entry (new, or drained and trimmed) has nothing
+        to deliver: both sleep (the
         flag is set first, so an event after it wakes them).  The consumers of an empty
         partition are watched by a timer, as a retired partition's are.  A partition whose
         flag an event deleted before the partition was registered as dormant (its wake-up
@@ -353,11 +355,21 @@ class Worker:
             pipe.set(keys.dormant(partition), 0, nx=True, get=True)
             pipe.xlen(keys.log(partition))
             pipe.smembers(keys.subs(partition))
+            pipe.hkeys(keys.levels(partition))
 
         replies = await in_batches(self.redis, partitions, probe)
+        rows = [replies[4 * i : 4 * i + 4] for i in range(len(partitions))]
+        # A partition without the flag and with an empty log may hold entries in level streams.
+        unsure = [
+            (p, row[3] if row[0] is None and not row[1] else [])
+            for p, row in zip(partitions, rows, strict=True)
+        ]
+        sides = await level_lengths(self.redis, unsure)
         run, asleep, empty = [], [], []
-        for i, partition in enumerate(partitions):
-            flag, length, subs = replies[3 * i : 3 * i + 3]
+        for partition, (flag, length, subs, _levels), side in zip(
+            partitions, rows, sides, strict=True
+        ):
+            length += side
             if flag is not None:
                 due = int(flag)
                 asleep.append((partition, Timer(due, wake_ms=due) if due else None))
@@ -371,6 +383,7 @@ class Worker:
         for partition, timer in asleep:
             self.dormancy.add(partition.full, timer)
             self.dormancy.gone_dormant -= 1  # taken asleep, not gone to sleep here
+        await self._write_sleepers_limits([p for p, _ in asleep])
         present = await in_batches(
             self.redis, [p for p, _ in asleep], lambda pipe, p: pipe.exists(keys.dormant(p))
         )
@@ -544,16 +557,22 @@ class Worker:
             for name in lagging:
                 pipe.get(keys.sub_key(partition, name, "cursor"))
             pipe.xlen(keys.log(partition))
+            pipe.hkeys(keys.levels(partition))
             replies = await pipe.execute()
         oldest = {n: r[0][1] for n, r in zip(names, replies, strict=False) if r}
         cursors = replies[len(names) : len(names) + len(lagging)]
-        length = replies[-1]
+        length, levels = replies[-2], replies[-1]
+        # Where each lagging subscription stands on each stream: its cursor on the log.
+        starts = [(keys.log(partition), cursor or b"0-0") for cursor in cursors]
+        if levels:
+            side_length, side_starts = await self._level_positions(partition, levels, lagging)
+            length += side_length
+            starts += side_starts
         wake = []
-        if lagging:
+        if starts:
             async with redis.pipeline(transaction=False) as pipe:
-                for cursor in cursors:
-                    start = b"(" + (cursor or b"0-0")
-                    pipe.xrange(keys.log(partition), min=start, max="+", count=1)
+                for stream, position in starts:
+                    pipe.xrange(stream, min=b"(" + position, max="+", count=1)
                 firsts = await pipe.execute()
             for first in firsts:
                 if first:
@@ -566,6 +585,27 @@ class Worker:
             )
         check = self._next_check(oldest)
         return Timer.of(check, min(wake, default=0), tuple(oldest))
+
+    async def _level_positions(
+        self, partition: TopicName, levels: list[bytes], names: list[str]
+    ) -> tuple[int, list[tuple[str, bytes]]]:
+        """Of a partition's priority level streams: their entries, and where each of the
+        subscriptions ``names`` stands on each (its group's last-delivered id)."""
+        streams = [keys.level_log(partition, int(level)) for level in levels]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for stream in streams:
+                pipe.xlen(stream)
+                pipe.xinfo_groups(stream)
+            replies = await pipe.execute(raise_on_error=False)
+        positions = []
+        for stream, groups in zip(streams, replies[1::2], strict=True):
+            at = (
+                {as_text(g["name"]): g["last-delivered-id"] for g in groups}
+                if isinstance(groups, list)
+                else {}
+            )
+            positions += [(stream, at[name]) for name in names if name in at]
+        return sum(n for n in replies[0::2] if isinstance(n, int)), positions
 
     async def _run_timers(self) -> None:
         """Wake the dormant partitions whose time came; check the consumers' heartbeats of
@@ -719,8 +759,29 @@ class Worker:
                 if partition.full in self.dormancy and written.get(partition.full) != values:
                     calls.append((partition, values))
             self._topic_limits[name] = values
+        await self._write_partition_limits(calls)
+
+    async def _write_sleepers_limits(self, partitions: list[TopicName]) -> None:
+        """The abuse limits of partitions taken asleep whose limits this worker never wrote
+        (a topic made since the last change of its limits): as a runner's start would write
+        them, so the first message is checked against them.  Defaults (no hash) are not
+        written."""
+        written = self.shared.limits_written
+        calls = []
+        for partition in partitions:
+            if partition.full in written:
+                continue
+            values = limit_values(self.policy.flow(partition), self.policy.group(partition))
+            if limit_pairs(values):
+                calls.append((partition, values))
+        await self._write_partition_limits(calls)
+
+    async def _write_partition_limits(self, calls: list[tuple[TopicName, dict[str, int]]]) -> None:
+        """Write each (dormant partition, limit values) in one pipelined round; a partition
+        whose lease was lost meanwhile is dropped."""
         if not calls:
             return
+        written = self.shared.limits_written
         script = self.context.scripts[LIMITS.name]
 
         def queue(pipe, call):

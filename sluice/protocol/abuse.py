@@ -66,6 +66,10 @@ LIMIT_FIELDS = (
     # The backlog quota's limitMessages plus one when its policy is lowest_priority_eviction,
     # which produce.lua enforces itself (0 = off; docs/priority.md).
     "priorityEvictionLimit",
+    # 1 = the partition keeps priorities in its own stream (the priority index) when it has no
+    # level stream yet (broker priorityLevelStreams false); 0 = it starts keeping each level in
+    # a stream of its own with its first message of a priority other than 4 (produce.lua).
+    "priorityIndexOnly",
 )
 # Fields that mean nothing while another is 0 (a period without a rate, a timeout without
 # replicas): not compared with the defaults.

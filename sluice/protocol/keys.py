@@ -9,7 +9,13 @@ ratio, so the partitions of a topic are far apart in slot order, and from 5 part
 third of the slot space (every master of an evenly balanced 3-master cluster) holds at least
 one of them, which plain hashing would leave to chance.  Keys::
 
-    sl:{P}:log                     stream of entries (one per message or batch)
+    sl:{P}:log                     stream of entries (one per message or batch); with level
+                                   streams, of the default priority's (4) only
+    sl:{P}:log:{L}                 stream of the entries of priority L (0..9 but 4), once the
+                                   partition uses level streams (lib/levels.lua: ids
+                                   "<ms>-1L<14 digits>", so an id names its stream)
+    sl:{P}:levels                  hash: level L -> last id written to sl:{P}:log:{L}, one
+                                   field per level stream that exists
     sl:{P}:stats                   hash: msg_in, bytes_in (written by producers)
     sl:{P}:idle                    set of subscriptions waiting for new entries
     sl:{P}:subs                    set of subscription names
@@ -78,7 +84,9 @@ own tag.  ``LEGACY`` maps the names they had before the tag to these;
 
 from __future__ import annotations
 
+import re
 from binascii import crc_hqx
+from collections.abc import Iterable
 from functools import lru_cache
 
 from sluice.protocol.names import TopicName
@@ -238,6 +246,48 @@ def partition_prefix(partition: TopicName) -> str:
 def log(partition: TopicName) -> str:
     """The partition's stream."""
     return partition_prefix(partition) + "log"
+
+
+# An id of a level stream: its 16-digit sequence number starts with 1, then the level.
+_LEVEL_ID = re.compile(rb"^\d+-1(\d)\d{14}$")
+DEFAULT_LEVEL = 4  # the priority kept in the partition's own stream
+
+
+def level_log(partition: TopicName, level: int) -> str:
+    """The stream of one priority level of the partition (its own stream for the default
+    level, 4; ``lib/levels.lua``)."""
+    base = log(partition)
+    return base if level == DEFAULT_LEVEL else f"{base}:{level}"
+
+
+def levels(partition: TopicName) -> str:
+    """The partition's hash of level streams: level -> the last id written to its stream."""
+    return partition_prefix(partition) + "levels"
+
+
+def level_of(entry_id: str | bytes) -> int | None:
+    """The priority level whose stream holds an entry of this id, None for the partition's
+    own stream."""
+    raw = entry_id.encode() if isinstance(entry_id, str) else entry_id
+    found = _LEVEL_ID.match(raw)
+    return int(found.group(1)) if found else None
+
+
+def level_logs(partition: TopicName, levels_found: Iterable[str | bytes | int]) -> list[str]:
+    """Every stream of the partition, highest level first, given the fields of its levels
+    hash (``levels``)."""
+    found = {int(level) for level in levels_found}
+    return [
+        level_log(partition, level)
+        for level in range(9, -1, -1)
+        if level in found or level == DEFAULT_LEVEL
+    ]
+
+
+def stream_of(base_log: str, entry_id: str | bytes) -> str:
+    """The stream (of the partition whose stream is ``base_log``) that holds the entry."""
+    level = level_of(entry_id)
+    return base_log if level is None else f"{base_log}:{level}"
 
 
 def partition_stats(partition: TopicName) -> str:

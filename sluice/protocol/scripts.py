@@ -313,9 +313,13 @@ def _skip(
     include_pending: bool,
     field: str,
     fencing_token: str = "",
+    oldest_first: bool = False,
 ) -> Call:
-    """``skip.lua``: move a subscription past entries below ``cutoff`` (at most ``budget``)."""
+    """``skip.lua``: move a subscription past entries below ``cutoff`` (at most ``budget``):
+    the next to be dispatched, or (``oldest_first``) the oldest."""
     args = [subscription, cutoff, budget, 1 if include_pending else 0, field, fencing_token]
+    if oldest_first:
+        args.append(1)
     return SKIP.keys(partition, subscription), args
 
 
@@ -330,15 +334,30 @@ def _backlog(partition: TopicName, subscription: str) -> Call:
 
 
 def _backlog_set(
-    partition: TopicName, subscription: str, ref: str, read: int, most: int, deleted: int
+    partition: TopicName,
+    subscription: str,
+    ref: str,
+    read: int,
+    most: int,
+    deleted: int,
+    level: int | None = None,
 ) -> Call:
-    """``backlog_set.lua``: store a counted backlog when the count still holds."""
-    return BACKLOG_SET.keys(partition), [subscription, ref, read, most, deleted]
+    """``backlog_set.lua``: store a counted backlog when the count still holds (on the stream
+    of ``level``, the level ``backlog.lua`` named; None: the partition's own stream)."""
+    args: list[Any] = [subscription, ref, read, most, deleted]
+    return BACKLOG_SET.keys(partition), args if level is None else [*args, level]
 
 
-def _count_entries(partition: TopicName, after: str, most: int, last: str | None = None) -> Call:
-    """``count_entries.lua``: entries after ``after`` (up to ``last``), at most ``most``."""
-    args: list[Any] = [after, most] if last is None else [after, most, last]
+def _count_entries(
+    partition: TopicName, after: str, most: int, last: str | None = None, level: int | None = None
+) -> Call:
+    """``count_entries.lua``: entries after ``after`` (up to ``last``), at most ``most``, over
+    every stream of the partition, or only the stream of ``level``."""
+    args: list[Any] = [after, most]
+    if last is not None or level is not None:
+        args.append("+" if last is None else last)
+    if level is not None:
+        args.append(level)
     return COUNT_ENTRIES.keys(partition), args
 
 

@@ -155,8 +155,9 @@ def test_hostile_bodies_on_every_body_route(world: World):
 
 def test_a_body_of_many_unknown_keys_gets_a_short_reason(world: World):
     # 40,000 unknown keys once came back as a 2 MB reason, one clause per key.
-    answer = world.refused("POST", f"{World.TOPIC}/subscription/s/resetcursor",
-                           HOSTILE_BODIES["many keys"])
+    answer = world.refused(
+        "POST", f"{World.TOPIC}/subscription/s/resetcursor", HOSTILE_BODIES["many keys"]
+    )
     assert answer.status == 400, answer
     reason = reason_of(answer)
     assert len(answer.body) < 4096, f"{len(answer.body)} bytes"

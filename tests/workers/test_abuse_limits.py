@@ -79,6 +79,21 @@ def test_max_producers_applies_to_each_partition(http, namespace, worker, client
     client.create_producer(name.full)
 
 
+def test_a_broker_limit_holds_on_a_topic_made_after_it(http, namespace, worker, client):
+    """A topic made after the broker's maxProducersPerTopic was set is quiet from the start
+    (its partition sleeps: nothing to dispatch); its limits are written all the same, so its
+    first producers are counted (they were not: the partition's limits waited for an
+    event)."""
+    answer = http.post(f"{ADMIN}/brokers/configuration/maxProducersPerTopic/1")
+    assert answer.status_code == 204
+    assert http.put(PATH).status_code == 204
+    wait_until(lambda: TopicName.from_full(TOPIC).full in worker.worker.dormancy)
+    producer = client.create_producer(TOPIC)
+    with pytest.raises(sluice.ProducerBusy):
+        client.create_producer(TOPIC)
+    producer.close()
+
+
 def test_a_dead_producer_stops_counting_after_the_expiry(topic, worker, client, redis_server):
     """The worker's consumer timeout is 3 s in these tests: a producer whose process died
     (no heartbeat, no close) frees its place within 3 s; a live one keeps it."""

@@ -43,6 +43,25 @@ def test_every_command_of_the_actions_scripts_is_allowed(action, rules) -> None:
     assert used - allowed == set()
 
 
+@pytest.mark.parametrize("rules", [PRODUCE_RULES, CONSUME_RULES])
+def test_a_level_stream_allows_what_the_log_does(rules) -> None:
+    """A partition's priority level streams (``log:<L>``) take what its ``log`` takes."""
+
+    def on(suffix: str) -> set[str]:
+        return {c for commands, suffixes in rules if suffix in suffixes for c in commands}
+
+    assert on("log") and on("log") <= on("log:*")
+
+
+def test_the_levels_hash_is_read_only_for_consumers() -> None:
+    produce = " ".join(grant_selectors([(Scope("acme", "orders", "t"), ["produce"])]))
+    consume = " ".join(grant_selectors([(Scope("acme", "orders", "t"), ["consume"])]))
+    assert "+hset ~sl:{acme/orders/t}:levels" in produce
+    assert "%R~sl:{acme/orders/t}:levels" in consume
+    assert " ~sl:{acme/orders/t}:levels" not in consume
+    assert "~sl:{acme/orders/t}:log:*" in produce and "~sl:{acme/orders/t}:log:*" in consume
+
+
 def test_a_namespace_scope_names_only_its_namespace() -> None:
     rules = " ".join(grant_selectors([(Scope("acme", "orders"), ["produce"])]))
     assert "sl:{acme/orders/*}:log" in rules

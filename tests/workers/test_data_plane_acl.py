@@ -516,5 +516,56 @@ def test_a_producer_alone_can_evict_by_priority_but_not_read(world: World) -> No
         raw = _raw(client)
         with pytest.raises(redis.exceptions.NoPermissionError):
             raw.xrange(keys.log(TopicName.from_full(topic)))
-    stream = keys.log(TopicName.from_full(topic))
-    assert [f[b"d"] for _, f in world.redis.xrange(stream)] == [b"mid", b"high"]
+    name = TopicName.from_full(topic)
+    streams = keys.level_logs(name, world.redis.hkeys(keys.levels(name)))
+    kept = [f[b"d"] for stream in streams for _, f in world.redis.xrange(stream)]
+    assert kept == [b"high", b"mid"]  # highest level first; "low" is gone from its stream
+
+
+def test_level_streams_with_only_produce_or_only_consume(world: World) -> None:
+    """A partition with priority level streams (``log:<L>``, docs/priority.md): a role with
+    only ``produce`` sends every priority (making a level stream and the subscription's group
+    on it) and reads no entry back; one with only ``consume`` receives them all and appends to
+    no stream."""
+    topic = "persistent://acme/orders/levelled"
+    name = TopicName.from_full(topic)
+    world.call("PUT", "/persistent/acme/orders/levelled")
+    world.call("POST", "/namespaces/acme/orders/permissions/lv-producer", ["produce"])
+    world.call("POST", "/namespaces/acme/orders/permissions/lv-consumer", ["consume"])
+    with world.client(ROOT) as root:
+        root.subscribe(topic, "lv", consumer_type=sluice.ConsumerType.Shared).close()
+    with world.client("lv-producer") as client:
+        producer = client.create_producer(topic, max_send_attempts=1)
+        for body, priority in ((b"p2", 2), (b"p4", 4), (b"p7", 7)):
+            producer.send(body, priority=priority)
+        raw = _raw(client)
+        for attack in (
+            lambda: raw.xrange(keys.level_log(name, 7)),
+            lambda: raw.xreadgroup("lv", "x", {keys.level_log(name, 7): "0"}),
+            lambda: raw.xgroup_destroy(keys.level_log(name, 7), "lv"),
+        ):
+            with pytest.raises(redis.exceptions.NoPermissionError):
+                attack()
+        raw.close()
+    assert sorted(world.redis.hkeys(keys.levels(name))) == [b"2", b"7"]
+    groups = world.redis.xinfo_groups(keys.level_log(name, 7))
+    assert [g["name"] for g in groups] == [b"lv"]
+    with world.client("lv-consumer") as client:
+        consumer = client.subscribe(topic, "lv", consumer_type=sluice.ConsumerType.Shared)
+        received = []
+        for _ in range(3):
+            message = consumer.receive(10_000)
+            consumer.acknowledge(message)
+            received.append(message.data())
+        assert received == [b"p7", b"p4", b"p2"]
+        raw = _raw(client)
+        for attack in (
+            lambda: raw.xadd(keys.level_log(name, 7), {"d": b"forged"}),
+            lambda: raw.hset(keys.levels(name), "9", "1-1"),
+            lambda: raw.delete(keys.level_log(name, 2)),
+        ):
+            with pytest.raises(redis.exceptions.NoPermissionError):
+                attack()
+        raw.close()
+        consumer.close()
+    assert world.redis.xlen(keys.level_log(name, 7)) == 1

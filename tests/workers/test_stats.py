@@ -177,7 +177,9 @@ def test_snapshots_carry_messages_out_and_waiting_per_priority(
     http, namespace, worker, client, redis_server
 ):
     """A subscription that saw priorities reports, per priority, what went out in each
-    interval (every message once over the rows) and what waits; one that saw none, nothing."""
+    interval (every message once over the rows) and what waits; one that read none has no
+    message out at any level, its backlog per level being known (level streams:
+    docs/priority.md)."""
     assert http.put(PATH).status_code == 204
     consumer = client.subscribe(TOPIC, "sub", consumer_type=sluice.ConsumerType.Shared)
     plain_consumer = client.subscribe(TOPIC, "plain", consumer_type=sluice.ConsumerType.Shared)
@@ -193,7 +195,9 @@ def test_snapshots_carry_messages_out_and_waiting_per_priority(
             for level, (out, _waiting) in orjson.loads(row.priority_levels).items():
                 sent[level] = sent.get(level, 0) + out
     assert sent == {"9": 2, "4": 1, "1": 1}
-    assert all(r.priority_levels is None for r in found if r.subscription == "plain")
+    plain = [orjson.loads(r.priority_levels) for r in found if r.subscription == "plain"]
+    assert plain and all(out == 0 for row in plain for out, _waiting in row.values())
+    assert plain[-1] == {"9": [0, 2], "4": [0, 1], "1": [0, 1]}
 
 
 def test_policy_change_reaches_the_worker_quickly(http, namespace, worker, client):

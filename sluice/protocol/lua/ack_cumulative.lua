@@ -6,13 +6,16 @@
 -- Returns the number of entries acknowledged; wakes a dispatcher waiting for acks
 -- (or a dormant partition).
 -- include lib/ack_tail.lua
+-- With level streams, "up to" is in arrival order: the ids of every stream sort together.
 local total = 0
-while true do
-  local pending = redis.call('XPENDING', KEYS[1], ARGV[1], '-', ARGV[3], 1000, ARGV[2])
-  if #pending == 0 then break end
-  local ids = {}
-  for i, p in ipairs(pending) do ids[i] = p[1] end
-  total = total + ack_ids(ids)
-  if #pending < 1000 then break end
+for _, stream in ipairs(streams_of(KEYS[1])) do
+  while true do
+    local pending = redis.call('XPENDING', stream, ARGV[1], '-', ARGV[3], 1000, ARGV[2])
+    if #pending == 0 then break end
+    local ids = {}
+    for i, p in ipairs(pending) do ids[i] = p[1] end
+    total = total + ack_ids(ids)
+    if #pending < 1000 then break end
+  end
 end
 return acked(total, ARGV[4], ARGV[5])

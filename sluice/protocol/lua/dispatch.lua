@@ -142,6 +142,7 @@ if not tnow then
   tnow = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
 end
 -- include lib/quota_window.lua
+-- include lib/levels.lua
 local buckets = {}
 local function bucket(key, prefix, flag, permits, period, relative)
   if permits <= 0 then return end
@@ -246,8 +247,9 @@ local function lean()
     or tonumber(ARGV[14] or '0') > 0 or tonumber(ARGV[15] or '0') > 0 then
     return nil
   end
-  local flags = call('HMGET', KEYS[9], 'batch_entries', 'delayed_entries', 'priority_entries')
-  if flags[1] or flags[3] or (delaying and flags[2]) then return nil end
+  local flags = call('HMGET', KEYS[9], 'batch_entries', 'delayed_entries', 'priority_entries',
+    'level_streams')
+  if flags[1] or flags[3] or (delaying and flags[2]) or flags[4] then return nil end
   local first = call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   local due_next = -1
   if #first > 0 then
@@ -318,6 +320,14 @@ end
 local lean_reply = lean()
 if lean_reply then return lean_reply end
 
+-- What the partition holds (produce.lua counts it in KEYS[9]): batch entries, delayed ones,
+-- entries of another priority than 4 in its own stream (the priority index), level streams.
+local pflags = call('HMGET', KEYS[9], 'batch_entries', 'delayed_entries', 'priority_entries',
+  'level_streams')
+-- Level streams (lib/levels.lua): every stream of the partition, highest level first.
+local levels_on = pflags[4] and true or false
+local level_streams = levels_on and streams_of(KEYS[1]) or {KEYS[1]}
+
 local HOLDER = '~held'
 local PRIO = string.sub(KEYS[4], 1, -10) .. 'prio:'
 local DELAYED = string.sub(KEYS[4], 1, -10) .. 'delayed'
@@ -333,6 +343,11 @@ local function id_lt(a, b)
   local am, as = id_parts(a)
   local bm, bs = id_parts(b)
   return am < bm or (am == bm and as < bs)
+end
+-- XPENDING's summary of the group, over every stream of the partition.
+local function pending_summary()
+  if not levels_on then return call('XPENDING', KEYS[1], group) end
+  return pending_over(level_streams, group, false)
 end
 
 -- murmur3_32 (seed 0) of a string, as an unsigned number.  The arithmetic is on signed 32-bit
@@ -376,7 +391,7 @@ local sub_limit, consumer_limit = tonumber(ARGV[14] or '0'), tonumber(ARGV[15] o
 local sub_room, pending_total = -1, -1
 local consumer_pending = {}
 if sub_limit > 0 or consumer_limit > 0 then
-  local summary = call('XPENDING', KEYS[1], group)
+  local summary = pending_summary()
   pending_total = tonumber(summary[1])
   if summary[4] then
     for _, pair in ipairs(summary[4]) do consumer_pending[pair[1]] = tonumber(pair[2]) end
@@ -516,7 +531,7 @@ if key_shared then
     local ring, infos = build_ring()
     local before, now_member = {}, {}
     for id in string.gmatch(state.m or '', '%S+') do before[id] = true end
-    local summary = call('XPENDING', KEYS[1], group)
+    local summary = pending_summary()
     local out = 0
     for _, pair in ipairs(summary[4] or {}) do
       if pair[1] ~= HOLDER then out = out + tonumber(pair[2]) end
@@ -565,9 +580,11 @@ if key_shared then
     if not looked then
       looked = true
       for _, id in ipairs(registered) do
-        local first = call('XPENDING', KEYS[1], group, '-', '+', 1, id)
-        if #first > 0 and (not oldest or id_lt(first[1][1], oldest)) then
-          oldest = first[1][1]
+        for _, stream in ipairs(level_streams) do
+          local first = call('XPENDING', stream, group, '-', '+', 1, id)
+          if #first > 0 and (not oldest or id_lt(first[1][1], oldest)) then
+            oldest = first[1][1]
+          end
         end
       end
     end
@@ -600,23 +617,101 @@ end
 
 -- Fast path: without a byte budget and without batch entries in the partition, the entry
 -- count alone bounds every budget, so entries are read once, by XREADGROUP itself.
-local pflags = call('HMGET', KEYS[9], 'batch_entries', 'delayed_entries', 'priority_entries')
 local prio_on = pflags[3] and not key_shared
 -- Key_Shared with one registered consumer that owns the whole ring, is not recently joined
 -- and has nothing held for it: every entry, keyed or not, would go to it in stream order, so
 -- it takes the fast path as Shared does (an entry it cannot take stays in the stream).
 local ks_fast = key_shared and sole_owner ~= nil and #registered == 1
-  and not joined[sole_owner] and call('ZCARD', KEYS[4]) == 0
+  and not joined[sole_owner] and not levels_on and call('ZCARD', KEYS[4]) == 0
 local fast = byte_budget < 0 and ARGV[12] ~= '1' and (not key_shared or ks_fast)
   and not pflags[1]
   and not (delaying and pflags[2])
   and not prio_on
+  and not (levels_on and oldest_every > 0)
 
 -- Slow path: look at the entries first.  A caught-up subscription (everything left fits in
 -- one read) may skip the budgets.
 local fresh = {}
+local fresh_stream = {}  -- with level streams: the stream of each entry of fresh
+local guard_turn = nil  -- with level streams and a starvation guard: the turn before the call
 local unthrottled = 0
-if not fast and not prio_on then
+-- The group's last-delivered id on a stream of the partition.
+local function group_cursor(stream)
+  if stream == KEYS[1] then return cursor end
+  for _, g in ipairs(call('XINFO', 'GROUPS', stream)) do
+    local info = {}
+    for f = 1, #g, 2 do info[g[f]] = g[f + 1] end
+    if info['name'] == group then return info['last-delivered-id'] end
+  end
+  return '0-0'
+end
+if not fast and not prio_on and levels_on then
+  -- Level streams: Shared, Exclusive and Failover read the highest level first; Key_Shared
+  -- reads every stream in arrival order (ids sort together), so each key keeps its order.
+  local want = max_entries + 1
+  if key_shared then
+    local bound = nil  -- the last id read of a stream that had more: nothing after it goes
+    for _, stream in ipairs(level_streams) do
+      local got = call('XRANGE', stream, '(' .. group_cursor(stream), '+', 'COUNT', want)
+      for _, entry in ipairs(got) do
+        fresh[#fresh + 1] = entry
+        fresh_stream[entry] = stream
+      end
+      if #got == want and (not bound or id_lt(got[#got][1], bound)) then bound = got[#got][1] end
+    end
+    table.sort(fresh, function(a, b) return id_lt(a[1], b[1]) end)
+    local kept = {}
+    for _, entry in ipairs(fresh) do
+      if #kept >= want or (bound and id_lt(bound, entry[1])) then break end
+      kept[#kept + 1] = entry
+    end
+    fresh = kept
+  elseif oldest_every > 0 then
+    -- The starvation guard: every N-th entry is the oldest at the head of a stream, the others
+    -- the head of the highest level (the turn is kept in KEYS[5] "prio_turn", counting what
+    -- goes out).
+    local heads, at = {}, {}
+    for k, stream in ipairs(level_streams) do
+      heads[k] = call('XRANGE', stream, '(' .. group_cursor(stream), '+', 'COUNT', want)
+      at[k] = 1
+    end
+    local turn = tonumber(call('HGET', KEYS[5], 'prio_turn') or '0') or 0
+    guard_turn = turn
+    while #fresh < want do
+      local pick_k = nil
+      for k = 1, #level_streams do
+        local head = heads[k][at[k]]
+        if head then
+          if not pick_k then
+            pick_k = k
+            if turn % oldest_every ~= oldest_every - 1 then break end
+          elseif id_lt(head[1], heads[pick_k][at[pick_k]][1]) then
+            pick_k = k
+          end
+        end
+      end
+      if not pick_k then break end
+      local entry = heads[pick_k][at[pick_k]]
+      at[pick_k] = at[pick_k] + 1
+      fresh[#fresh + 1] = entry
+      fresh_stream[entry] = level_streams[pick_k]
+      turn = turn + 1
+    end
+  else
+    for _, stream in ipairs(level_streams) do
+      local got = call('XRANGE', stream, '(' .. group_cursor(stream), '+', 'COUNT',
+        want - #fresh)
+      for _, entry in ipairs(got) do
+        fresh[#fresh + 1] = entry
+        fresh_stream[entry] = stream
+      end
+      if #fresh >= want then break end
+    end
+  end
+  if ARGV[12] == '1' and #fresh <= max_entries then
+    msg_budget, byte_budget, unthrottled = -1, -1, 1
+  end
+elseif not fast and not prio_on then
   fresh = call('XRANGE', KEYS[1], '(' .. cursor, '+', 'COUNT', max_entries + 1)
   if ARGV[12] == '1' and #fresh <= max_entries then
     msg_budget, byte_budget, unthrottled = -1, -1, 1
@@ -757,15 +852,37 @@ local due = call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, due_limit)
 if key_shared then table.sort(due, id_lt) end
 local more_due = key_shared and #due >= due_limit
 local runs = {}
+-- Level streams: whether a stream above a level holds entries not handed out yet (a delayed
+-- entry come due waits for them, as it would behind its level's betters; read once a call).
+local unread = nil
+local function higher_waiting(level)
+  if not unread then
+    unread = {}
+    local last = {}
+    local flat = call('HGETALL', levels_key(KEYS[1]))
+    for f = 1, #flat, 2 do last[level_stream(KEYS[1], tonumber(flat[f]))] = flat[f + 1] end
+    local newest = call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+    last[KEYS[1]] = newest[1] and newest[1][1] or nil
+    for k, stream in ipairs(level_streams) do
+      unread[k] = last[stream] ~= nil and id_lt(group_cursor(stream), last[stream])
+    end
+  end
+  for k, stream in ipairs(level_streams) do
+    local above = stream == KEYS[1] and 4 or tonumber(string.sub(stream, #KEYS[1] + 2))
+    if above > level and unread[k] then return true end
+  end
+  return false
+end
 for _, id in ipairs(due) do
-  local found = call('XRANGE', KEYS[1], id, id)
+  local stream = stream_of(KEYS[1], id)
+  local found = call('XRANGE', stream, id, id)
   local taker = nil
   local waits = false
   if key_shared and #found > 0 then
     taker = ks_take(id, found[1][2])
     waits = taker == nil
   end
-  local p = (#found > 0 and not waits) and call('XPENDING', KEYS[1], group, id, id, 1) or {}
+  local p = (#found > 0 and not waits) and call('XPENDING', stream, group, id, id, 1) or {}
   if waits then
     -- Its key's consumer cannot take it now: it stays scheduled.
     held_any = true
@@ -773,7 +890,11 @@ for _, id in ipairs(due) do
     -- Trimmed, deleted or acknowledged meanwhile: nothing left to deliver.
     call('ZREM', KEYS[4], id)
     call('ZREM', DELAYED, id)
-    call('XACK', KEYS[1], group, id)
+    call('XACK', stream, group, id)
+  elseif levels_on and not key_shared and p[1][2] == HOLDER
+      and higher_waiting(level_of(id) or 4) then
+    -- Level streams: a delayed entry come due stays scheduled while higher levels have
+    -- entries to hand out (it goes before those of its own level).
   elseif prio_on and p[1][2] == HOLDER then
     -- A held (delayed) entry come due waits in the priority index with the others.
     call('RPUSH', PRIO .. priority_of(found[1][2]), index_member(id, found[1][2]))
@@ -788,7 +909,7 @@ for _, id in ipairs(due) do
     if why ~= nil then reason, stop = why, true break end
     if not c then reason, stop = nobody(), true break end
     local count = held and 1 or p[1][4] + 1
-    call('XCLAIM', KEYS[1], group, c[1], 0, id, 'RETRYCOUNT', count, 'JUSTID')
+    call('XCLAIM', stream, group, c[1], 0, id, 'RETRYCOUNT', count, 'JUSTID')
     call('ZREM', KEYS[4], id)
     if held then call('ZREM', DELAYED, id) end
     local run = runs[c[1]]
@@ -1058,6 +1179,7 @@ end
 
 -- 2a. Fast path: per consumer run, XREADGROUP exactly as many entries as may go.
 local drained = false
+local si = 1  -- the stream read (level_streams)
 local reads = math.max(tonumber(ARGV[24] or '1') or 1, 1)
 local call_entries, call_cap = max_entries * reads, read_cap * reads
 if fast and not stop then
@@ -1075,8 +1197,16 @@ if fast and not stop then
       stop = true
       break
     end
-    local reply = call('XREADGROUP', 'GROUP', group, c[1], 'COUNT', want, 'STREAMS', KEYS[1], '>')
+    local reply = call('XREADGROUP', 'GROUP', group, c[1], 'COUNT', want, 'STREAMS',
+      level_streams[si], '>')
     local got = reply and reply[1] and reply[1][2] or {}
+    while #got == 0 and si < #level_streams do
+      -- Level streams: this level has nothing more, the next lower one goes on.
+      si = si + 1
+      reply = call('XREADGROUP', 'GROUP', group, c[1], 'COUNT', want, 'STREAMS',
+        level_streams[si], '>')
+      got = reply and reply[1] and reply[1][2] or {}
+    end
     if #got == 0 then drained = true break end
     -- Every entry of the fast path holds one message: charge the run at once.
     local n, size = #got, payload_bytes(got)
@@ -1086,7 +1216,11 @@ if fast and not stop then
     if c[5] > 0 then c[5] = math.max(c[5] - n, 0) end
     if sub_room > 0 then sub_room = math.max(sub_room - n, 0) end
     entries, messages, units, bytes = entries + n, messages + n, units + n, bytes + size
-    cursor = got[n][1]
+    if level_streams[si] == KEYS[1] then cursor = got[n][1] end
+    if levels_on then
+      local level = level_of(got[1][1]) or 4
+      by_level[level] = (by_level[level] or 0) + n
+    end
     if size <= PACKET_BYTES then
       -- Small payloads go in the element itself, as XREADGROUP returned them: the consumer
       -- reads nothing more (no second read of the same entries, no second round trip).
@@ -1094,21 +1228,38 @@ if fast and not stop then
     else
       call('RPUSH', qprefix .. c[1], 'R' .. got[1][1] .. ' ' .. cursor)
     end
-    if #got < want then drained = true break end
+    if #got < want then
+      if si == #level_streams then drained = true break end
+      si = si + 1
+    end
     if stop then reason = 0 break end
   end
 end
 
 -- 2b. Slow path: new entries after the cursor, in runs: one XREADGROUP and one notice each.
 local i = 1
-local run, run_owner = {}, nil
+local run, run_owner, run_stream = {}, nil, KEYS[1]
 local function flush()
   if run_owner and #run > 0 then
-    call('XREADGROUP', 'GROUP', group, run_owner, 'COUNT', #run, 'STREAMS', KEYS[1], '>')
-    cursor = run[#run]
-    call('RPUSH', qprefix .. run_owner, 'R' .. run[1] .. ' ' .. cursor)
+    call('XREADGROUP', 'GROUP', group, run_owner, 'COUNT', #run, 'STREAMS', run_stream, '>')
+    if run_stream == KEYS[1] then cursor = run[#run] end
+    call('RPUSH', qprefix .. run_owner, 'R' .. run[1] .. ' ' .. run[#run])
+    if levels_on then
+      local level = level_of(run[1]) or 4
+      by_level[level] = (by_level[level] or 0) + #run
+    end
   end
   run = {}
+end
+-- The stream of an entry of fresh; a run is of one stream (flushed when it changes).
+local function stream_for(entry)
+  return fresh_stream[entry] or KEYS[1]
+end
+local function hold(entry)
+  flush()
+  local stream = stream_for(entry)
+  call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', 1, 'STREAMS', stream, '>')
+  if stream == KEYS[1] then cursor = entry[1] end
 end
 -- Key_Shared: entry by entry, to its key's consumer, or held.
 if key_shared and not stop and more_due then
@@ -1130,9 +1281,9 @@ if key_shared and not stop then
       if why ~= nil then reason, stop = why, true break end
       local c, keyed = ks_take(entry[1], entry[2])
       if c then
-        if c[1] ~= run_owner then
+        if c[1] ~= run_owner or stream_for(entry) ~= run_stream then
           flush()
-          run_owner = c[1]
+          run_owner, run_stream = c[1], stream_for(entry)
         end
         run[#run + 1] = entry[1]
         charge(c, size, n, true)
@@ -1147,11 +1298,9 @@ if key_shared and not stop then
       end
     end
     if hold_at then
-      flush()
-      call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', 1, 'STREAMS', KEYS[1], '>')
+      hold(entry)
       call('ZADD', KEYS[4], hold_at, entry[1])
       if delayed then call('ZADD', DELAYED, hold_at, entry[1]) end
-      cursor = entry[1]
       held_now = held_now + 1
     end
     i = i + 1
@@ -1167,13 +1316,15 @@ while not key_shared and not stop and i <= #fresh do
   while i <= #fresh and c[2] > 0 and c[5] ~= 0 and c[3] < rr_chunk do
     local entry = fresh[i]
     local at = delaying and deliver_at(entry[2]) or nil
+    if stream_for(entry) ~= run_stream then
+      flush()
+      run_stream = stream_for(entry)
+    end
     if at and at - margin > now then
       -- Delayed: held until due (see ARGV[26]); what the run holds so far goes first.
-      flush()
-      call('XREADGROUP', 'GROUP', group, HOLDER, 'COUNT', 1, 'STREAMS', KEYS[1], '>')
+      hold(entry)
       call('ZADD', KEYS[4], at - margin, entry[1])
       call('ZADD', DELAYED, at - margin, entry[1])
-      cursor = entry[1]
     else
       local size, n = fields_size(entry[2])
       local why = refuse(size, true)
@@ -1213,6 +1364,9 @@ if entries > 0 then
   call('HINCRBY', KEYS[5], 'bytes_out', bytes)
   if redelivered > 0 then call('HINCRBY', KEYS[5], 'redelivered', redelivered) end
   for level, n in pairs(by_level) do call('HINCRBY', KEYS[5], 'out_p' .. level, n) end
+end
+if guard_turn then
+  call('HSET', KEYS[5], 'prio_turn', (guard_turn + entries - redelivered) % oldest_every)
 end
 if pending_total >= 0 then pending_total = pending_total + entries - redelivered end
 local exhausted, wait_ms = settle(units, bytes, unthrottled == 1)

@@ -3,9 +3,10 @@
 -- ARGV[1] subscription (group), ARGV[2] due time ms, ARGV[3] wake channel,
 -- ARGV[4] wake payload, ARGV[5..] entry ids
 -- Only entries still pending are scheduled.  Returns how many were scheduled.
+-- include lib/levels.lua
 local n = 0
 for i = 5, #ARGV do
-  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  local p = redis.call('XPENDING', stream_of(KEYS[1], ARGV[i]), ARGV[1], ARGV[i], ARGV[i], 1)
   if #p > 0 then
     redis.call('ZADD', KEYS[2], ARGV[2], ARGV[i])
     n = n + 1

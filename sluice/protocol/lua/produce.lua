@@ -31,6 +31,13 @@
 -- seconds as the call needs.  A changed limit applies to the next call; the window keeps what
 -- it holds.  Refused calls are counted in KEYS[2]'s publish_throttled.
 -- Publish time "t" is the server's clock (ms).
+-- Level streams (lib/levels.lua): an entry of a priority L other than 4 goes to the stream
+-- KEYS[1] .. ':' .. L, with an id "<ms>-1L<14 digits>" made here (after the level's last,
+-- kept in the partition's levels hash), once the partition has a level stream, or when it
+-- starts using them: the limits hash's priorityIndexOnly is not 1 and KEYS[2] counts no
+-- priority entry in KEYS[1] itself (priority_entries).  A new level stream gets a consumer
+-- group per subscription of the partition (its subs set), at its start, and KEYS[2] the
+-- flag level_streams, which dispatch.lua reads.
 -- Lowest-priority eviction (limits hash priorityEvictionLimit = the backlog quota's
 -- limitMessages plus one, 0 or absent = off): see "evict" below; refused calls answer
 -- "TOO_MANY_REQUESTS lowest_priority_eviction\t<reason>" (the client raises as for
@@ -109,13 +116,15 @@ local function entry_priorities()
   return out
 end
 -- include lib/stream_ids.lua
+-- include lib/levels.lua
 local function padded(id)
   local ms, seq = id_parts(id)
   return string.format('%013d-%010d', ms, seq)
 end
 local function unpadded(member)
   local ms, seq = id_parts(member)
-  return ms .. '-' .. seq
+  -- Not "..": Lua writes a number of 15 digits or more as "1.1e+15" (ids of level streams).
+  return string.format('%d-%d', ms, seq)
 end
 
 -- evict: with lowest-priority eviction on, every subscription (consumer group) whose backlog
@@ -131,24 +140,41 @@ local victims, groups = {}, {}
 if priorities then
   local n_new, lowest_new = #priorities, 9
   for _, p in ipairs(priorities) do lowest_new = math.min(lowest_new, p) end
-  for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
-    local info = {}
-    for f = 1, #g, 2 do info[g[f]] = g[f + 1] end
-    local lag = tonumber(info['lag'])
-    if not lag then
-      -- Unknown (deleted entries ahead of the group, or a group made at an id): the indexed
-      -- entries after its last-delivered id.
-      lag = 0
-      local from = '(' .. padded(info['last-delivered-id'])
-      for level = 0, 9 do
-        lag = lag + redis.call('ZLEXCOUNT', prefix .. 'pq:' .. level, from, '+')
+  -- With level streams (lib/levels.lua) a group's backlog is summed over every stream, and
+  -- its position is per stream; each stream's entries are the index of its own level.
+  local sides = side_levels(KEYS[1])
+  local by_name = {}
+  for _, stream in ipairs(#sides > 0 and streams_of(KEYS[1]) or {KEYS[1]}) do
+    for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+      local info = {}
+      for f = 1, #g, 2 do info[g[f]] = g[f + 1] end
+      local lag = tonumber(info['lag'])
+      if not lag then
+        -- Unknown (deleted entries ahead of the group, or a group made at an id): the indexed
+        -- entries after its last-delivered id (of this stream's level alone, with level
+        -- streams).
+        lag = 0
+        local from = '(' .. padded(info['last-delivered-id'])
+        if #sides > 0 then
+          local level = stream == KEYS[1] and 4 or tonumber(string.match(stream, ':(%d)$'))
+          lag = redis.call('ZLEXCOUNT', prefix .. 'pq:' .. level, from, '+')
+        else
+          for level = 0, 9 do
+            lag = lag + redis.call('ZLEXCOUNT', prefix .. 'pq:' .. level, from, '+')
+          end
+        end
       end
+      local g_at = by_name[info['name']]
+      if not g_at then
+        g_at = {name = info['name'], last = {}, read = {}, passed = {}, need = n_new - evict_limit}
+        by_name[info['name']] = g_at
+        groups[#groups + 1] = g_at
+      end
+      g_at.last[stream] = info['last-delivered-id']
+      g_at.read[stream] = tonumber(info['entries-read'])
+      g_at.passed[stream] = 0
+      g_at.need = g_at.need + tonumber(info['pending']) + lag
     end
-    groups[#groups + 1] = {
-      name = info['name'], last = info['last-delivered-id'], read = tonumber(info['entries-read']),
-      passed = 0,
-      need = tonumber(info['pending']) + lag + n_new - evict_limit,
-    }
   end
   local needing = 0
   for _, g in ipairs(groups) do if g.need > 0 then needing = needing + 1 end end
@@ -163,15 +189,16 @@ if priorities then
       for _, member in ipairs(members) do
         looked = looked + 1
         local id = unpadded(member)
+        local stream = stream_of(KEYS[1], id)
         -- Where the entry stands in each group: nil acknowledged (or gone), 'new' not read
         -- yet, 'held' read ahead, 'out' with a consumer.
         local states, out, anywhere, wanted, held_in = {}, false, false, false, {}
         for k, g in ipairs(groups) do
           local state = nil
-          if id_before(g.last, id) then
+          if g.last[stream] and id_before(g.last[stream], id) then
             state = 'new'
-          else
-            local p = redis.call('XPENDING', KEYS[1], g.name, id, id, 1)
+          elseif g.last[stream] then
+            local p = redis.call('XPENDING', stream, g.name, id, id, 1)
             if #p > 0 then state = p[1][2] == '~held' and 'held' or 'out' end
           end
           states[k] = state
@@ -183,9 +210,9 @@ if priorities then
         if not anywhere then
           stale[#stale + 1] = member
         elseif wanted and not out then
-          victims[#victims + 1] = {id, member, key, held_in}
+          victims[#victims + 1] = {id, member, key, held_in, stream}
           for k, g in ipairs(groups) do
-            if states[k] == 'new' then g.passed = g.passed + 1 end
+            if states[k] == 'new' then g.passed[stream] = g.passed[stream] + 1 end
             if states[k] and g.need > 0 then
               g.need = g.need - 1
               if g.need == 0 then needing = needing - 1 end
@@ -222,8 +249,8 @@ if rate_m > 0 or rate_b > 0 then
   end
 end
 for _, v in ipairs(victims) do
-  for _, name in ipairs(v[4]) do redis.call('XACK', KEYS[1], name, v[1]) end
-  redis.call('XDEL', KEYS[1], v[1])
+  for _, name in ipairs(v[4]) do redis.call('XACK', v[5], name, v[1]) end
+  redis.call('XDEL', v[5], v[1])
   redis.call('ZREM', v[3], v[2])
 end
 if #victims > 0 then
@@ -231,10 +258,40 @@ if #victims > 0 then
   -- A group's entries-read counter counts the entries deleted ahead of it as read, so its lag
   -- (entries added minus read: the backlog) stays exact once they are gone.
   for _, g in ipairs(groups) do
-    if g.passed > 0 and g.read then
-      redis.call('XGROUP', 'SETID', KEYS[1], g.name, g.last, 'ENTRIESREAD', g.read + g.passed)
+    for stream, passed in pairs(g.passed) do
+      if passed > 0 and g.read[stream] then
+        redis.call('XGROUP', 'SETID', stream, g.name, g.last[stream], 'ENTRIESREAD',
+          g.read[stream] + passed)
+      end
     end
   end
+end
+-- Level streams (lib/levels.lua): an entry of a priority other than 4 goes to its level's
+-- stream once the partition has one, or when the partition starts using them: the limits
+-- hash's priorityIndexOnly is not 1 and no entry of another priority is in its own stream
+-- (priority_entries: those are dispatched through the priority index, docs/priority.md).
+local use_levels = nil
+local last_ids, made = {}, {}
+local function level_entry(level)
+  if use_levels == nil then
+    local found = redis.call('HGETALL', levels_key(KEYS[1]))
+    for f = 1, #found, 2 do last_ids[tonumber(found[f])] = found[f + 1] end
+    use_levels = #found > 0 or (
+      redis.call('HGET', limits, 'priorityIndexOnly') ~= '1'
+      and not redis.call('HGET', KEYS[2], 'priority_entries'))
+  end
+  if not use_levels then return nil end
+  local last, ms, n = last_ids[level], now_ms, 0
+  if last then
+    local last_ms, last_n = string.match(last, '^(%d+)%-1%d(%d+)$')
+    last_ms = tonumber(last_ms)
+    if last_ms >= ms then ms, n = last_ms, tonumber(last_n) + 1 end
+  elseif made[level] == nil then
+    made[level] = true
+  end
+  local id = string.format('%d-1%d%014d', ms, level, n)
+  last_ids[level] = id
+  return id
 end
 local ids = {}
 pos = 4
@@ -242,7 +299,7 @@ local msgs, bytes, batches, delayed, prioritized = 0, 0, 0, 0, 0
 for i = 1, tonumber(ARGV[3]) do
   local pairs_count = tonumber(ARGV[pos])
   local args = {KEYS[1], '*', 't', now}
-  local n = 1
+  local n, level = 1, nil
   for j = 1, pairs_count do
     local field, value = ARGV[pos + 2 * j - 1], ARGV[pos + 2 * j]
     args[#args + 1] = field
@@ -250,14 +307,42 @@ for i = 1, tonumber(ARGV[3]) do
     if field == 'd' then bytes = bytes + #value
     elseif field == 'n' then n = tonumber(value) batches = batches + 1
     elseif field == 'a' then delayed = delayed + 1
-    elseif field == 'u' then prioritized = prioritized + 1 end
+    elseif field == 'u' then level = tonumber(value) end
   end
   msgs = msgs + n
+  if level and level ~= 4 then
+    local id = level_entry(level)
+    if id then
+      args[1], args[2] = KEYS[1] .. ':' .. level, id
+    else
+      prioritized = prioritized + 1
+    end
+  end
   ids[i] = redis.call('XADD', unpack(args))
   if priorities then
     redis.call('ZADD', prefix .. 'pq:' .. priorities[i], 0, padded(ids[i]))
   end
   pos = pos + 1 + 2 * pairs_count
+end
+if use_levels then
+  local fields = {}
+  for level, id in pairs(last_ids) do
+    fields[#fields + 1] = level
+    fields[#fields + 1] = id
+  end
+  if #fields > 0 then redis.call('HSET', levels_key(KEYS[1]), unpack(fields)) end
+  -- Every subscription has its consumer group on every stream of the partition: a new
+  -- level stream holds only entries newer than each of them.
+  local subs = nil
+  -- Dispatch reads this flag with the others it reads of KEYS[2] (no command more for a
+  -- partition without level streams).
+  if next(made) then redis.call('HSET', KEYS[2], 'level_streams', 1) end
+  for level, _ in pairs(made) do
+    subs = subs or redis.call('SMEMBERS', prefix .. 'subs')
+    for _, name in ipairs(subs) do
+      redis.call('XGROUP', 'CREATE', KEYS[1] .. ':' .. level, name, '0', 'ENTRIESREAD', 0)
+    end
+  end
 end
 redis.call('HINCRBY', KEYS[2], 'msg_in', msgs)
 redis.call('HINCRBY', KEYS[2], 'bytes_in', bytes)

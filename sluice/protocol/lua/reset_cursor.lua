@@ -28,6 +28,7 @@ end
 
 -- include lib/stream_ids.lua
 -- include lib/entry_messages.lua
+-- include lib/levels.lua
 
 -- The receiver queues and the dormant flag are not among KEYS.  While a Redis Cluster migrates
 -- this slot, one of them may already be on the new master (or, absent, be assumed there):
@@ -67,6 +68,31 @@ local dropped = tonumber(call('XPENDING', KEYS[1], group)[1])
 call('XGROUP', 'DESTROY', KEYS[1], group)
 call('XGROUP', 'CREATE', KEYS[1], group, target, 'ENTRIESREAD', added - after)
 call('SET', KEYS[3], target)
+-- Level streams (lib/levels.lua): the group is made again on each at the same place (ids of
+-- every stream sort together), counting there what lies after it.
+for _, level in ipairs(side_levels(KEYS[1])) do
+  local side = level_stream(KEYS[1], level)
+  local side_info = call('XINFO', 'STREAM', side)
+  local fields = {}
+  for i = 1, #side_info, 2 do fields[side_info[i]] = side_info[i + 1] end
+  local at, later = ARGV[2], 0
+  if at == '$' then
+    at = fields['last-generated-id']
+  else
+    local from = at
+    while true do
+      local got = call('XRANGE', side, '(' .. from, '+', 'COUNT', 1000)
+      later = later + #got
+      if #got < 1000 then break end
+      from = got[#got][1]
+    end
+  end
+  dropped = dropped + tonumber(call('XPENDING', side, group)[1])
+  after = after + later
+  call('XGROUP', 'DESTROY', side, group)
+  call('XGROUP', 'CREATE', side, group, at, 'ENTRIESREAD',
+    tonumber(fields['entries-added']) - later)
+end
 call('DEL', KEYS[4], string.sub(KEYS[4], 1, -10) .. 'delayed')
 -- The priority index (dispatch.lua) lists pending entries of the group made again: gone too.
 for level = 0, 9 do call('DEL', string.sub(KEYS[4], 1, -10) .. 'prio:' .. level) end
@@ -81,7 +107,7 @@ for _, consumer in ipairs(owners) do
     for _, item in ipairs(items) do
       local first, last = string.match(item, '^R(%S+) (%S+)$')
       if first then
-        for _, entry in ipairs(call('XRANGE', KEYS[1], first, last)) do
+        for _, entry in ipairs(call('XRANGE', stream_of(KEYS[1], first), first, last)) do
           n = n + entry_messages(entry[2])
         end
       else

@@ -117,25 +117,37 @@ if consumer ~= '' then
     end
   end
 end
-if not exists then
+-- include lib/levels.lua
+-- The group's creation on one stream of the partition, at its start or after its last entry.
+local function group_create(stream)
   local start = '0-0'
-  local create = {'XGROUP', 'CREATE', KEYS[1], ARGV[1], start, 'MKSTREAM'}
+  local create = {'XGROUP', 'CREATE', stream, ARGV[1], start, 'MKSTREAM'}
   if ARGV[4] == 'latest' then
-    local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+    local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
     if #last > 0 then
       start = last[1][1]
       -- Every entry ever added counts as read, so Redis can tell the group's lag.
-      local stream = redis.call('XINFO', 'STREAM', KEYS[1])
+      local info = redis.call('XINFO', 'STREAM', stream)
       local added = 0
-      for i = 1, #stream, 2 do
-        if stream[i] == 'entries-added' then added = stream[i + 1] end
+      for i = 1, #info, 2 do
+        if info[i] == 'entries-added' then added = info[i + 1] end
       end
-      create = {'XGROUP', 'CREATE', KEYS[1], ARGV[1], start, 'ENTRIESREAD', added}
+      create = {'XGROUP', 'CREATE', stream, ARGV[1], start, 'ENTRIESREAD', added}
     end
   end
   local ok = redis.pcall(unpack(create))
   if type(ok) == 'table' and ok.err and not string.find(ok.err, 'BUSYGROUP') then
-    return ok
+    return start, ok
+  end
+  return start, nil
+end
+if not exists then
+  local start, failed = group_create(KEYS[1])
+  if failed then return failed end
+  -- Level streams (lib/levels.lua): the group starts on each at the same place.
+  for _, level in ipairs(side_levels(KEYS[1])) do
+    local _, err = group_create(level_stream(KEYS[1], level))
+    if err then return err end
   end
   redis.call('SADD', KEYS[2], ARGV[1])
   redis.call('HSET', KEYS[3], 'type', ARGV[3], 'created', ARGV[5])

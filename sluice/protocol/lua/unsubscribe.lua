@@ -19,7 +19,8 @@ for _, name in ipairs({'meta', 'cursor', 'permits', 'alive', 'info', 'redeliver'
     'prio:7', 'prio:8', 'prio:9'}) do
   redis.call('DEL', ARGV[3] .. name)
 end
-redis.pcall('XGROUP', 'DESTROY', KEYS[1], ARGV[1])
+-- include lib/levels.lua
+for _, stream in ipairs(streams_of(KEYS[1])) do redis.pcall('XGROUP', 'DESTROY', stream, ARGV[1]) end
 redis.call('SREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('DEL', string.match(KEYS[1], '^sl:%b{}:') .. 'dormant')

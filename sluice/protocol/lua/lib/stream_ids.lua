@@ -1,6 +1,7 @@
--- stream_ids (a piece of backlog_set.lua, produce.lua and reset_cursor.lua, spliced in by
--- sluice.protocol.scripts): stream entry ids "<ms>-<seq>" in stream order.  id_parts gives
--- the two numbers of an id, id_before whether id a comes before id b.
+-- stream_ids (a piece of backlog_set.lua, produce.lua, reset_cursor.lua and
+-- lib/level_merge.lua, spliced in by sluice.protocol.scripts): stream entry ids "<ms>-<seq>"
+-- in stream order.  id_parts gives the two numbers of an id, id_before whether id a comes
+-- before id b.
 local function id_parts(id)
   local ms, seq = string.match(id, '^(%d+)-(%d+)$')
   return tonumber(ms), tonumber(seq)
