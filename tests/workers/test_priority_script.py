@@ -1,4 +1,5 @@
-"""``dispatch.lua``'s priority index, called directly on a real Redis: entries go out highest
+"""``dispatch.lua``'s priority index (``priorityIndexOnly``: the layout a partition keeps when
+level streams are off), called directly on a real Redis: entries go out highest
 priority first and in stream order within a priority, small and large alike, over several
 calls under a message limit (read ahead once, then handed out from the index); an entry
 deleted while it waits in the index is dropped, uncharged."""
@@ -22,6 +23,8 @@ class PriorityPartition(Partition):
 
     def __init__(self, client: redis.Redis) -> None:
         super().__init__(client)
+        # The priority index (level streams are the default: docs/priority.md).
+        client.hset(keys.limits(self.name), "priorityIndexOnly", 1)
         self.sent: list[tuple[int, str, list[bytes]]] = []  # (priority, id, fields)
 
     def produce_levels(self, sent: list[tuple[int, bytes]]) -> None:
