@@ -134,7 +134,7 @@ def snapshots_counting(redis_url: str, subscription: str, messages: int) -> list
         out = sum(r.msg_out for r in found if r.subscription == subscription)
         return found if out >= messages else None
 
-    return wait_until(rows, timeout=6)
+    return wait_until(rows, timeout=15)
 
 
 def test_snapshots_for_reporting(http, namespace, worker, client, redis_server):
