@@ -307,6 +307,7 @@ def test_a_new_owner_runs_a_partition_with_entries_only_in_level_streams(
     # Not asleep when its owner left (7 quiet seconds): the new owner runs it.
     successor = WorkerThread(worker_settings.model_copy(update={"worker_id": "next"})).start()
     try:
-        assert successor.call(lambda w: PARTITION.full in w.runners)
+        # (Its lease is taken once the successor has looked at the partitions it owns now.)
+        wait_until(lambda: successor.call(lambda w: PARTITION.full in w.runners))
     finally:
         successor.stop()
