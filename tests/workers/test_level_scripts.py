@@ -380,3 +380,23 @@ def test_trim_applies_the_rule_to_every_stream(single_entry_nodes, redis_server)
         expected = [i for lv_, i in part.sent if lv_ == level and (level == 9 or i not in old)]
         assert kept == expected, level
     client.close()
+
+
+# --- produce.lua ----------------------------------------------------------------------------
+
+
+def test_a_priority_field_that_is_no_level_stays_in_the_partitions_stream(redis_server):
+    """A raw producer (the produce script takes any fields) marking entries "12", "7.5", "-1",
+    "x" or "4" writes them to the partition's own stream, as the default priority dispatch
+    reads them as, and neither makes a level stream nor turns the priority index on."""
+    client = redis.Redis.from_url(redis_server.url)
+    part = LevelPartition(client)
+    part.subscribe("s")
+    entries = [["d", b"p", "u", mark] for mark in ("12", "7.5", "-1", "x", "4")]
+    script_keys, args = PRODUCE_SCRIPT.call(part.name, [*entries, ["d", b"q", "u", "7"]])
+    ids = [text(i) for i in part.scripts["produce"](keys=script_keys[:3], args=args)]
+    assert [keys.level_of(i) for i in ids] == [None] * 5 + [7]
+    assert client.xlen(keys.log(part.name)) == 5
+    assert client.hkeys(keys.levels(part.name)) == [b"7"]
+    assert client.hget(keys.partition_stats(part.name), "priority_entries") is None
+    client.close()

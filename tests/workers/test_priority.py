@@ -478,3 +478,17 @@ def test_a_delayed_message_come_due_waits_for_higher_levels(http, namespace, cli
     got = [m.data() for _, m in receive(consumer, 9, 10)]
     assert got == [*(f"high{i}".encode() for i in range(8)), b"late-low"]
     consumer.close()
+
+
+def test_a_large_message_of_a_level_reaches_its_consumer(http, namespace, client):
+    """A run too large to travel inside the dispatch packet (over 512 KB) goes as a range of
+    ids the consumer reads itself: from the level's own stream, with level streams."""
+    idle_subscription(http, client)
+    producer = client.create_producer(TOPIC)
+    big = b"B" * 600_000
+    producer.send(big, priority=7)
+    producer.send(b"small", priority=2)
+    wait_until(lambda: backlog(http) == 2)
+    consumer = client.subscribe(TOPIC, "s", consumer_type=sluice.ConsumerType.Shared)
+    assert [m.data() for _, m in receive(consumer, 2, 10)] == [big, b"small"]
+    consumer.close()

@@ -1226,7 +1226,7 @@ if fast and not stop then
       -- reads nothing more (no second read of the same entries, no second round trip).
       call('RPUSH', qprefix .. c[1], cmsgpack.pack(got))
     else
-      call('RPUSH', qprefix .. c[1], 'R' .. got[1][1] .. ' ' .. cursor)
+      call('RPUSH', qprefix .. c[1], 'R' .. got[1][1] .. ' ' .. got[n][1])
     end
     if #got < want then
       if si == #level_streams then drained = true break end

@@ -272,7 +272,8 @@ end
 -- (priority_entries: those are dispatched through the priority index, docs/priority.md).
 local use_levels = nil
 local last_ids, made = {}, {}
-local function level_entry(level)
+-- Whether the partition keeps its priorities in level streams (read once a call).
+local function levels_in_use()
   if use_levels == nil then
     local found = redis.call('HGETALL', levels_key(KEYS[1]))
     for f = 1, #found, 2 do last_ids[tonumber(found[f])] = found[f + 1] end
@@ -280,7 +281,10 @@ local function level_entry(level)
       redis.call('HGET', limits, 'priorityIndexOnly') ~= '1'
       and not redis.call('HGET', KEYS[2], 'priority_entries'))
   end
-  if not use_levels then return nil end
+  return use_levels
+end
+-- The id of a new entry of a level stream (a level other than 4).
+local function level_entry(level)
   local last, ms, n = last_ids[level], now_ms, 0
   if last then
     local last_ms, last_n = string.match(last, '^(%d+)%-1%d(%d+)$')
@@ -299,7 +303,7 @@ local msgs, bytes, batches, delayed, prioritized = 0, 0, 0, 0, 0
 for i = 1, tonumber(ARGV[3]) do
   local pairs_count = tonumber(ARGV[pos])
   local args = {KEYS[1], '*', 't', now}
-  local n, level = 1, nil
+  local n, level, marked = 1, nil, false
   for j = 1, pairs_count do
     local field, value = ARGV[pos + 2 * j - 1], ARGV[pos + 2 * j]
     args[#args + 1] = field
@@ -307,16 +311,20 @@ for i = 1, tonumber(ARGV[3]) do
     if field == 'd' then bytes = bytes + #value
     elseif field == 'n' then n = tonumber(value) batches = batches + 1
     elseif field == 'a' then delayed = delayed + 1
-    elseif field == 'u' then level = tonumber(value) end
+    elseif field == 'u' then
+      marked = true
+      -- Only an integer 0..9 is a priority (dispatch.lua reads anything else as 4).
+      local p = tonumber(value)
+      if p and p >= 0 and p <= 9 and p == math.floor(p) then level = p end
+    end
   end
   msgs = msgs + n
-  if level and level ~= 4 then
-    local id = level_entry(level)
-    if id then
-      args[1], args[2] = KEYS[1] .. ':' .. level, id
-    else
-      prioritized = prioritized + 1
-    end
+  if not marked then
+    -- The default priority: the partition's own stream.
+  elseif not levels_in_use() then
+    prioritized = prioritized + 1
+  elseif level and level ~= 4 then
+    args[1], args[2] = KEYS[1] .. ':' .. level, level_entry(level)
   end
   ids[i] = redis.call('XADD', unpack(args))
   if priorities then
